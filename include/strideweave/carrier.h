@@ -1,0 +1,139 @@
+// strideweave/carrier.h — the Carrier base (core-concepts.md sections 1-2).
+//
+// A Carrier owns or references one flat, homogeneous sequence of slots of one
+// stored dtype (Float32, Int32 or Bool). Tensors view carriers through an
+// offset and a Layout. Carriers are always held by std::shared_ptr.
+//
+// Contract of the public surface (each error leaves the carrier unchanged):
+//   size(), get_value(i), set_value(i, v), scatter(...)  — RuntimeError after
+//       release(); IndexError outside [0, size()); set_value on a carrier
+//       that is not publicly mutable -> RuntimeError; a Value of another
+//       element kind -> TypeError. (A non-integer index is a compile-time
+//       error in C++.)
+//   version() — non-negative, monotonic; +1 per successful set_value; failed
+//       writes, allocation, construction and release add nothing.
+//   is_mutable() — intrinsic mutability and not owned by a composite.
+//   release() — permanent and idempotent; RuntimeError on an owned carrier.
+//       After release dtype(), supports_storage_dtype() and new_like() still
+//       work.
+//   supports_storage_dtype(d) — identity-based, allocation-free and
+//       independent of state.
+//   new_like / allocate_like — fresh storage of the same exact class;
+//       TypeError/ValueError as core-concepts.md 1.2 for the dtype.
+//
+// Exact-class identity: CarrierClass names the most-derived C++ type; every
+// registry (kernels, capabilities, move routes) is keyed by it and never
+// walks base classes (core-concepts.md 1.8).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <typeindex>
+#include <typeinfo>
+
+#include <strideweave/dtype.h>
+#include <strideweave/value.h>
+
+namespace strideweave {
+
+class Carrier;
+
+// The identity of one exact carrier class.
+class CarrierClass {
+ public:
+  explicit CarrierClass(const std::type_info& info) noexcept : index_(info) {}
+  // Demangled C++ name ("strideweave::CPU").
+  std::string cpp_name() const;
+  std::type_index type_index() const noexcept { return index_; }
+  friend bool operator==(const CarrierClass& a, const CarrierClass& b) noexcept { return a.index_ == b.index_; }
+  friend bool operator<(const CarrierClass& a, const CarrierClass& b) noexcept { return a.index_ < b.index_; }
+  std::size_t hash() const noexcept { return index_.hash_code(); }
+
+ private:
+  std::type_index index_;
+};
+
+template <class C>
+CarrierClass carrier_class() noexcept {
+  static_assert(std::is_base_of_v<Carrier, C>, "carrier_class<C>: C must derive from strideweave::Carrier");
+  return CarrierClass(typeid(C));
+}
+
+class Carrier : public std::enable_shared_from_this<Carrier> {
+ public:
+  Carrier(const Carrier&) = delete;
+  Carrier& operator=(const Carrier&) = delete;
+  virtual ~Carrier() = default;
+
+  CarrierClass exact_class() const noexcept { return CarrierClass(typeid(*this)); }
+  // The class's public name ("Generic", "CPU").
+  virtual std::string class_name() const = 0;
+
+  std::int64_t size() const;
+  const SimpleDType& dtype() const noexcept { return *dtype_; }
+  Value get_value(std::int64_t index) const;
+  void set_value(std::int64_t index, const Value& value);
+  Value operator[](std::int64_t index) const { return get_value(index); }
+
+  virtual bool supports_storage_dtype(const DType& dtype) const noexcept = 0;
+
+  bool is_mutable() const noexcept { return intrinsic_mutable_ && !owned_.load(); }
+  bool is_owned() const noexcept { return owned_.load(); }
+  void release();
+  bool is_released() const noexcept { return released_.load(); }
+  std::uint64_t version() const noexcept { return version_.load(); }
+
+  // Fresh storage of this exact class holding `values` (dtype defaults to
+  // this carrier's). Works on a released prototype.
+  std::shared_ptr<Carrier> new_like(std::span<const Value> values, bool mutable_ = true,
+                                    const DType* dtype = nullptr) const;
+  // Fresh storage of `size` slots, initialised to storage_zero unless `empty`
+  // (which lets a carrier skip zeroing).
+  std::shared_ptr<Carrier> allocate_like(std::int64_t size, bool mutable_ = true, const DType* dtype = nullptr,
+                                         bool empty = false) const;
+
+  // Throws RuntimeError naming `what` if released.
+  void require_live(const char* what) const;
+  // Throws RuntimeError naming `what` unless publicly mutable and live.
+  void require_writable(const char* what) const;
+
+ protected:
+  // Subclass constructors validate `dtype` with check_storage_dtype first.
+  Carrier(const SimpleDType& dtype, bool mutable_) noexcept : dtype_(&dtype), intrinsic_mutable_(mutable_) {}
+  // core-concepts.md 1.2: non-simple or unsupported -> ValueError naming the
+  // class; a non-DType is impossible in C++.
+  static const SimpleDType& check_storage_dtype(const DType& dtype, const char* class_name,
+                                                bool (*supports)(const DType&) noexcept);
+
+  // Storage hooks: called only after the base validated liveness, range,
+  // mutability and the Value's kind.
+  virtual std::int64_t storage_size() const noexcept = 0;
+  virtual Value read_slot(std::int64_t index) const = 0;
+  virtual void write_slot(std::int64_t index, const Value& value) = 0;
+  virtual void release_storage() noexcept = 0;
+  virtual std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
+                                             bool empty) const = 0;
+
+  // For composites (Evictable, TiledEvictable) that take ownership.
+  void set_owned(bool owned) noexcept { owned_.store(owned); }
+  // For carrier-level bulk writes that count as one versioned mutation.
+  void bump_version(std::uint64_t by = 1) noexcept { version_.fetch_add(by); }
+
+ private:
+  const SimpleDType* dtype_;
+  bool intrinsic_mutable_;
+  std::atomic<bool> owned_{false};
+  std::atomic<bool> released_{false};
+  std::atomic<std::uint64_t> version_{0};
+};
+
+}  // namespace strideweave
+
+template <>
+struct std::hash<strideweave::CarrierClass> {
+  std::size_t operator()(const strideweave::CarrierClass& c) const noexcept { return c.hash(); }
+};

@@ -1,0 +1,55 @@
+// strideweave/errors.h — the one exception hierarchy.
+//
+// Contract (cpp-mapping.md, "Errors"): every error the specifications name in
+// Python spelling is a C++ class of the same name deriving from
+// strideweave::Error (itself a std::exception), so that the later Python
+// binding maps each one to the built-in of the same name.
+//
+// Additions beyond cpp-mapping.md's list (documented in docs/errors.md):
+//   LookupError  - core-concepts names it (dtype name resolution);
+//   IndexError   - core-concepts names it (carrier index out of range); it
+//                  derives from LookupError exactly as in Python.
+//
+// Every message names the operation or entity it concerns. A thrown error
+// leaves registries, carriers, versions and tensors exactly as they were.
+#pragma once
+
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace strideweave {
+
+class Error : public std::exception {
+ public:
+  explicit Error(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+  const std::string& message() const noexcept { return message_; }
+  // The Python-style class name ("TypeError", ...), used by the command line
+  // and the later Python binding.
+  virtual const char* type_name() const noexcept { return "Error"; }
+
+ private:
+  std::string message_;
+};
+
+#define STRIDEWEAVE_DECLARE_ERROR(Name, Base)                     \
+  class Name : public Base {                                      \
+   public:                                                        \
+    using Base::Base;                                             \
+    const char* type_name() const noexcept override { return #Name; } \
+  };
+
+STRIDEWEAVE_DECLARE_ERROR(TypeError, Error)
+STRIDEWEAVE_DECLARE_ERROR(ValueError, Error)
+STRIDEWEAVE_DECLARE_ERROR(RuntimeError, Error)
+STRIDEWEAVE_DECLARE_ERROR(NotImplementedError, RuntimeError)
+STRIDEWEAVE_DECLARE_ERROR(OverflowError, Error)
+STRIDEWEAVE_DECLARE_ERROR(AttributeError, Error)
+STRIDEWEAVE_DECLARE_ERROR(BufferError, Error)
+STRIDEWEAVE_DECLARE_ERROR(LookupError, Error)
+STRIDEWEAVE_DECLARE_ERROR(IndexError, LookupError)
+
+#undef STRIDEWEAVE_DECLARE_ERROR
+
+}  // namespace strideweave

@@ -1,0 +1,7 @@
+// strideweave/int128.h — the exact wide integer used for weak scalars and
+// exact integer accumulation (GCC and Clang on 64-bit targets).
+#pragma once
+
+namespace strideweave {
+__extension__ typedef __int128 int128;
+}

@@ -1,0 +1,247 @@
+// strideweave/layout.h — hierarchical Shape, Stride and Layout
+// (core-concepts.md section 3).
+//
+// An IntTuple is a leaf integer or an ordered tuple of IntTuples. A Shape is a
+// tuple of top-level *modes*; each mode is a leaf extent or a nested tuple of
+// extents (a hierarchical mode). A Stride is congruent to its Shape. A Layout
+// maps a coordinate to an index: the sum over leaves of leaf coordinate times
+// leaf stride. An integer key (for the whole layout, or for one mode) expands
+// mixed-radix with the FIRST mode fastest (colexicographic order); this is the
+// *logical order* of a tensor's elements (docs/layout.md).
+//
+// Tensor operations treat the top-level modes as axes: axis i has extent
+// `shape.extent(i)` = product of the leaves of mode i, and its coordinate is
+// an integer key into that mode.
+//
+// Deliberate extension (docs/layout.md): extents may be zero (empty tensors);
+// negative extents and negative strides are ValueError. Every product of
+// extents is overflow-checked in int64_t (ValueError): the product of the
+// non-zero extents must fit, so a zero extent never hides an overflow.
+//
+// All types are immutable values with operator== and std::hash.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace strideweave {
+
+class IntTuple {
+ public:
+  // A leaf.
+  IntTuple(std::int64_t leaf);  // NOLINT(google-explicit-constructor): Shape(2, (3, 4)) reads naturally
+  IntTuple(int leaf) : IntTuple(static_cast<std::int64_t>(leaf)) {}  // NOLINT
+  // A tuple (possibly empty).
+  IntTuple(std::initializer_list<IntTuple> children);
+  static IntTuple tuple(std::vector<IntTuple> children);
+
+  bool is_leaf() const noexcept { return leaf_; }
+  // The leaf value; precondition is_leaf().
+  std::int64_t value() const noexcept { return value_; }
+  // The number of children of a tuple (0 for a leaf).
+  std::size_t rank() const noexcept { return children_.size(); }
+  const IntTuple& operator[](std::size_t i) const { return children_.at(i); }
+  std::span<const IntTuple> children() const noexcept { return children_; }
+
+  // Leaves in depth-first order.
+  std::vector<std::int64_t> leaves() const;
+  // Same nesting (profile) as `other`.
+  bool congruent(const IntTuple& other) const noexcept;
+  // Product of the leaves (overflow-checked, ValueError naming `what`).
+  std::int64_t product(const char* what = "IntTuple") const;
+  // "(2,(3,4))"; a leaf prints as its number.
+  std::string to_string() const;
+
+  friend bool operator==(const IntTuple& a, const IntTuple& b) noexcept;
+  std::size_t hash() const noexcept;
+
+ private:
+  IntTuple() = default;
+  bool leaf_ = false;
+  std::int64_t value_ = 0;
+  std::vector<IntTuple> children_;
+};
+
+// Shape(2, IntTuple{3, 4}) — top-level modes. Extents must be >= 0
+// (ValueError).
+class Shape {
+ public:
+  Shape() = default;  // rank 0: one element
+  Shape(std::initializer_list<IntTuple> modes);
+  explicit Shape(std::vector<IntTuple> modes);
+  // A flat shape from plain extents.
+  static Shape of(std::span<const std::int64_t> extents);
+  static Shape of(std::initializer_list<std::int64_t> extents);
+
+  std::size_t rank() const noexcept { return modes_.size(); }
+  const IntTuple& mode(std::size_t i) const { return modes_.at(i); }
+  std::span<const IntTuple> modes() const noexcept { return modes_; }
+  // Extent of top-level mode i (product of its leaves).
+  std::int64_t extent(std::size_t i) const { return extents_.at(i); }
+  std::span<const std::int64_t> extents() const noexcept { return extents_; }
+  // Product of all extents (1 for rank 0), overflow-checked at construction.
+  std::int64_t size() const noexcept { return size_; }
+  // Every top-level mode is a leaf.
+  bool is_flat() const noexcept;
+  // As a tuple of modes.
+  IntTuple as_tuple() const { return IntTuple::tuple(modes_); }
+  std::string to_string() const;
+
+  friend bool operator==(const Shape& a, const Shape& b) noexcept { return a.modes_ == b.modes_; }
+  std::size_t hash() const noexcept;
+
+ private:
+  void init();
+  std::vector<IntTuple> modes_;
+  std::vector<std::int64_t> extents_;
+  std::int64_t size_ = 1;
+};
+
+// Stride: congruent non-negative integers (ValueError for a negative one).
+class Stride {
+ public:
+  Stride() = default;
+  Stride(std::initializer_list<IntTuple> modes);
+  explicit Stride(std::vector<IntTuple> modes);
+  static Stride of(std::span<const std::int64_t> strides);
+  static Stride of(std::initializer_list<std::int64_t> strides);
+
+  std::size_t rank() const noexcept { return modes_.size(); }
+  const IntTuple& mode(std::size_t i) const { return modes_.at(i); }
+  std::span<const IntTuple> modes() const noexcept { return modes_; }
+  std::string to_string() const;
+
+  friend bool operator==(const Stride& a, const Stride& b) noexcept { return a.modes_ == b.modes_; }
+  std::size_t hash() const noexcept;
+
+ private:
+  std::vector<IntTuple> modes_;
+};
+
+class Layout {
+ public:
+  Layout() = default;  // rank 0
+  // Shape and Stride must have identical nesting (ValueError).
+  Layout(Shape shape, Stride stride);
+
+  // The canonical compact injective layout of `shape`: keeps the shape's
+  // nesting (profile) and gives its leaves, in depth-first order, strides
+  // 1, e0, e0*e1, ... (first mode fastest), so that physical index == logical
+  // ordinal. Zero extents are skipped in the running product (numpy
+  // convention), so compact(Shape{0, 3}) has strides (1,1).
+  static Layout compact(const Shape& shape);
+  // The row-major compact layout (same profile, last leaf fastest), for
+  // interop.
+  static Layout row_major(const Shape& shape);
+
+  const Shape& shape() const noexcept { return shape_; }
+  const Stride& stride() const noexcept { return stride_; }
+  std::size_t rank() const noexcept { return shape_.rank(); }
+  std::int64_t size() const noexcept { return shape_.size(); }
+  // 1 + the largest reachable index; 0 for an empty layout.
+  std::int64_t cosize() const noexcept { return cosize_; }
+  // No two coordinates map to one index. Exact for size <= 2^20; beyond that
+  // conservative: true only when the leaves, sorted by stride, nest
+  // (stride[i] >= stride[i-1] * extent[i-1]) (docs/layout.md).
+  bool is_injective() const;
+  // Every top-level mode is a leaf (the plain strided fast path).
+  bool is_flat() const noexcept { return shape_.is_flat(); }
+  // Equal to Layout::compact(shape()).
+  bool is_compact() const;
+
+  // Index of a coordinate given as one integer key per top-level mode (each
+  // expanded mixed-radix, first leaf fastest). Wrong count or a key outside
+  // [0, extent) -> ValueError.
+  std::int64_t operator()(std::span<const std::int64_t> coordinate) const;
+  // Index of a whole-layout integer key (first mode fastest); outside
+  // [0, size) -> ValueError.
+  std::int64_t operator()(std::int64_t key) const;
+  // Index contributed by coordinate `key` of top-level mode `axis` alone
+  // (axis >= rank or key outside [0, extent) -> ValueError).
+  std::int64_t mode_index(std::size_t axis, std::int64_t key) const;
+
+  // Plain strides of the top-level modes; nullopt unless is_flat().
+  std::optional<std::vector<std::int64_t>> flat_strides() const;
+  // If top-level mode `axis` behaves as one plain stride (a leaf, or a nested
+  // mode whose extent>1 leaves coalesce to one), that stride; 0 for a nested
+  // mode whose leaves all have extent 1; for a nested mode of extent 0 the
+  // stride of its first zero-extent leaf. axis >= rank -> ValueError.
+  std::optional<std::int64_t> mode_stride(std::size_t axis) const;
+
+  // Views. Each returns a new Layout; the offset a view adds (slice) is
+  // returned through `offset_delta`.
+  //
+  // broadcast_to: right-aligned numpy rules on top-level extents; a mode whose
+  // extent equals the target's keeps its own profile and strides, an extent-1
+  // mode takes the target mode's profile with all strides 0, new leading modes
+  // are the target's with strides 0 (docs/layout.md). Incompatible, or target
+  // rank < rank -> ValueError.
+  Layout broadcast_to(const Shape& target) const;
+  // permute: `perm` is a permutation of [0, rank) (ValueError otherwise).
+  Layout permute(std::span<const std::int64_t> perm) const;
+  // slice of a top-level mode (axis may be negative) with step >= 1,
+  // python-style clamping of start/stop; a nested mode is sliceable only when
+  // it coalesces to one stride s (ValueError otherwise). The result mode is a
+  // leaf of extent ceil((stop-start)/step) and stride s*step, and
+  // *offset_delta = start*s (0 for an empty result). `offset_delta` must not be
+  // null (asserted in debug builds).
+  Layout slice(std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step,
+               std::int64_t* offset_delta) const;
+  // reshape to `target` (same size, else ValueError), preserving logical
+  // (first-mode-fastest) order. The result's top-level extents equal the
+  // target's and its profile is the target's, except that a target leaf that
+  // needs several non-contiguous source pieces becomes a tuple of them; so
+  // reshape is a view whenever leaf extents divide; otherwise ValueError.
+  // An empty layout reshapes to Layout::compact(target).
+  Layout reshape(const Shape& target) const;
+  // Remove extent-1 top-level modes (all, or the listed axes; a listed axis
+  // whose extent is not 1 -> ValueError).
+  Layout squeeze(std::optional<std::vector<std::int64_t>> axes = std::nullopt) const;
+  // Insert an extent-1 mode (stride 0) at position `axis` in [0, rank];
+  // negative axes in [-(rank+1), -1] count from the end (-1 -> rank).
+  Layout unsqueeze(std::int64_t axis) const;
+  // Flatten every mode into its leaves (same map, same order).
+  Layout flatten() const;
+  // Flatten, drop extent-1 leaves and merge adjacent leaves that are
+  // contiguous (stride[i+1] == e[i]*s[i]); same map. A size-1 layout
+  // coalesces to (1):(0), an empty one to (0):(1).
+  Layout coalesce() const;
+
+  std::string to_string() const;  // "(2,3):(1,2)"
+  friend bool operator==(const Layout& a, const Layout& b) noexcept {
+    return a.shape_ == b.shape_ && a.stride_ == b.stride_;
+  }
+  std::size_t hash() const noexcept;
+
+ private:
+  Shape shape_;
+  Stride stride_;
+  std::int64_t cosize_ = 1;
+};
+
+// Normalise a possibly negative axis against `rank` (ValueError naming
+// `what` when out of range).
+std::int64_t normalize_axis(std::int64_t axis, std::size_t rank, const char* what);
+
+// Overflow-checked int64 arithmetic (ValueError naming `what`).
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what);
+std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what);
+
+}  // namespace strideweave
+
+template <>
+struct std::hash<strideweave::IntTuple> {
+  std::size_t operator()(const strideweave::IntTuple& t) const noexcept { return t.hash(); }
+};
+template <>
+struct std::hash<strideweave::Shape> {
+  std::size_t operator()(const strideweave::Shape& s) const noexcept { return s.hash(); }
+};
+template <>
+struct std::hash<strideweave::Layout> {
+  std::size_t operator()(const strideweave::Layout& l) const noexcept { return l.hash(); }
+};

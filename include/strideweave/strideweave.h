@@ -1,0 +1,16 @@
+// strideweave/strideweave.h — the umbrella header of the public API.
+#pragma once
+
+#include <strideweave/carrier.h>
+#include <strideweave/carriers/cpu.h>
+#include <strideweave/carriers/generic.h>
+#include <strideweave/dtype.h>
+#include <strideweave/errors.h>
+#include <strideweave/execution.h>
+#include <strideweave/factory.h>
+#include <strideweave/int128.h>
+#include <strideweave/layout.h>
+#include <strideweave/ops.h>
+#include <strideweave/policy.h>
+#include <strideweave/tensor.h>
+#include <strideweave/value.h>

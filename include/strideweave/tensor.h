@@ -1,0 +1,137 @@
+// strideweave/tensor.h — Tensor (erased face) and TypedTensor<T> (typed face)
+// (core-concepts.md section 4).
+//
+// A Tensor is a handle to one tensor value: a carrier, an offset and a Layout
+// mapping logical coordinates to slot indices (offset + layout(coordinate)).
+// Copying a Tensor copies the handle: both name the same tensor (identity is
+// what autograd attaches to). Views (permute, slice, ...) are new tensors over
+// the same carrier. A Tensor keeps its carrier alive and never releases it.
+//
+// TypedTensor<T> is the same value with its dtype in the type: converting
+// between the faces never copies; the typed face refuses a Tensor of another
+// dtype with TypeError.
+//
+// Logical order of elements is the Layout's integer-key order (first mode
+// fastest), see docs/layout.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <strideweave/carrier.h>
+#include <strideweave/dtype.h>
+#include <strideweave/layout.h>
+#include <strideweave/value.h>
+
+namespace strideweave {
+
+namespace detail {
+struct TensorImpl;
+}
+
+class Tensor {
+ public:
+  // Validates: carrier non-null (TypeError), carrier dtype a stored
+  // SimpleDType, offset >= 0 and offset + layout.cosize() <= carrier.size()
+  // (ValueError). A released carrier -> RuntimeError.
+  Tensor(std::shared_ptr<Carrier> carrier, std::int64_t offset, Layout layout);
+  // A compact tensor over the whole of `carrier` (size must equal shape size).
+  Tensor(std::shared_ptr<Carrier> carrier, const Shape& shape);
+
+  const std::shared_ptr<Carrier>& carrier() const noexcept;
+  std::int64_t offset() const noexcept;
+  const Layout& layout() const noexcept;
+  const Shape& shape() const noexcept { return layout().shape(); }
+  std::size_t rank() const noexcept { return layout().rank(); }
+  const SimpleDType& dtype() const noexcept { return carrier()->dtype(); }
+  std::int64_t size() const noexcept { return layout().size(); }
+  CarrierClass carrier_type() const noexcept { return carrier()->exact_class(); }
+  // True iff the logical dtype is exactly Float32 (core-concepts.md 6.1).
+  bool is_differentiable() const noexcept { return &dtype() == &DType::Float32(); }
+  // Identity: two handles naming the same tensor.
+  bool is(const Tensor& other) const noexcept { return impl_ == other.impl_; }
+
+  // Element access by one integer key per top-level mode (ValueError for a
+  // bad coordinate; RuntimeError on a released carrier).
+  Value at(std::span<const std::int64_t> coordinate) const;
+  Value at(std::initializer_list<std::int64_t> coordinate) const {
+    return at(std::span<const std::int64_t>(coordinate.begin(), coordinate.size()));
+  }
+  // Element by logical ordinal (first mode fastest).
+  Value at_ordinal(std::int64_t ordinal) const;
+  // Every element in logical order.
+  std::vector<Value> values() const;
+  // Write one element through the carrier's versioned set_value.
+  void set(std::span<const std::int64_t> coordinate, const Value& value);
+
+  // Pure views (core-concepts.md 4.4-4.5); errors as in Layout.
+  Tensor permute(std::span<const std::int64_t> perm) const;
+  Tensor permute(std::initializer_list<std::int64_t> perm) const {
+    return permute(std::span<const std::int64_t>(perm.begin(), perm.size()));
+  }
+  Tensor slice(std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const;
+  Tensor reshape(const Shape& shape) const;
+  Tensor squeeze(std::optional<std::vector<std::int64_t>> axes = std::nullopt) const;
+  Tensor unsqueeze(std::int64_t axis) const;
+  Tensor broadcast_to(const Shape& shape) const;
+  // New offset and layout over the same carrier (bounds re-validated).
+  Tensor as_strided(const Layout& layout, std::int64_t offset) const;
+
+  std::string to_string() const;
+
+ private:
+  std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+// Element type <-> dtype for the typed face.
+template <class T>
+struct dtype_traits;
+template <>
+struct dtype_traits<float> {
+  static const SimpleDType& dtype() { return DType::Float32(); }
+};
+template <>
+struct dtype_traits<std::int32_t> {
+  static const SimpleDType& dtype() { return DType::Int32(); }
+};
+template <>
+struct dtype_traits<bool> {
+  static const SimpleDType& dtype() { return DType::Bool(); }
+};
+
+// Throws TypeError unless `tensor` has dtype `expected` (message names
+// `what`, the expected and the actual dtype).
+void require_dtype(const Tensor& tensor, const DType& expected, const char* what);
+
+template <class T>
+class TypedTensor {
+ public:
+  // Adopts `tensor` without copying; TypeError if its dtype is not T's.
+  explicit TypedTensor(Tensor tensor) : tensor_(std::move(tensor)) {
+    require_dtype(tensor_, dtype_traits<T>::dtype(), "TypedTensor");
+  }
+  // The erased face of the same value.
+  const Tensor& erased() const noexcept { return tensor_; }
+  operator const Tensor&() const noexcept { return tensor_; }  // NOLINT(google-explicit-constructor)
+
+  static const SimpleDType& dtype() { return dtype_traits<T>::dtype(); }
+  const Shape& shape() const noexcept { return tensor_.shape(); }
+  std::int64_t size() const noexcept { return tensor_.size(); }
+  T at(std::initializer_list<std::int64_t> coordinate) const { return tensor_.at(coordinate).template as<T>(); }
+  T at_ordinal(std::int64_t ordinal) const { return tensor_.at_ordinal(ordinal).template as<T>(); }
+  std::vector<T> values() const {
+    std::vector<T> out;
+    out.reserve(static_cast<std::size_t>(tensor_.size()));
+    for (const Value& v : tensor_.values()) out.push_back(v.template as<T>());
+    return out;
+  }
+
+ private:
+  Tensor tensor_;
+};
+
+}  // namespace strideweave

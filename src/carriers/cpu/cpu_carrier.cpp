@@ -1,0 +1,103 @@
+// CPU storage. See include/strideweave/carriers/cpu.h.
+#include <strideweave/carriers/cpu.h>
+#include <strideweave/errors.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace strideweave {
+namespace {
+
+std::size_t bytes_of(const SimpleDType& d) { return &d == &DType::Bool() ? sizeof(bool) : 4; }
+
+void* allocate_aligned(std::int64_t count, std::size_t element, bool zero) {
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(count, static_cast<std::int64_t>(element), &bytes))
+    throw ValueError(fmt::format("CPU: {} elements overflow the addressable size", count));
+  // aligned_alloc needs a size that is a multiple of the alignment.
+  const std::size_t rounded = (static_cast<std::size_t>(bytes) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p) throw std::bad_alloc();
+  if (zero) std::memset(p, 0, rounded == 0 ? 64 : rounded);
+  return p;
+}
+
+}  // namespace
+
+bool CPU::supports(const DType& dtype) noexcept { return stored_element_kind(dtype).has_value(); }
+
+CPU::CPU(Token, const SimpleDType& dtype, bool mutable_, std::int64_t size, void* data, bool owns)
+    : Carrier(dtype, mutable_), size_(size), data_(data), owns_(owns) {}
+
+CPU::~CPU() {
+  if (owns_) std::free(data_);
+}
+
+std::size_t CPU::element_bytes() const noexcept { return bytes_of(dtype()); }
+
+std::shared_ptr<CPU> CPU::create(std::int64_t size, const DType& dtype, bool mutable_, bool empty) {
+  const SimpleDType& d = check_storage_dtype(dtype, "CPU", &CPU::supports);
+  if (size < 0) throw ValueError(fmt::format("CPU: size must be >= 0, got {}", size));
+  // Bool storage is always zeroed: a bool object must hold 0 or 1.
+  void* p = allocate_aligned(size, bytes_of(d), !empty || &d == &DType::Bool());
+  try {
+    return std::make_shared<CPU>(Token{}, d, mutable_, size, p, true);
+  } catch (...) {
+    std::free(p);
+    throw;
+  }
+}
+
+std::shared_ptr<CPU> CPU::wrap(void* pointer, std::int64_t size, const DType& dtype, bool mutable_) {
+  const SimpleDType& d = check_storage_dtype(dtype, "CPU", &CPU::supports);
+  if (!pointer) throw ValueError("CPU.wrap: pointer must not be null");
+  if (size < 0) throw ValueError(fmt::format("CPU.wrap: size must be >= 0, got {}", size));
+  if (reinterpret_cast<std::uintptr_t>(pointer) % bytes_of(d) != 0)
+    throw ValueError(fmt::format("CPU.wrap: pointer is not aligned for {}", d.name()));
+  return std::make_shared<CPU>(Token{}, d, mutable_, size, pointer, false);
+}
+
+std::shared_ptr<CPU> CPU::from_values(std::span<const Value> values, const DType& dtype, bool mutable_) {
+  auto out = create(static_cast<std::int64_t>(values.size()), dtype, mutable_, true);
+  const SimpleDType& d = out->dtype();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (&dtype_of(values[i].kind) != &d)
+      throw TypeError(
+          fmt::format("CPU: a {} value cannot be stored as {}", element_kind_name(values[i].kind), d.name()));
+    // Construction, not a versioned public write: fill through the hook.
+    out->write_slot(static_cast<std::int64_t>(i), values[i]);
+  }
+  return out;
+}
+
+Value CPU::read_slot(std::int64_t i) const {
+  switch (*stored_element_kind(dtype())) {
+    case ElementKind::Bool: return Value::from_bool(data<bool>()[i]);
+    case ElementKind::Int32: return Value::from_int32(data<std::int32_t>()[i]);
+    default: return Value::from_float32(data<float>()[i]);
+  }
+}
+
+void CPU::write_slot(std::int64_t i, const Value& v) {
+  switch (v.kind) {
+    case ElementKind::Bool: data<bool>()[i] = v.b; break;
+    case ElementKind::Int32: data<std::int32_t>()[i] = v.i; break;
+    default: data<float>()[i] = v.f; break;
+  }
+}
+
+void CPU::release_storage() noexcept {
+  if (owns_) std::free(data_);
+  data_ = nullptr;
+  owns_ = false;
+  size_ = 0;
+}
+
+std::shared_ptr<Carrier> CPU::make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype, bool empty) const {
+  return create(size, dtype, mutable_, empty);
+}
+
+}  // namespace strideweave

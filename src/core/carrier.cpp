@@ -1,0 +1,100 @@
+// The Carrier base: validation around the storage hooks. See carrier.h.
+#include <strideweave/carrier.h>
+#include <strideweave/errors.h>
+
+#include <cxxabi.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace strideweave {
+
+std::string CarrierClass::cpp_name() const {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(index_.name(), nullptr, nullptr, &status);
+  std::string out = status == 0 && demangled ? demangled : index_.name();
+  std::free(demangled);
+  return out;
+}
+
+const SimpleDType& Carrier::check_storage_dtype(const DType& dtype, const char* class_name,
+                                                bool (*supports)(const DType&) noexcept) {
+  if (!dtype.is_simple() || !supports(dtype))
+    throw ValueError(fmt::format("{}: dtype '{}' is not a supported storage dtype", class_name, dtype.name()));
+  return static_cast<const SimpleDType&>(dtype);
+}
+
+void Carrier::require_live(const char* what) const {
+  if (is_released()) throw RuntimeError(fmt::format("{}: the {} carrier has been released", what, class_name()));
+}
+
+void Carrier::require_writable(const char* what) const {
+  require_live(what);
+  if (!is_mutable())
+    throw RuntimeError(fmt::format("{}: the {} carrier is not publicly mutable{}", what, class_name(),
+                                   is_owned() ? " (it is owned by a composite)" : ""));
+}
+
+std::int64_t Carrier::size() const {
+  require_live("Carrier.size");
+  return storage_size();
+}
+
+Value Carrier::get_value(std::int64_t index) const {
+  require_live("Carrier.get_value");
+  const std::int64_t n = storage_size();
+  if (index < 0 || index >= n)
+    throw IndexError(fmt::format("Carrier.get_value: index {} is outside [0, {}) of the {} carrier", index, n,
+                                 class_name()));
+  return read_slot(index);
+}
+
+void Carrier::set_value(std::int64_t index, const Value& value) {
+  require_writable("Carrier.set_value");
+  const std::int64_t n = storage_size();
+  if (index < 0 || index >= n)
+    throw IndexError(fmt::format("Carrier.set_value: index {} is outside [0, {}) of the {} carrier", index, n,
+                                 class_name()));
+  if (&dtype_of(value.kind) != dtype_)
+    throw TypeError(fmt::format("Carrier.set_value: a {} value cannot be stored in a {} carrier of dtype {}",
+                                element_kind_name(value.kind), class_name(), dtype_->name()));
+  write_slot(index, value);
+  version_.fetch_add(1);
+}
+
+void Carrier::release() {
+  if (is_owned())
+    throw RuntimeError(fmt::format("Carrier.release: the {} carrier is owned by a composite", class_name()));
+  bool expected = false;
+  if (released_.compare_exchange_strong(expected, true)) release_storage();
+}
+
+static const SimpleDType& resolve_like_dtype(const Carrier& self, const DType* dtype, const char* what) {
+  if (!dtype) return self.dtype();
+  if (!dtype->is_simple() || !self.supports_storage_dtype(*dtype))
+    throw ValueError(fmt::format("{}: dtype '{}' is not a supported storage dtype of {}", what, dtype->name(),
+                                 self.class_name()));
+  return static_cast<const SimpleDType&>(*dtype);
+}
+
+std::shared_ptr<Carrier> Carrier::new_like(std::span<const Value> values, bool mutable_, const DType* dtype) const {
+  const SimpleDType& d = resolve_like_dtype(*this, dtype, "Carrier.new_like");
+  for (const Value& v : values)
+    if (&dtype_of(v.kind) != &d)
+      throw TypeError(fmt::format("Carrier.new_like: a {} value cannot be stored as {}", element_kind_name(v.kind),
+                                  d.name()));
+  // Fill through the hook (not set_value): construction is not a versioned
+  // write, and an immutable result must still receive its values.
+  std::shared_ptr<Carrier> out = make_like(static_cast<std::int64_t>(values.size()), mutable_, d, true);
+  for (std::size_t i = 0; i < values.size(); ++i) out->write_slot(static_cast<std::int64_t>(i), values[i]);
+  return out;
+}
+
+std::shared_ptr<Carrier> Carrier::allocate_like(std::int64_t size, bool mutable_, const DType* dtype,
+                                                bool empty) const {
+  const SimpleDType& d = resolve_like_dtype(*this, dtype, "Carrier.allocate_like");
+  if (size < 0) throw ValueError(fmt::format("Carrier.allocate_like: size must be >= 0, got {}", size));
+  return make_like(size, mutable_, d, empty);
+}
+
+}  // namespace strideweave

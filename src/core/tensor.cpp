@@ -1,0 +1,84 @@
+// Tensor and its views. See include/strideweave/tensor.h.
+#include "core/tensor_impl.h"
+
+#include <strideweave/errors.h>
+
+#include <fmt/format.h>
+
+namespace strideweave {
+namespace {
+
+void validate(const std::shared_ptr<Carrier>& carrier, std::int64_t offset, const Layout& layout) {
+  if (!carrier) throw TypeError("Tensor: the carrier must not be null");
+  carrier->require_live("Tensor");
+  if (!stored_element_kind(carrier->dtype()))
+    throw ValueError(fmt::format("Tensor: dtype '{}' is not a stored SimpleDType", carrier->dtype().name()));
+  if (offset < 0) throw ValueError(fmt::format("Tensor: offset must be >= 0, got {}", offset));
+  const std::int64_t end = checked_add(offset, layout.cosize(), "Tensor offset + cosize");
+  if (end > carrier->size())
+    throw ValueError(fmt::format("Tensor: offset {} + cosize {} exceeds the {} carrier's {} slots", offset,
+                                 layout.cosize(), carrier->class_name(), carrier->size()));
+}
+
+}  // namespace
+
+Tensor::Tensor(std::shared_ptr<Carrier> carrier, std::int64_t offset, Layout layout) {
+  validate(carrier, offset, layout);
+  impl_ = std::make_shared<detail::TensorImpl>(detail::TensorImpl{std::move(carrier), offset, std::move(layout)});
+}
+
+Tensor::Tensor(std::shared_ptr<Carrier> carrier, const Shape& shape) : Tensor(std::move(carrier), 0, Layout::compact(shape)) {}
+
+const std::shared_ptr<Carrier>& Tensor::carrier() const noexcept { return impl_->carrier; }
+std::int64_t Tensor::offset() const noexcept { return impl_->offset; }
+const Layout& Tensor::layout() const noexcept { return impl_->layout; }
+
+Value Tensor::at(std::span<const std::int64_t> coordinate) const {
+  carrier()->require_live("Tensor.at");
+  return carrier()->get_value(offset() + layout()(coordinate));
+}
+
+Value Tensor::at_ordinal(std::int64_t ordinal) const {
+  carrier()->require_live("Tensor.at_ordinal");
+  return carrier()->get_value(offset() + layout()(ordinal));
+}
+
+std::vector<Value> Tensor::values() const {
+  carrier()->require_live("Tensor.values");
+  std::vector<Value> out;
+  out.reserve(static_cast<std::size_t>(size()));
+  for (std::int64_t k = 0; k < size(); ++k) out.push_back(carrier()->get_value(offset() + layout()(k)));
+  return out;
+}
+
+void Tensor::set(std::span<const std::int64_t> coordinate, const Value& value) {
+  carrier()->set_value(offset() + layout()(coordinate), value);
+}
+
+Tensor Tensor::permute(std::span<const std::int64_t> perm) const { return Tensor(carrier(), offset(), layout().permute(perm)); }
+
+Tensor Tensor::slice(std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step) const {
+  std::int64_t delta = 0;
+  Layout l = layout().slice(axis, start, stop, step, &delta);
+  return Tensor(carrier(), offset() + delta, std::move(l));
+}
+
+Tensor Tensor::reshape(const Shape& shape) const { return Tensor(carrier(), offset(), layout().reshape(shape)); }
+Tensor Tensor::squeeze(std::optional<std::vector<std::int64_t>> axes) const {
+  return Tensor(carrier(), offset(), layout().squeeze(std::move(axes)));
+}
+Tensor Tensor::unsqueeze(std::int64_t axis) const { return Tensor(carrier(), offset(), layout().unsqueeze(axis)); }
+Tensor Tensor::broadcast_to(const Shape& shape) const { return Tensor(carrier(), offset(), layout().broadcast_to(shape)); }
+Tensor Tensor::as_strided(const Layout& l, std::int64_t off) const { return Tensor(carrier(), off, l); }
+
+std::string Tensor::to_string() const {
+  return fmt::format("Tensor({} {}, offset={}, layout={})", carrier()->class_name(), dtype().name(), offset(),
+                     layout().to_string());
+}
+
+void require_dtype(const Tensor& tensor, const DType& expected, const char* what) {
+  if (&tensor.dtype() != &expected)
+    throw TypeError(fmt::format("{}: expected dtype {}, got {}", what, expected.name(), tensor.dtype().name()));
+}
+
+}  // namespace strideweave

@@ -1,0 +1,82 @@
+// Per-class kernel tables. See include/strideweave/execution.h.
+#include <strideweave/errors.h>
+#include <strideweave/execution.h>
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <shared_mutex>
+
+#include "carriers/carrier_list.h"
+
+namespace strideweave {
+
+void KernelTable::add(const OperationPlan& plan, KernelFn kernel) {
+  if (!kernel) throw TypeError(fmt::format("KernelTable.add: the kernel for {} is empty", plan.to_string()));
+  if (kernels_.count(plan)) throw ValueError(fmt::format("KernelTable.add: duplicate plan {}", plan.to_string()));
+  kernels_.emplace(plan, std::move(kernel));
+  order_.push_back(plan);
+}
+
+const KernelFn* KernelTable::find(const OperationPlan& plan) const noexcept {
+  auto it = kernels_.find(plan);
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+struct Entry {
+  CarrierClass cls;
+  std::string name;
+  std::unique_ptr<const KernelTable> table;
+};
+
+struct Registry {
+  std::shared_mutex mutex;
+  std::vector<Entry> entries;
+};
+
+Registry& registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry();
+    return reg;
+  }();
+  return *r;
+}
+
+// The shipped carriers register on first use of the registry.
+void ensure_shipped() {
+  static std::once_flag once;
+  std::call_once(once, [] { carriers::register_shipped_carriers(); });
+}
+
+}  // namespace
+
+void register_kernel_table(CarrierClass cls, std::string class_name, KernelTable table) {
+  Registry& r = registry();
+  std::unique_lock lock(r.mutex);
+  for (const Entry& e : r.entries)
+    if (e.cls == cls)
+      throw RuntimeError(fmt::format("register_kernel_table: {} already has a kernel table", class_name));
+  r.entries.push_back(Entry{cls, std::move(class_name), std::make_unique<const KernelTable>(std::move(table))});
+}
+
+const KernelTable* kernel_table(CarrierClass cls) {
+  ensure_shipped();
+  Registry& r = registry();
+  std::shared_lock lock(r.mutex);
+  for (const Entry& e : r.entries)
+    if (e.cls == cls) return e.table.get();
+  return nullptr;
+}
+
+std::vector<std::pair<CarrierClass, std::string>> registered_kernel_classes() {
+  ensure_shipped();
+  Registry& r = registry();
+  std::shared_lock lock(r.mutex);
+  std::vector<std::pair<CarrierClass, std::string>> out;
+  for (const Entry& e : r.entries) out.emplace_back(e.cls, e.name);
+  return out;
+}
+
+}  // namespace strideweave

@@ -1,0 +1,57 @@
+// The single dispatch path. See dispatch.h and include/strideweave/ops.h.
+#include "frontend/dispatch.h"
+
+#include <strideweave/errors.h>
+#include <strideweave/ops.h>
+
+#include <fmt/format.h>
+
+namespace strideweave {
+
+std::optional<std::string> unsupported_plan_reason(CarrierClass cls, const OperationPlan& plan) {
+  const KernelTable* table = kernel_table(cls);
+  if (table && table->find(plan)) return std::nullopt;
+  std::string name = cls.cpp_name();
+  for (const auto& [c, n] : registered_kernel_classes())
+    if (c == cls) name = n;
+  const bool has_operation = table && std::any_of(table->plans().begin(), table->plans().end(),
+                                                  [&](const OperationPlan& p) { return p.operation() == plan.operation(); });
+  if (!has_operation) return fmt::format("{} has no capability for operation '{}'.", name, plan.operation());
+  return fmt::format("{} has capabilities for operation '{}' but none matches the plan {}.", name, plan.operation(),
+                     plan.to_string());
+}
+
+namespace frontend {
+
+const Carrier& common_carrier(std::string_view operation, std::initializer_list<const Tensor*> tensors) {
+  const Carrier* first = nullptr;
+  for (const Tensor* t : tensors) {
+    t->carrier()->require_live(std::string(operation).c_str());
+    if (!first) {
+      first = t->carrier().get();
+    } else if (!(first->exact_class() == t->carrier()->exact_class())) {
+      throw TypeError(fmt::format("{}: operands live on different carrier classes ({} and {}); move one first",
+                                  operation, first->class_name(), t->carrier()->class_name()));
+    }
+  }
+  return *first;
+}
+
+Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
+               const Shape& result_shape, const Carrier& prototype) {
+  const KernelTable* table = kernel_table(prototype.exact_class());
+  const KernelFn* kernel = table ? table->find(plan) : nullptr;
+  if (!kernel) throw UnsupportedOperationPlan(*unsupported_plan_reason(prototype.exact_class(), plan), plan);
+  std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
+  Tensor result(std::move(storage), 0, Layout::compact(result_shape));
+  (*kernel)(KernelCall{plan, operands, attributes, result});
+  return result;
+}
+
+Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::string_view operation) {
+  if (&operand.convert_to() == &DType::Int32()) return Value::from_int32(scalar.to_int32(operation));
+  return Value::from_float32(scalar.to_float32());
+}
+
+}  // namespace frontend
+}  // namespace strideweave

@@ -1,0 +1,23 @@
+// Internal: the one dispatch path every front-end operation takes.
+#pragma once
+
+#include <strideweave/execution.h>
+
+#include <string_view>
+#include <vector>
+
+namespace strideweave::frontend {
+
+// Step 3 of ops.h: one exact carrier class, no released carrier; returns the
+// carrier that serves as allocation prototype.
+const Carrier& common_carrier(std::string_view operation, std::initializer_list<const Tensor*> tensors);
+
+// Steps 4-5 of ops.h: gate on the exact plan, allocate the result in the
+// canonical layout on the prototype's class, run the kernel.
+Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
+               const Shape& result_shape, const Carrier& prototype);
+
+// A weak scalar materialised as its plan operand's convert_to dtype.
+Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::string_view operation);
+
+}  // namespace strideweave::frontend

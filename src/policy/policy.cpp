@@ -1,0 +1,449 @@
+// Records, weak scalars, specifications and resolution of the central dtype
+// policy. The table of registered operations is in operation_table.cpp.
+#include <strideweave/errors.h>
+#include <strideweave/policy.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include "policy/operation_table.h"
+
+namespace strideweave {
+
+// ---------------------------------------------------------------- enums
+
+const char* name_of(OperandRole role) noexcept { return role == OperandRole::TENSOR ? "TENSOR" : "WEAK_SCALAR"; }
+const char* value_of(OperandRole role) noexcept { return role == OperandRole::TENSOR ? "tensor" : "weak_scalar"; }
+
+const char* name_of(Arithmetic a) noexcept {
+  switch (a) {
+#define SW_ARITHMETIC(member, value) \
+  case Arithmetic::member: return #member;
+#include <strideweave/policy_enums.def>
+  }
+  return "?";
+}
+const char* value_of(Arithmetic a) noexcept {
+  switch (a) {
+#define SW_ARITHMETIC(member, value) \
+  case Arithmetic::member: return value;
+#include <strideweave/policy_enums.def>
+  }
+  return "?";
+}
+const char* name_of(Accumulation a) noexcept {
+  switch (a) {
+#define SW_ACCUMULATION(member, value) \
+  case Accumulation::member: return #member;
+#include <strideweave/policy_enums.def>
+  }
+  return "?";
+}
+const char* value_of(Accumulation a) noexcept {
+  switch (a) {
+#define SW_ACCUMULATION(member, value) \
+  case Accumulation::member: return value;
+#include <strideweave/policy_enums.def>
+  }
+  return "?";
+}
+std::span<const Arithmetic> all_arithmetics() noexcept {
+  static constexpr Arithmetic all[] = {
+#define SW_ARITHMETIC(member, value) Arithmetic::member,
+#include <strideweave/policy_enums.def>
+  };
+  return all;
+}
+std::span<const Accumulation> all_accumulations() noexcept {
+  static constexpr Accumulation all[] = {
+#define SW_ACCUMULATION(member, value) Accumulation::member,
+#include <strideweave/policy_enums.def>
+  };
+  return all;
+}
+
+// ---------------------------------------------------------------- weak scalars
+
+double WeakScalar::real_value() const noexcept {
+  return kind_ == WeakScalarKind::INTEGER ? static_cast<double>(integer_) : float_;
+}
+
+float WeakScalar::to_float32() const noexcept {
+  // int128 -> float and double -> float both round to nearest even.
+  return kind_ == WeakScalarKind::INTEGER ? static_cast<float>(integer_) : static_cast<float>(float_);
+}
+
+std::int32_t WeakScalar::to_int32(std::string_view operation) const {
+  if (integer_ < INT32_MIN_VALUE || integer_ > INT32_MAX_VALUE)
+    throw OverflowError(fmt::format("{}: weak scalar {} is outside the Int32 range [{}, {}]", operation, to_string(),
+                                    INT32_MIN_VALUE, INT32_MAX_VALUE));
+  return static_cast<std::int32_t>(integer_);
+}
+
+std::string WeakScalar::to_string() const {
+  if (is_bool_) return float_ != 0.0 ? "true" : "false";
+  if (kind_ == WeakScalarKind::FLOAT) {
+    if (std::isnan(float_)) return "nan";
+    if (std::isinf(float_)) return float_ > 0 ? "inf" : "-inf";
+    std::string s = fmt::format("{}", float_);
+    if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+    return s;
+  }
+  // int128 has no standard formatting: print digits by hand.
+  int128 v = integer_;
+  const bool negative = v < 0;
+  std::string digits;
+  do {
+    int d = static_cast<int>(v % 10);
+    digits.push_back(static_cast<char>('0' + (negative ? -d : d)));
+    v /= 10;
+  } while (v != 0);
+  if (negative) digits.push_back('-');
+  std::reverse(digits.begin(), digits.end());
+  return digits;
+}
+
+bool operator==(const WeakScalar& a, const WeakScalar& b) noexcept {
+  if (a.kind_ != b.kind_ || a.is_bool_ != b.is_bool_) return false;
+  return a.kind_ == WeakScalarKind::INTEGER ? a.integer_ == b.integer_ : a.float_ == b.float_;
+}
+
+// ---------------------------------------------------------------- records
+
+namespace {
+std::size_t mix(std::size_t seed, std::size_t v) noexcept {
+  return seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
+}  // namespace
+
+OperandPlan::OperandPlan(OperandRole role, const SimpleDType* dtype, const SimpleDType& convert_to)
+    : role_(role), dtype_(dtype), convert_to_(&convert_to) {
+  if (role == OperandRole::TENSOR && !dtype)
+    throw TypeError("OperandPlan: a tensor operand needs a SimpleDType source dtype");
+  if (role == OperandRole::WEAK_SCALAR && dtype)
+    throw TypeError(fmt::format("OperandPlan: a weak-scalar operand has no dtype (got {})", dtype->name()));
+}
+
+std::size_t OperandPlan::hash() const noexcept {
+  std::size_t h = static_cast<std::size_t>(role_);
+  h = mix(h, std::hash<const void*>()(dtype_));
+  return mix(h, std::hash<const void*>()(convert_to_));
+}
+
+OperationPlan::OperationPlan(std::string operation, std::vector<OperandPlan> operands, Arithmetic compute,
+                             std::optional<Accumulation> accumulation, const SimpleDType* accumulator_dtype,
+                             const SimpleDType& output)
+    : operation_(std::move(operation)),
+      operands_(std::move(operands)),
+      compute_(compute),
+      accumulation_(accumulation),
+      accumulator_dtype_(accumulator_dtype),
+      output_(&output) {
+  if (operands_.empty()) throw ValueError(fmt::format("OperationPlan '{}': operands must be non-empty", operation_));
+}
+
+std::vector<OperandRole> OperationPlan::roles() const {
+  std::vector<OperandRole> out;
+  for (const OperandPlan& o : operands_) out.push_back(o.role());
+  return out;
+}
+
+OperationPlan OperationPlan::with_accumulator(const SimpleDType* accumulator_dtype) const {
+  OperationPlan copy = *this;
+  copy.accumulator_dtype_ = accumulator_dtype;
+  return copy;
+}
+
+bool operator==(const OperationPlan& a, const OperationPlan& b) noexcept {
+  return a.operation_ == b.operation_ && a.operands_ == b.operands_ && a.compute_ == b.compute_ &&
+         a.accumulation_ == b.accumulation_ && a.accumulator_dtype_ == b.accumulator_dtype_ && a.output_ == b.output_;
+}
+
+std::size_t OperationPlan::hash() const noexcept {
+  std::size_t h = std::hash<std::string>()(operation_);
+  for (const OperandPlan& o : operands_) h = mix(h, o.hash());
+  h = mix(h, static_cast<std::size_t>(compute_));
+  h = mix(h, accumulation_ ? static_cast<std::size_t>(*accumulation_) + 1 : 0);
+  h = mix(h, std::hash<const void*>()(accumulator_dtype_));
+  return mix(h, std::hash<const void*>()(output_));
+}
+
+std::string OperationPlan::to_string() const {
+  std::string ops;
+  for (const OperandPlan& o : operands_) {
+    if (!ops.empty()) ops += ", ";
+    ops += fmt::format("{}:{}->{}", value_of(o.role()), o.dtype() ? o.dtype()->name() : "None", o.convert_to().name());
+  }
+  return fmt::format("{}({}) compute={} accumulation={} accumulator={} -> {}", operation_, ops, name_of(compute_),
+                     accumulation_ ? name_of(*accumulation_) : "None",
+                     accumulator_dtype_ ? accumulator_dtype_->name() : "None", output_->name());
+}
+
+// ---------------------------------------------------------------- specifications
+
+OperationOverload::OperationOverload(std::vector<OperandRole> roles, PlanRule rule,
+                                     std::optional<std::vector<DTypeDomain>> tensor_domains)
+    : roles_(std::move(roles)), rule_(std::move(rule)), tensor_domains_(std::move(tensor_domains)) {
+  if (roles_.empty()) throw ValueError("OperationOverload: roles must be non-empty");
+  if (!rule_) throw TypeError("OperationOverload: rule must be callable");
+  if (tensor_domains_) {
+    const auto tensors = std::count(roles_.begin(), roles_.end(), OperandRole::TENSOR);
+    if (static_cast<std::size_t>(tensors) != tensor_domains_->size())
+      throw ValueError(fmt::format("OperationOverload: {} tensor domains given for {} tensor roles",
+                                   tensor_domains_->size(), tensors));
+    for (const DTypeDomain& d : *tensor_domains_) {
+      if (d.empty()) throw ValueError("OperationOverload: a tensor domain must be non-empty");
+      for (const SimpleDType* t : d)
+        if (!t) throw TypeError("OperationOverload: a tensor domain entry is not a SimpleDType");
+    }
+  }
+}
+
+OperationSpec::OperationSpec(std::string name, std::vector<OperationOverload> overloads, bool public_,
+                             std::optional<std::vector<std::int64_t>> dtype_operand_positions)
+    : name_(std::move(name)), overloads_(std::move(overloads)), public_(public_), positions_(std::move(dtype_operand_positions)) {
+  if (name_.empty()) throw ValueError("OperationSpec: name must be non-empty");
+  if (overloads_.empty()) throw ValueError(fmt::format("OperationSpec '{}': overloads must be non-empty", name_));
+  for (std::size_t i = 0; i < overloads_.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (std::ranges::equal(overloads_[i].roles(), overloads_[j].roles()))
+        throw ValueError(fmt::format("OperationSpec '{}': two overloads share one role signature", name_));
+  if (positions_) {
+    for (std::size_t i = 0; i < positions_->size(); ++i) {
+      if ((*positions_)[i] < 0 || (i > 0 && (*positions_)[i] <= (*positions_)[i - 1]))
+        throw ValueError(fmt::format(
+            "OperationSpec '{}': dtype_operand_positions must be strictly increasing non-negative integers", name_));
+    }
+    for (const OperationOverload& o : overloads_)
+      if (o.roles().size() != positions_->size())
+        throw ValueError(fmt::format(
+            "OperationSpec '{}': dtype_operand_positions has {} entries but an overload has arity {}", name_,
+            positions_->size(), o.roles().size()));
+  }
+}
+
+std::span<const OperandRole> OperationSpec::roles() const {
+  if (overloads_.size() != 1)
+    throw AttributeError(fmt::format("OperationSpec '{}' has {} overloads; use overloads()", name_, overloads_.size()));
+  return overloads_.front().roles();
+}
+
+const PlanRule& OperationSpec::rule() const {
+  if (overloads_.size() != 1)
+    throw AttributeError(fmt::format("OperationSpec '{}' has {} overloads; use overloads()", name_, overloads_.size()));
+  return overloads_.front().rule();
+}
+
+// ---------------------------------------------------------------- options
+
+namespace {
+bool is_configurable(std::string_view op) noexcept { return op == "reduce_sum" || op == "matmul"; }
+}  // namespace
+
+OperationExecutionOptions::OperationExecutionOptions(std::string operation, const DType* accumulator_dtype)
+    : operation_(std::move(operation)), accumulator_dtype_(nullptr) {
+  if (!is_configurable(operation_))
+    throw TypeError(fmt::format(
+        "OperationExecutionOptions: '{}' takes no execution options (only reduce_sum and matmul are configurable)",
+        operation_));
+  if (accumulator_dtype) {
+    if (!accumulator_dtype->is_simple())
+      throw TypeError(fmt::format("OperationExecutionOptions '{}': accumulator_dtype '{}' is not a SimpleDType",
+                                  operation_, accumulator_dtype->name()));
+    if (accumulator_dtype != &DType::Float32() && accumulator_dtype != &DType::Float64())
+      throw NotImplementedError(fmt::format(
+          "OperationExecutionOptions '{}': accumulator dtype '{}' is not supported (Float32 or Float64)", operation_,
+          accumulator_dtype->name()));
+    accumulator_dtype_ = static_cast<const SimpleDType*>(accumulator_dtype);
+  }
+}
+
+OperationExecutionOptions operation_execution_options(std::string operation, const DType* accumulator_dtype) {
+  return OperationExecutionOptions(std::move(operation), accumulator_dtype);
+}
+
+// ---------------------------------------------------------------- constants
+
+std::span<const SimpleDType* const> SUPPORTED_TENSOR_DTYPES() {
+  static const SimpleDType* const d[] = {&DType::Float32(), &DType::Int32()};
+  return d;
+}
+std::span<const WeakScalar> WEAK_SCALAR_PROBES() {
+  static const WeakScalar p[] = {WeakScalar(3), WeakScalar(-1), WeakScalar(0.5)};
+  return p;
+}
+std::span<const SimpleDType* const> SUPPORTED_ACCUMULATOR_DTYPES() {
+  static const SimpleDType* const d[] = {&DType::Float32(), &DType::Float64()};
+  return d;
+}
+std::span<const std::string_view> CONFIGURABLE_OPERATIONS() {
+  static constexpr std::string_view ops[] = {"matmul", "reduce_sum"};
+  return ops;
+}
+
+// ---------------------------------------------------------------- resolution
+
+std::span<const OperationSpec> registered_operations() { return policy::operation_table(); }
+
+const OperationSpec* find_operation(std::string_view name) noexcept {
+  auto table = policy::operation_table();
+  auto it = std::lower_bound(table.begin(), table.end(), name,
+                             [](const OperationSpec& s, std::string_view n) { return s.name() < n; });
+  return it != table.end() && it->name() == name ? &*it : nullptr;
+}
+
+namespace {
+
+bool in_domain(const DTypeDomain& domain, const DType* d) {
+  return std::find(domain.begin(), domain.end(), d) != domain.end();
+}
+
+// R6: check every tensor operand against the overload's domains, in
+// positional order; the first failure wins.
+void check_tensor_dtypes(std::string_view op, const OperationOverload& overload, std::span<const PlanOperand> operands) {
+  std::size_t tensor_slot = 0;
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i].role() != OperandRole::TENSOR) continue;
+    const DType* d = operands[i].dtype();
+    const DTypeDomain* domain = overload.tensor_domains() ? &(*overload.tensor_domains())[tensor_slot] : nullptr;
+    ++tensor_slot;
+    if (d->is_category())
+      throw TypeError(fmt::format("{}: operand {}: abstract category '{}' is not an operation storage dtype", op, i,
+                                  d->name()));
+    if (d->is_compound())
+      throw NotImplementedError(fmt::format(
+          "{}: operand {}: compound dtype '{}' needs representation-aware planning, which is not implemented", op, i,
+          d->name()));
+    if (domain && in_domain(*domain, d)) continue;
+    const bool bool_slot = domain && in_domain(*domain, &DType::Bool());
+    const bool implemented = d == &DType::Float32() || d == &DType::Int32() || (d == &DType::Bool() && bool_slot);
+    if (!implemented)
+      throw NotImplementedError(fmt::format("{}: operand {}: dtype '{}' is registered but not implemented for operations",
+                                            op, i, d->name()));
+    if (domain) {
+      std::string allowed;
+      for (const SimpleDType* a : *domain) allowed += (allowed.empty() ? "" : ", ") + a->name();
+      throw TypeError(fmt::format("{}: operand {}: dtype '{}' is outside this slot's domain ({})", op, i, d->name(),
+                                  allowed));
+    }
+  }
+}
+
+OperationPlan run_overload(const OperationSpec& spec, const OperationOverload& overload,
+                           std::span<const PlanOperand> operands) {
+  check_tensor_dtypes(spec.name(), overload, operands);
+  OperationPlan plan = overload.rule()(spec.name(), operands);
+  if (plan.operation() != spec.name())
+    throw ValueError(fmt::format("{}: the overload rule returned a plan for '{}'", spec.name(), plan.operation()));
+  if (!std::ranges::equal(plan.roles(), overload.roles()))
+    throw ValueError(fmt::format("{}: the overload rule returned a plan with another role signature", spec.name()));
+  return plan;
+}
+
+}  // namespace
+
+OperationPlan resolve_operation_plan(std::string_view operation, std::span<const PlanOperand> operands,
+                                     const DType* accumulator_dtype, const OperationExecutionOptions* options) {
+  // 1. options and accumulator.
+  if (accumulator_dtype && options)
+    throw TypeError(fmt::format("resolve_operation_plan('{}'): pass accumulator_dtype or options, not both", operation));
+  std::optional<OperationExecutionOptions> validated;
+  if (accumulator_dtype) validated.emplace(std::string(operation), accumulator_dtype);
+  if (options) {
+    if (options->operation() != operation)
+      throw ValueError(fmt::format("resolve_operation_plan('{}'): the options are bound to '{}'", operation,
+                                   options->operation()));
+    validated = *options;
+  }
+  // 2. the spec.
+  const OperationSpec* spec = find_operation(operation);
+  if (!spec) throw NotImplementedError(fmt::format("resolve_operation_plan: no operation named '{}' is registered", operation));
+  // 3. the overload.
+  for (std::size_t i = 0; i < operands.size(); ++i)
+    if (operands[i].role() == OperandRole::TENSOR && !operands[i].dtype())
+      throw TypeError(fmt::format("{}: operand {} is neither a DType nor a real weak scalar", operation, i));
+  const OperationOverload* chosen = nullptr;
+  bool arity_seen = false;
+  for (const OperationOverload& o : spec->overloads()) {
+    if (o.roles().size() != operands.size()) continue;
+    arity_seen = true;
+    bool match = true;
+    for (std::size_t i = 0; i < operands.size() && match; ++i) match = o.roles()[i] == operands[i].role();
+    if (match) {
+      chosen = &o;
+      break;
+    }
+  }
+  if (!arity_seen)
+    throw TypeError(fmt::format("{}: no overload takes {} operand(s)", operation, operands.size()));
+  if (!chosen) {
+    std::string sig;
+    for (const PlanOperand& o : operands) sig += (sig.empty() ? "" : ", ") + std::string(value_of(o.role()));
+    throw TypeError(fmt::format("{}: no overload matches the role signature ({})", operation, sig));
+  }
+  // 4. the rule, then the accumulator override.
+  OperationPlan plan = run_overload(*spec, *chosen, operands);
+  if (validated && validated->accumulator_dtype()) {
+    if (plan.accumulation() != Accumulation::FLOATING)
+      throw TypeError(fmt::format("{}: a floating accumulator cannot apply to the exact-integer plan ({})", operation,
+                                  plan.to_string()));
+    plan = plan.with_accumulator(validated->accumulator_dtype());
+  }
+  return plan;
+}
+
+std::vector<OperationPlan> plan_accumulator_variants(const OperationPlan& plan) {
+  std::vector<OperationPlan> out{plan};
+  if (!is_configurable(plan.operation()) || plan.accumulation() != Accumulation::FLOATING) return out;
+  for (const SimpleDType* acc : SUPPORTED_ACCUMULATOR_DTYPES())
+    if (acc != plan.accumulator_dtype()) out.push_back(plan.with_accumulator(acc));
+  return out;
+}
+
+std::vector<OperationPlan> resolvable_plans(std::span<const SimpleDType* const> tensor_dtypes,
+                                            std::span<const WeakScalar> weak_scalars) {
+  std::vector<OperationPlan> out;
+  std::unordered_set<OperationPlan> seen;
+  for (const OperationSpec& spec : registered_operations()) {
+    for (const OperationOverload& overload : spec.overloads()) {
+      // Candidates per slot.
+      std::vector<std::vector<PlanOperand>> slots;
+      std::size_t tensor_slot = 0;
+      for (OperandRole role : overload.roles()) {
+        std::vector<PlanOperand> c;
+        if (role == OperandRole::TENSOR) {
+          for (const SimpleDType* d : tensor_dtypes)
+            if (!overload.tensor_domains() || in_domain((*overload.tensor_domains())[tensor_slot], d)) c.emplace_back(d);
+          ++tensor_slot;
+        } else {
+          for (const WeakScalar& s : weak_scalars) c.emplace_back(s);
+        }
+        slots.push_back(std::move(c));
+      }
+      if (std::any_of(slots.begin(), slots.end(), [](const auto& c) { return c.empty(); })) continue;
+      // Cartesian product, last slot fastest (itertools.product order).
+      std::vector<std::size_t> idx(slots.size(), 0);
+      while (true) {
+        std::vector<PlanOperand> combo;
+        for (std::size_t s = 0; s < slots.size(); ++s) combo.push_back(slots[s][idx[s]]);
+        for (OperationPlan& p : plan_accumulator_variants(run_overload(spec, overload, combo)))
+          if (seen.insert(p).second) out.push_back(std::move(p));
+        std::size_t s = slots.size();
+        while (s > 0) {
+          --s;
+          if (++idx[s] < slots[s].size()) break;
+          idx[s] = 0;
+          if (s == 0) goto done;
+        }
+        if (slots.empty()) break;
+      }
+    done:;
+    }
+  }
+  return out;
+}
+
+}  // namespace strideweave

@@ -1,0 +1,60 @@
+// `strideweave` with no arguments: a short tour on the built-in default.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli.h"
+
+namespace strideweave::cli {
+namespace {
+
+std::string show(const Tensor& t) {
+  std::string values;
+  for (const Value& v : t.values()) values += (values.empty() ? "" : ", ") + v.to_string();
+  return fmt::format("{} {} {} [{}]", t.carrier()->class_name(), t.dtype().name(), t.shape().to_string(), values);
+}
+
+}  // namespace
+
+int run_tour() {
+  std::cout << "strideweave " << "0.1.0" << " - a C++20 tensor runtime\n"
+            << "Every operation call resolves to one immutable OperationPlan through the central dtype policy;\n"
+            << "each carrier executes exactly the plans it registered, and nothing else.\n\n";
+  std::cout << "Registered operations: " << registered_operations().size() << " ("
+            << resolvable_plans().size() << " resolvable plans with the default probes)\n";
+  std::cout << "Carriers with kernels:\n";
+  for (const auto& [cls, name] : registered_kernel_classes())
+    std::cout << fmt::format("  {:<8} {} plans\n", name, kernel_table(cls)->plans().size());
+  std::cout << "\n";
+
+  const Tensor a = make_tensor<CPU>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, Shape{2, 3});
+  const Tensor b = make_tensor<CPU>(std::initializer_list<std::int32_t>{10, 20, 30}, Shape{1, 3});
+  std::cout << "a = " << show(a) << "   (values in logical order: first mode fastest)\n";
+  std::cout << "b = " << show(b) << "\n\n";
+
+  auto step = [](const char* label, const OperationPlan& plan, const Tensor& result) {
+    std::cout << label << "\n  plan:   " << plan.to_string() << "\n  result: " << show(result) << "\n";
+  };
+  step("add(a, b)  # Int32 and Float32 meet: both convert to Float32; b broadcasts",
+       resolve_operation_plan("add", {a.dtype(), b.dtype()}), add(a, b));
+  step("mul(b, 2)  # an integer weak scalar keeps Int32 (checked)", resolve_operation_plan("mul", {b.dtype(), 2}),
+       mul(b, 2));
+  step("mul(b, 0.5)  # a float weak scalar selects the Float32 plan",
+       resolve_operation_plan("mul", {b.dtype(), 0.5}), mul(b, 0.5));
+  step("relu(a + (-3.5))", resolve_operation_plan("relu", {a.dtype()}),
+       relu(add(a, mul(make_tensor<CPU>({-3.5f}, Shape{1}), 1))));
+  step("reduce_sum(a, axes=[1])", resolve_operation_plan("reduce_sum", {a.dtype()}), reduce_sum(a, {1}));
+  const OperationExecutionOptions wide("reduce_sum", &DType::Float64());
+  step("reduce_sum(a) with the Float64 accumulator", resolve_operation_plan("reduce_sum", {a.dtype()}, nullptr, &wide),
+       reduce_sum(a, ReduceOptions{}, wide));
+  step("matmul(a, permute(a))", resolve_operation_plan("matmul", {a.dtype(), a.dtype()}), matmul(a, a.permute({1, 0})));
+  try {
+    mul(b, 1LL << 31);
+  } catch (const OverflowError& e) {
+    std::cout << "mul(b, 2**31) -> OverflowError: " << e.message() << "\n";
+  }
+  std::cout << "\nMore: strideweave plans --json | strideweave resolve add dtype:int32 dtype:float32 --json\n";
+  return 0;
+}
+
+}  // namespace strideweave::cli
