@@ -11,7 +11,8 @@
 //   4. requires a kernel for exactly that plan on that class
 //      (UnsupportedOperationPlan), before any allocation;
 //   5. allocates the result on the operands' carrier class in the canonical
-//      compact layout and runs the kernel.
+//      compact layout of a flat Shape (one leaf per top-level mode of the
+//      inputs, whatever their nesting) and runs the kernel.
 // A failure at any step leaves every operand unchanged.
 //
 // Broadcasting follows docs/broadcasting.md (numpy rules on top-level modes).

@@ -42,7 +42,8 @@ Tensor binary(std::string_view op, const Tensor& a, const Tensor& b) {
 Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s) {
   const OperationPlan plan = resolve_operation_plan(op, {a.dtype(), s});
   const Carrier& prototype = common_carrier(op, {&a});
-  return execute(plan, {a, materialize(s, plan.operands()[1], op)}, Attributes{}, a.shape(), prototype);
+  return execute(plan, {a, materialize(s, plan.operands()[1], op)}, Attributes{}, Shape::of(a.shape().extents()),
+                 prototype);
 }
 
 // Normalised, sorted, duplicate-free axes (ValueError otherwise).
@@ -72,7 +73,7 @@ Tensor mul(WeakScalar a, const Tensor& b) { return tensor_scalar("mul", b, a); }
 Tensor relu(const Tensor& x) {
   const OperationPlan plan = resolve_operation_plan("relu", {x.dtype()});
   const Carrier& prototype = common_carrier("relu", {&x});
-  return execute(plan, {x}, Attributes{}, x.shape(), prototype);
+  return execute(plan, {x}, Attributes{}, Shape::of(x.shape().extents()), prototype);
 }
 
 Tensor reduce_sum(const Tensor& x, ReduceOptions reduce, const std::optional<OperationExecutionOptions>& options) {

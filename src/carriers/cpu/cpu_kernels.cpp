@@ -208,9 +208,9 @@ void reduce_sum_int32(const KernelCall& call) {
   else reduce_sum<std::int32_t, int128, std::int32_t>(call);
 }
 
-// ---- matmul over aligned operands (..., M, K) x (..., K, N). The result is
-// compact (m fastest), so for each column n the kernel accumulates a column
-// of M partial sums over ascending k; every product is rounded to binary32
+// ---- matmul over aligned operands (..., M, K) x (..., K, N). For each batch
+// and each result column n the kernel accumulates a column of M partial sums
+// over ascending k (the result is compact: batch axes fastest, then m, n); every product is rounded to binary32
 // before it is added in Acc (BINARY32 compute, no fused contraction). The
 // per-element order equals Generic's, so Float32 results agree bit for bit.
 
@@ -224,7 +224,7 @@ void matmul(const KernelCall& call) {
   const std::int64_t M = ta.shape().extent(r - 2), K = ta.shape().extent(r - 1), N = tb.shape().extent(r - 1);
   const std::int64_t sam = a.strides[r - 2], sak = a.strides[r - 1], sbk = b.strides[r - 2], sbn = b.strides[r - 1];
   const auto o_strides = *call.output.layout().flat_strides();
-  const std::int64_t son = o_strides[r - 1];
+  const std::int64_t som = o_strides[r - 2], son = o_strides[r - 1];
   std::vector<std::int64_t> batch(ta.shape().extents().begin(), ta.shape().extents().end() - 2);
   std::vector<std::int64_t> ab = byte_strides<A>({a.strides.begin(), a.strides.end() - 2});
   std::vector<std::int64_t> bb = byte_strides<B>({b.strides.begin(), b.strides.end() - 2});
@@ -266,7 +266,7 @@ void matmul(const KernelCall& call) {
                 for (std::int64_t m = 0; m < M; ++m) {
                   const Acc v = acc[static_cast<std::size_t>(m)];
                   if constexpr (!std::is_floating_point_v<Acc>) bad |= v < INT32_MIN_VALUE || v > INT32_MAX_VALUE;
-                  column[m] = static_cast<O>(v);
+                  column[m * som] = static_cast<O>(v);
                 }
               }
             }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages strideweave's build and tests need, when they
+# are missing. Idempotent: a no-op when everything is present. Reaches no
+# network other than Debian's package mirrors (and only when installing).
+set -euo pipefail
+
+packages=(g++ cmake ninja-build pkg-config python3 libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(libopenblas-dev libeigen3-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+sudo_cmd=()
+[[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
