@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The command-line contract of `strideweave` (issue: foundation, item 5).
+
+Runs the real binary (STRIDEWEAVE_BIN) and checks `plans --json`, `resolve`
+for every plan of the registry, the documented error objects, and the tour.
+Prints one line per check and a closing 'N passed, N failed' line; exits
+non-zero on any failure.
+"""
+import json
+import os
+import subprocess
+import sys
+
+BIN = os.environ.get("STRIDEWEAVE_BIN", "build/tools/strideweave")
+passed = failed = 0
+
+
+def run(*args):
+    p = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, condition, detail=""):
+    global passed, failed
+    if condition:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+
+
+# --- plans --json ---------------------------------------------------------
+rc, out, _ = run("plans", "--json")
+check("plans exits 0", rc == 0, rc)
+doc = json.loads(out)
+plans = doc["plans"]
+check("plans: 101 default plans", len(plans) == 101, len(plans))
+check("plans: deterministic", json.loads(run("plans", "--json")[1]) == doc)
+check("plans: registry order starts with internal names", plans[0]["operation"] == "_sort_indices", plans[0])
+keys = ["operation", "operands", "compute", "accumulation", "accumulator_dtype", "output"]
+for p in plans:
+    check("plan keys", list(p.keys()) == keys or sorted(p.keys()) == sorted(keys), p)
+    for o in p["operands"]:
+        check("operand keys", sorted(o.keys()) == ["convert_to", "dtype", "role"], o)
+        check("operand role", o["role"] in ("tensor", "weak_scalar"), o)
+        check("weak scalar has null dtype", (o["role"] == "weak_scalar") == (o["dtype"] is None), o)
+    check("compute by member name", p["compute"] in ("BINARY32", "INT32_EXACT_CHECKED", "INT32_EXACT"), p)
+names = sorted({p["operation"] for p in plans})
+check("plans cover every registered name but select", len(names) == 55, len(names))
+
+# --- resolve reproduces every plan ----------------------------------------
+probes = ["3", "-1", "0.5"]
+for p in plans:
+    found = False
+    candidates = [[]]
+    for o in p["operands"]:
+        opts = [f"dtype:{o['dtype']}"] if o["role"] == "tensor" else [f"scalar:{s}" for s in probes]
+        candidates = [c + [x] for c in candidates for x in opts]
+    extra = ["--accumulator", p["accumulator_dtype"]] if p["accumulation"] == "FLOATING" else []
+    for c in candidates:
+        rc, out, _ = run("resolve", p["operation"], *c, *extra, "--json")
+        if rc == 0 and json.loads(out) == p:
+            found = True
+            break
+    check(f"resolve reproduces {p['operation']}", found, p)
+
+# The documented example shape of a printed plan.
+rc, out, _ = run("resolve", "mul", "dtype:float32", "scalar:2", "--json")
+check("resolve mul example", rc == 0 and json.loads(out) == {
+    "operation": "mul",
+    "operands": [{"role": "tensor", "dtype": "float32", "convert_to": "float32"},
+                 {"role": "weak_scalar", "dtype": None, "convert_to": "float32"}],
+    "compute": "BINARY32", "accumulation": None, "accumulator_dtype": None, "output": "float32"}, out)
+rc, out, _ = run("resolve", "select", "dtype:bool", "dtype:float32", "dtype:float32", "--json")
+check("resolve select with a Bool condition", rc == 0 and json.loads(out)["output"] == "float32", out)
+rc, out, _ = run("resolve", "pow", "dtype:int32", "scalar:2147483647", "--json")
+check("pow int32 by 2**31-1 stays exact", rc == 0 and json.loads(out)["compute"] == "INT32_EXACT_CHECKED", out)
+rc, out, _ = run("resolve", "mul", "dtype:int32", "scalar:true", "--json")
+check("mul int32 by true is Float32", rc == 0 and json.loads(out)["output"] == "float32", out)
+
+# --- errors ---------------------------------------------------------------
+errors = [
+    (["resolve", "no_such_op", "dtype:float32"], "NotImplementedError"),
+    (["resolve", "add", "dtype:floating", "dtype:float32"], "TypeError"),
+    (["resolve", "add", "dtype:float64", "dtype:float32"], "NotImplementedError"),
+    (["resolve", "add", "dtype:bool", "dtype:float32"], "NotImplementedError"),
+    (["resolve", "neg", "dtype:int32"], "TypeError"),
+    (["resolve", "select", "dtype:float32", "dtype:float32", "dtype:float32"], "TypeError"),
+    (["resolve", "add", "dtype:float32"], "TypeError"),
+    (["resolve", "add", "dtype:float32", "scalar:1"], "TypeError"),
+    (["resolve", "mul", "dtype:int32", "scalar:2147483648"], "OverflowError"),
+    (["resolve", "reduce_sum", "dtype:int32", "--accumulator", "float64"], "TypeError"),
+    (["resolve", "add", "dtype:float32", "dtype:float32", "--accumulator", "float64"], "TypeError"),
+    (["resolve", "matmul", "dtype:float32", "dtype:float32", "--accumulator", "int32"], "NotImplementedError"),
+    (["resolve", "add", "dtype:nope", "dtype:float32"], "LookupError"),
+    (["resolve", "mul", "dtype:float32", "scalar:abc"], "ValueError"),
+]
+for args, expected in errors:
+    rc, out, _ = run(*args, "--json")
+    try:
+        obj = json.loads(out)
+    except json.JSONDecodeError:
+        obj = {}
+    check(f"error {' '.join(args)}", rc != 0 and obj.get("error") == expected and obj.get("message"), (rc, out))
+
+# --- the tour ---------------------------------------------------------------
+rc, out, _ = run()
+check("tour exits 0", rc == 0, rc)
+check("tour names the carriers", "Generic" in out and "CPU" in out, out[:200])
+check("tour prints plans", "compute=BINARY32" in out, out[:200])
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
