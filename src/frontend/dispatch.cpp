@@ -8,17 +8,26 @@
 
 namespace strideweave {
 
-std::optional<std::string> unsupported_plan_reason(CarrierClass cls, const OperationPlan& plan) {
+namespace {
+
+// The two stable sentences; `name` is the class's public name.
+std::optional<std::string> reason_for(CarrierClass cls, const std::string& name, const OperationPlan& plan) {
   const KernelTable* table = kernel_table(cls);
   if (table && table->find(plan)) return std::nullopt;
-  std::string name = cls.cpp_name();
-  for (const auto& [c, n] : registered_kernel_classes())
-    if (c == cls) name = n;
   const bool has_operation = table && std::any_of(table->plans().begin(), table->plans().end(),
                                                   [&](const OperationPlan& p) { return p.operation() == plan.operation(); });
   if (!has_operation) return fmt::format("{} has no capability for operation '{}'.", name, plan.operation());
   return fmt::format("{} has capabilities for operation '{}' but none matches the plan {}.", name, plan.operation(),
                      plan.to_string());
+}
+
+}  // namespace
+
+std::optional<std::string> unsupported_plan_reason(CarrierClass cls, const OperationPlan& plan) {
+  std::string name = cls.cpp_name();
+  for (const auto& [c, n] : registered_kernel_classes())
+    if (c == cls) name = n;
+  return reason_for(cls, name, plan);
 }
 
 namespace frontend {
@@ -41,7 +50,7 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
                const Shape& result_shape, const Carrier& prototype) {
   const KernelTable* table = kernel_table(prototype.exact_class());
   const KernelFn* kernel = table ? table->find(plan) : nullptr;
-  if (!kernel) throw UnsupportedOperationPlan(*unsupported_plan_reason(prototype.exact_class(), plan), plan);
+  if (!kernel) throw UnsupportedOperationPlan(*reason_for(prototype.exact_class(), prototype.class_name(), plan), plan);
   std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
   Tensor result(std::move(storage), 0, Layout::compact(result_shape));
   (*kernel)(KernelCall{plan, operands, attributes, result});
