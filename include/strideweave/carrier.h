@@ -27,6 +27,7 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -78,6 +79,14 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   Value get_value(std::int64_t index) const;
   void set_value(std::int64_t index, const Value& value);
   Value operator[](std::int64_t index) const { return get_value(index); }
+  // A non-integer index is rejected at compile time (core-concepts 1.1's
+  // TypeError), rather than silently truncated.
+  template <std::floating_point F>
+  Value get_value(F) const = delete;
+  template <std::floating_point F>
+  void set_value(F, const Value&) = delete;
+  template <std::floating_point F>
+  Value operator[](F) const = delete;
 
   virtual bool supports_storage_dtype(const DType& dtype) const noexcept = 0;
 

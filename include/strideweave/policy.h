@@ -60,7 +60,11 @@ enum class WeakScalarKind : std::uint8_t { INTEGER, FLOAT };
 // 1.0 or 0.0). Integers are held exactly (128-bit), floats as double.
 class WeakScalar {
  public:
-  WeakScalar(bool v) noexcept : kind_(WeakScalarKind::FLOAT), is_bool_(true), float_(v ? 1.0 : 0.0) {}  // NOLINT
+  // Exactly bool (a template, so that pointers and other types with a
+  // conversion to bool are not silently accepted as weak scalars).
+  template <class T>
+    requires std::is_same_v<T, bool>
+  WeakScalar(T v) noexcept : kind_(WeakScalarKind::FLOAT), is_bool_(true), float_(v ? 1.0 : 0.0) {}  // NOLINT
   template <class T>
     requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
   WeakScalar(T v) noexcept : kind_(WeakScalarKind::INTEGER), integer_(static_cast<int128>(v)) {}  // NOLINT

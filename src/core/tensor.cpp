@@ -20,6 +20,15 @@ void validate(const std::shared_ptr<Carrier>& carrier, std::int64_t offset, cons
                                  layout.cosize(), carrier->class_name(), carrier->size()));
 }
 
+// The layout of a compact tensor over the whole of `carrier` (tensor.h: the
+// sizes must be equal). A null or released carrier is left to validate().
+Layout whole_carrier_layout(const std::shared_ptr<Carrier>& carrier, const Shape& shape) {
+  if (carrier && !carrier->is_released() && carrier->size() != shape.size())
+    throw ValueError(fmt::format("Tensor: a shape of size {} does not cover the {} carrier's {} slots",
+                                 shape.size(), carrier->class_name(), carrier->size()));
+  return Layout::compact(shape);
+}
+
 }  // namespace
 
 Tensor::Tensor(std::shared_ptr<Carrier> carrier, std::int64_t offset, Layout layout) {
@@ -27,7 +36,8 @@ Tensor::Tensor(std::shared_ptr<Carrier> carrier, std::int64_t offset, Layout lay
   impl_ = std::make_shared<detail::TensorImpl>(detail::TensorImpl{std::move(carrier), offset, std::move(layout)});
 }
 
-Tensor::Tensor(std::shared_ptr<Carrier> carrier, const Shape& shape) : Tensor(std::move(carrier), 0, Layout::compact(shape)) {}
+Tensor::Tensor(std::shared_ptr<Carrier> carrier, const Shape& shape)
+    : Tensor(carrier, 0, whole_carrier_layout(carrier, shape)) {}
 
 const std::shared_ptr<Carrier>& Tensor::carrier() const noexcept { return impl_->carrier; }
 std::int64_t Tensor::offset() const noexcept { return impl_->offset; }

@@ -202,9 +202,9 @@ OperationOverload::OperationOverload(std::vector<OperandRole> roles, PlanRule ru
   }
 }
 
-OperationSpec::OperationSpec(std::string name, std::vector<OperationOverload> overloads, bool public_,
+OperationSpec::OperationSpec(std::string name, std::vector<OperationOverload> overloads, bool is_public,
                              std::optional<std::vector<std::int64_t>> dtype_operand_positions)
-    : name_(std::move(name)), overloads_(std::move(overloads)), public_(public_), positions_(std::move(dtype_operand_positions)) {
+    : name_(std::move(name)), overloads_(std::move(overloads)), public_(is_public), positions_(std::move(dtype_operand_positions)) {
   if (name_.empty()) throw ValueError("OperationSpec: name must be non-empty");
   if (overloads_.empty()) throw ValueError(fmt::format("OperationSpec '{}': overloads must be non-empty", name_));
   for (std::size_t i = 0; i < overloads_.size(); ++i)
