@@ -294,6 +294,12 @@ inline OperationPlan resolve_operation_plan(std::string_view operation, std::ini
 
 std::vector<OperationPlan> plan_accumulator_variants(const OperationPlan& plan);
 
+// Every concrete public plan a complete reference carrier executes:
+// resolvable_plans() with the defaults, followed by the Bool-domain plan of
+// `select` (which the defaults cannot enumerate, R4.4: backends declare it
+// explicitly).
+std::vector<OperationPlan> executable_plan_set();
+
 }  // namespace strideweave
 
 template <>

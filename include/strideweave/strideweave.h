@@ -10,6 +10,7 @@
 #include <strideweave/factory.h>
 #include <strideweave/int128.h>
 #include <strideweave/layout.h>
+#include <strideweave/call.h>
 #include <strideweave/ops.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace strideweave {
 
 namespace {
@@ -62,5 +64,50 @@ Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::str
   return Value::from_float32(scalar.to_float32());
 }
 
+Tensor binary(std::string_view op, const Tensor& a, const Tensor& b) {
+  const OperationPlan plan = resolve_operation_plan(op, {a.dtype(), b.dtype()});
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  const Carrier& prototype = common_carrier(op, {&a, &b});
+  return execute(plan, {a.broadcast_to(shape), b.broadcast_to(shape)}, Attributes{}, shape, prototype);
+}
+
+Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s) {
+  const OperationPlan plan = resolve_operation_plan(op, {a.dtype(), s});
+  const Carrier& prototype = common_carrier(op, {&a});
+  return execute(plan, {a, materialize(s, plan.operands()[1], op)}, Attributes{}, flat(a.shape()),
+                 prototype);
+}
+
+// Normalised, sorted, duplicate-free axes (ValueError otherwise).
+std::vector<std::int64_t> normalize_axes(std::string_view op, const std::optional<std::vector<std::int64_t>>& axes,
+                                         std::size_t rank) {
+  std::vector<std::int64_t> out;
+  if (!axes) {
+    for (std::size_t i = 0; i < rank; ++i) out.push_back(static_cast<std::int64_t>(i));
+    return out;
+  }
+  const std::string what = fmt::format("{} axes", op);
+  for (std::int64_t a : *axes) out.push_back(normalize_axis(a, rank, what.c_str()));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw ValueError(fmt::format("{}: axes contain a duplicate axis", op));
+  return out;
+}
+
 }  // namespace frontend
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation) {
+  const std::size_t rank = std::max(a.rank(), b.rank());
+  std::vector<std::int64_t> out(rank);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t ea = i < rank - a.rank() ? 1 : a.extent(i - (rank - a.rank()));
+    const std::int64_t eb = i < rank - b.rank() ? 1 : b.extent(i - (rank - b.rank()));
+    if (ea != eb && ea != 1 && eb != 1)
+      throw ValueError(fmt::format("{}: shapes {} and {} do not broadcast (axis {}: {} vs {})", operation,
+                                   a.to_string(), b.to_string(), i, ea, eb));
+    out[i] = ea == 1 ? eb : ea;
+  }
+  return Shape::of(out);
+}
+
 }  // namespace strideweave

@@ -3,6 +3,7 @@
 
 #include <strideweave/execution.h>
 
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -19,5 +20,17 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
 
 // A weak scalar materialised as its plan operand's convert_to dtype.
 Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::string_view operation);
+
+// The common shapes of front-end families.
+// Tensor/tensor elementwise with broadcasting; the plan is resolved here.
+Tensor binary(std::string_view op, const Tensor& a, const Tensor& b);
+// Tensor/weak-scalar elementwise; the result has the tensor's (flat) shape.
+Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s);
+// Normalised, sorted, duplicate-free axes (ValueError otherwise); nullopt =
+// every axis.
+std::vector<std::int64_t> normalize_axes(std::string_view op, const std::optional<std::vector<std::int64_t>>& axes,
+                                         std::size_t rank);
+// A flat Shape with the top-level extents of `shape`.
+inline Shape flat(const Shape& shape) { return Shape::of(shape.extents()); }
 
 }  // namespace strideweave::frontend

@@ -403,6 +403,12 @@ std::vector<OperationPlan> plan_accumulator_variants(const OperationPlan& plan) 
   return out;
 }
 
+std::vector<OperationPlan> executable_plan_set() {
+  std::vector<OperationPlan> out = resolvable_plans();
+  out.push_back(resolve_operation_plan("select", {DType::Bool(), DType::Float32(), DType::Float32()}));
+  return out;
+}
+
 std::vector<OperationPlan> resolvable_plans(std::span<const SimpleDType* const> tensor_dtypes,
                                             std::span<const WeakScalar> weak_scalars) {
   std::vector<OperationPlan> out;
