@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <limits>
 #include <random>

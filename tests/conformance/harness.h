@@ -1,0 +1,64 @@
+// The conformance harness (STYLE.md habit 7): every plan a carrier's kernel
+// table holds is run on that carrier and on Generic over generated cases and
+// compared under docs/numerics.md. Cases come from one generator per
+// operation name, registered by the family files cases_*.cpp; a plan whose
+// operation has no generator fails the suite, so a new kernel cannot land
+// untested.
+#pragma once
+
+#include <strideweave/strideweave.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "conformance/agreement_support.h"
+
+namespace sw_test {
+
+// One call, with operands built twice: once on Generic, once on the carrier
+// under test (same values, same physical layouts).
+struct TwinCase {
+  std::string label;
+  std::vector<CallOperand> generic;
+  std::vector<CallOperand> other;
+  CallOptions options;
+  // For FLOATING plans: per result element (logical ordinal), the sum of
+  // |terms| and the term count, computed on Generic. Empty = compare exactly.
+  std::function<std::pair<double, std::int64_t>(std::size_t result, std::int64_t ordinal)> bound;
+};
+
+// Builds an operand twin on Generic and on the carrier under test.
+using TwinMaker = std::function<Pair(const SimpleDType&, const std::vector<std::int64_t>&, LayoutCase, std::mt19937&,
+                                     bool small_ints)>;
+
+// Cases for one plan (the plan fixes operand roles and dtypes).
+using CaseGenerator = std::function<std::vector<TwinCase>(const OperationPlan&, std::mt19937&)>;
+
+std::map<std::string, CaseGenerator>& case_generators();
+inline bool register_cases(const std::string& operation, CaseGenerator g) {
+  case_generators()[operation] = std::move(g);
+  return true;
+}
+
+// How results of a plan are compared.
+struct AgreementRule {
+  enum Kind { Exact, Floating, Ulps } kind = Exact;
+  int ulps = 0;  // for Ulps
+};
+AgreementRule agreement_rule(const OperationPlan& plan);
+
+// Helpers for generators.
+inline CallOperand t(const Tensor& x) { return CallOperand(x); }
+inline CallOperand s(WeakScalar w) { return CallOperand(w); }
+const std::vector<LayoutCase>& all_layout_cases();
+// The weak-scalar probes that resolve `plan` when placed at operand `i`
+// (others as in the plan).
+std::vector<WeakScalar> scalars_selecting(const OperationPlan& plan, std::size_t i);
+// |values| as a Float32 Generic tensor with the same view (for bounds).
+Tensor abs_twin(const Tensor& generic);
+
+}  // namespace sw_test
