@@ -31,6 +31,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
 #include <span>
 #include <string>
 #include <typeindex>
@@ -42,26 +45,48 @@
 namespace strideweave {
 
 class Carrier;
+class DependentCarrier;
+class OperationCapability;
+class OperationPlan;
 
-// The identity of one exact carrier class.
+// The identity of one exact C++ class, as the capability, kernel and movement
+// registries see it. Obtained from a type (carrier_class<T>(), for any T so
+// that registries can reject a class that is not a carrier) or from an
+// instance (carrier.exact_class()). Compared by identity of the exact type;
+// lookups never walk base classes.
 class CarrierClass {
  public:
-  explicit CarrierClass(const std::type_info& info) noexcept : index_(info) {}
+  struct Traits {
+    bool derives_carrier = false;  // T is Carrier or derives from it
+    bool is_root = false;          // T is Carrier itself
+    bool is_dependent = false;     // T is DependentCarrier or derives from it
+  };
+  CarrierClass(const std::type_info& info, Traits traits) noexcept : index_(info), traits_(traits) {}
   // Demangled C++ name ("strideweave::CPU").
   std::string cpp_name() const;
   std::type_index type_index() const noexcept { return index_; }
+  const Traits& traits() const noexcept { return traits_; }
   friend bool operator==(const CarrierClass& a, const CarrierClass& b) noexcept { return a.index_ == b.index_; }
   friend bool operator<(const CarrierClass& a, const CarrierClass& b) noexcept { return a.index_ < b.index_; }
   std::size_t hash() const noexcept { return index_.hash_code(); }
 
  private:
   std::type_index index_;
+  Traits traits_;
 };
 
-template <class C>
+namespace detail {
+// Defined in src/capability (needs the complete DependentCarrier type).
+bool is_dependent_instance(const Carrier& carrier) noexcept;
+}  // namespace detail
+
+template <class T>
 CarrierClass carrier_class() noexcept {
-  static_assert(std::is_base_of_v<Carrier, C>, "carrier_class<C>: C must derive from strideweave::Carrier");
-  return CarrierClass(typeid(C));
+  CarrierClass::Traits traits;
+  traits.derives_carrier = std::is_base_of_v<Carrier, T>;
+  traits.is_root = std::is_same_v<T, Carrier>;
+  if constexpr (std::is_base_of_v<Carrier, T>) traits.is_dependent = std::is_base_of_v<DependentCarrier, T>;
+  return CarrierClass(typeid(T), traits);
 }
 
 class Carrier : public std::enable_shared_from_this<Carrier> {
@@ -70,7 +95,9 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   Carrier& operator=(const Carrier&) = delete;
   virtual ~Carrier() = default;
 
-  CarrierClass exact_class() const noexcept { return CarrierClass(typeid(*this)); }
+  CarrierClass exact_class() const noexcept {
+    return CarrierClass(typeid(*this), CarrierClass::Traits{true, false, detail::is_dependent_instance(*this)});
+  }
   // The class's public name ("Generic", "CPU").
   virtual std::string class_name() const = 0;
 
@@ -105,6 +132,28 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   std::shared_ptr<Carrier> allocate_like(std::int64_t size, bool mutable_ = true, const DType* dtype = nullptr,
                                          bool empty = false) const;
 
+  // Capability queries (backend-capabilities.md, "Carrier queries select the
+  // correct ownership model"). An independent carrier answers from its exact
+  // class's sealed declaration, a dependent carrier from its own frozen
+  // snapshot (RuntimeError before finalisation). They describe the
+  // implementation's reach, not the current dtype, size, mutability or
+  // release state. Defined in src/capability/carrier_queries.cpp.
+  std::vector<OperationCapability> operation_capabilities(std::optional<std::string_view> operation_name = std::nullopt) const;
+  bool supports_operation_plan(const OperationPlan& plan) const;
+  std::optional<std::string> unsupported_plan_reason(const OperationPlan& plan) const;
+  // The matching capability, or UnsupportedOperationPlan.
+  OperationCapability require_operation_plan(const OperationPlan& plan) const;
+
+  // Writes values[k] to slot indices[k] for every k as ONE versioned
+  // mutation (version + 1): validates liveness, mutability, every index and
+  // every value's kind first, so a failure writes nothing. Used by bulk
+  // writes such as copying a result into a caller-provided output.
+  void write_slots(std::span<const std::int64_t> indices, std::span<const Value> values);
+  // A versioned mutation made through a carrier's own typed access (a
+  // kernel writing a caller-provided output): version + 1. RuntimeError
+  // unless live and publicly mutable.
+  void bump_version();
+
   // Throws RuntimeError naming `what` if released.
   void require_live(const char* what) const;
   // Throws RuntimeError naming `what` unless publicly mutable and live.
@@ -129,8 +178,6 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
 
   // For composites (Evictable, TiledEvictable) that take ownership.
   void set_owned(bool owned) noexcept { owned_.store(owned); }
-  // For carrier-level bulk writes that count as one versioned mutation.
-  void bump_version(std::uint64_t by = 1) noexcept { version_.fetch_add(by); }
 
  private:
   const SimpleDType* dtype_;

@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include <strideweave/capability.h>
 #include <strideweave/carrier.h>
 #include <strideweave/errors.h>
 #include <strideweave/policy.h>
@@ -66,6 +67,9 @@ struct KernelCall {
   // fixed by the front end. Kernels write it through their carrier's own
   // typed access; this is construction, not a versioned write.
   const Tensor& output;
+  // Read-modify-write: output[i] = output[i] + result[i] (only for kernels
+  // registered with ExecutionAxes::accumulation == Native).
+  bool accumulate = false;
 
   const Tensor& tensor(std::size_t i) const { return std::get<Tensor>(operands[i]); }
   const Value& scalar(std::size_t i) const { return std::get<Value>(operands[i]); }
@@ -78,19 +82,28 @@ using KernelFn = std::function<void(const KernelCall&)>;
 // register_kernel_table); a duplicate plan is a ValueError.
 class KernelTable {
  public:
-  void add(const OperationPlan& plan, KernelFn kernel);
+  // `axes` is what this kernel really offers on each execution axis
+  // (capability.h); it becomes the class's capability entry for `plan`.
+  void add(const OperationPlan& plan, KernelFn kernel, ExecutionAxes axes = {});
   const KernelFn* find(const OperationPlan& plan) const noexcept;
   // The plans in registration order.
   const std::vector<OperationPlan>& plans() const noexcept { return order_; }
+  const ExecutionAxes& axes(const OperationPlan& plan) const { return kernels_.at(plan).axes; }
 
  private:
-  std::unordered_map<OperationPlan, KernelFn> kernels_;
+  struct Entry {
+    KernelFn kernel;
+    ExecutionAxes axes;
+  };
+  std::unordered_map<OperationPlan, Entry> kernels_;
   std::vector<OperationPlan> order_;
 };
 
 // Publishes the kernel table of `cls` (once; a second call is a
-// RuntimeError). Called from the central carrier list
-// (src/carriers/carrier_list.cpp).
+// RuntimeError) and, derived from it, the class's sealed capability
+// declaration (one OperationCapability per registered plan, with the axes
+// its kernel registered). Called from the central carrier list
+// (src/carriers/carrier_list.cpp) for the shipped carriers.
 void register_kernel_table(CarrierClass cls, std::string class_name, KernelTable table);
 // The published table of exactly `cls`, or nullptr.
 const KernelTable* kernel_table(CarrierClass cls);
@@ -99,20 +112,3 @@ std::vector<std::pair<CarrierClass, std::string>> registered_kernel_classes();
 
 }  // namespace strideweave
 
-namespace strideweave {
-
-// A resolved plan that the executing carrier class does not execute
-// (backend-capabilities.md): raised before any allocation or kernel entry.
-// Derives from NotImplementedError.
-class UnsupportedOperationPlan : public NotImplementedError {
- public:
-  UnsupportedOperationPlan(std::string reason, OperationPlan plan)
-      : NotImplementedError(std::move(reason)), plan_(std::move(plan)) {}
-  const char* type_name() const noexcept override { return "UnsupportedOperationPlan"; }
-  const OperationPlan& plan() const noexcept { return plan_; }
-
- private:
-  OperationPlan plan_;
-};
-
-}  // namespace strideweave

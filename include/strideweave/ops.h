@@ -21,11 +21,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include <strideweave/capability.h>
 #include <strideweave/execution.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
@@ -41,8 +43,24 @@ namespace strideweave {
 // `operation` when incompatible).
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation);
 
-// The reason an exact class does not execute `plan` (one of two stable
-// sentences), or nullopt when it does.
-std::optional<std::string> unsupported_plan_reason(CarrierClass cls, const OperationPlan& plan);
+// Caller-provided outputs (the descriptor note's execution axes).
+//
+//   Tensor r = compute_into(out, [&] { return add(a, b); });
+//   compute_into(acc, [&] { return matmul(a, b); }, OutputMode::Accumulate);
+//
+// runs one front-end call and writes its (first) result into `out` instead
+// of fresh storage, or adds it into `out` (read-modify-write in the plan's
+// output arithmetic). `out` must be on the operands' exact carrier class
+// (TypeError), publicly mutable and live (RuntimeError), of the plan's output
+// dtype (TypeError), of the result's shape (ValueError), and share no
+// carrier with an operand (ValueError). The executing carrier's capability
+// entry decides how: caller_output / accumulation (and strided_output when
+// `out` is not compact) must not be Unsupported (UnsupportedOpDType, before
+// any allocation); Native kernels write `out` directly, FallbackCopy computes
+// into fresh storage and copies. Either way `out` changes only if the whole
+// call succeeds, and its carrier's version advances by exactly one. Returns
+// `out`.
+enum class OutputMode { Overwrite, Accumulate };
+Tensor compute_into(const Tensor& out, const std::function<Tensor()>& op, OutputMode mode = OutputMode::Overwrite);
 
 }  // namespace strideweave

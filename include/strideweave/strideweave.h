@@ -11,6 +11,7 @@
 #include <strideweave/int128.h>
 #include <strideweave/layout.h>
 #include <strideweave/call.h>
+#include <strideweave/capability.h>
 #include <strideweave/ops.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>

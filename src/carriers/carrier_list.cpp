@@ -2,14 +2,23 @@
 // carrier adds its folder under src/carriers/ and one line here.
 #include "carriers/carrier_list.h"
 
+#include <mutex>
+
 #include "carriers/cpu/cpu_kernels.h"
 #include "carriers/generic/generic_kernels.h"
 
 namespace strideweave::carriers {
 
+namespace {
 void register_shipped_carriers() {
   generic::register_generic();
   cpu::register_cpu();
+}
+}  // namespace
+
+void ensure_registered() {
+  static std::once_flag once;
+  std::call_once(once, register_shipped_carriers);
 }
 
 }  // namespace strideweave::carriers

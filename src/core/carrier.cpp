@@ -62,6 +62,28 @@ void Carrier::set_value(std::int64_t index, const Value& value) {
   version_.fetch_add(1);
 }
 
+void Carrier::write_slots(std::span<const std::int64_t> indices, std::span<const Value> values) {
+  require_writable("Carrier.write_slots");
+  if (indices.size() != values.size())
+    throw ValueError(fmt::format("Carrier.write_slots: {} indices for {} values", indices.size(), values.size()));
+  const std::int64_t n = storage_size();
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    if (indices[k] < 0 || indices[k] >= n)
+      throw IndexError(fmt::format("Carrier.write_slots: index {} is outside [0, {}) of the {} carrier", indices[k], n,
+                                   class_name()));
+    if (&dtype_of(values[k].kind) != dtype_)
+      throw TypeError(fmt::format("Carrier.write_slots: a {} value cannot be stored in a {} carrier of dtype {}",
+                                  element_kind_name(values[k].kind), class_name(), dtype_->name()));
+  }
+  for (std::size_t k = 0; k < indices.size(); ++k) write_slot(indices[k], values[k]);
+  version_.fetch_add(1);
+}
+
+void Carrier::bump_version() {
+  require_writable("Carrier.bump_version");
+  version_.fetch_add(1);
+}
+
 void Carrier::release() {
   if (is_owned())
     throw RuntimeError(fmt::format("Carrier.release: the {} carrier is owned by a composite", class_name()));

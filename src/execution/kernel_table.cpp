@@ -7,20 +7,21 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "capability/registry.h"
 #include "carriers/carrier_list.h"
 
 namespace strideweave {
 
-void KernelTable::add(const OperationPlan& plan, KernelFn kernel) {
+void KernelTable::add(const OperationPlan& plan, KernelFn kernel, ExecutionAxes axes) {
   if (!kernel) throw TypeError(fmt::format("KernelTable.add: the kernel for {} is empty", plan.to_string()));
   if (kernels_.count(plan)) throw ValueError(fmt::format("KernelTable.add: duplicate plan {}", plan.to_string()));
-  kernels_.emplace(plan, std::move(kernel));
+  kernels_.emplace(plan, Entry{std::move(kernel), axes});
   order_.push_back(plan);
 }
 
 const KernelFn* KernelTable::find(const OperationPlan& plan) const noexcept {
   auto it = kernels_.find(plan);
-  return it == kernels_.end() ? nullptr : &it->second;
+  return it == kernels_.end() ? nullptr : &it->second.kernel;
 }
 
 namespace {
@@ -44,11 +45,7 @@ Registry& registry() {
   return *r;
 }
 
-// The shipped carriers register on first use of the registry.
-void ensure_shipped() {
-  static std::once_flag once;
-  std::call_once(once, [] { carriers::register_shipped_carriers(); });
-}
+void ensure_shipped() { carriers::ensure_registered(); }
 
 }  // namespace
 
@@ -58,6 +55,11 @@ void register_kernel_table(CarrierClass cls, std::string class_name, KernelTable
   for (const Entry& e : r.entries)
     if (e.cls == cls)
       throw RuntimeError(fmt::format("register_kernel_table: {} already has a kernel table", class_name));
+  // The class's capability declaration is derived from the table: one entry
+  // per registered plan, with the axes its kernel registered.
+  std::vector<OperationCapability> caps;
+  for (const OperationPlan& plan : table.plans()) caps.push_back(OperationCapability::from_plan(plan, table.axes(plan)));
+  capability_registry::declare_kernel_backed(cls, class_name, std::move(caps));
   r.entries.push_back(Entry{cls, std::move(class_name), std::make_unique<const KernelTable>(std::move(table))});
 }
 

@@ -9,30 +9,58 @@
 #include <algorithm>
 
 namespace strideweave {
-
+namespace frontend {
 namespace {
 
-// The two stable sentences; `name` is the class's public name.
-std::optional<std::string> reason_for(CarrierClass cls, const std::string& name, const OperationPlan& plan) {
-  const KernelTable* table = kernel_table(cls);
-  if (table && table->find(plan)) return std::nullopt;
-  const bool has_operation = table && std::any_of(table->plans().begin(), table->plans().end(),
-                                                  [&](const OperationPlan& p) { return p.operation() == plan.operation(); });
-  if (!has_operation) return fmt::format("{} has no capability for operation '{}'.", name, plan.operation());
-  return fmt::format("{} has capabilities for operation '{}' but none matches the plan {}.", name, plan.operation(),
-                     plan.to_string());
+struct OutputRequest {
+  Tensor out;
+  OutputMode mode;
+  bool consumed = false;
+};
+thread_local OutputRequest* pending_output = nullptr;
+
+// The plan output arithmetic used to accumulate a fallback result into `out`.
+Value accumulate_value(const Value& old, const Value& add, const std::string& op) {
+  if (old.kind == ElementKind::Int32) {
+    const std::int64_t r = static_cast<std::int64_t>(old.i) + add.i;
+    if (r < INT32_MIN_VALUE || r > INT32_MAX_VALUE)
+      throw OverflowError(fmt::format("{}: accumulating into the Int32 output leaves [{}, {}]", op, INT32_MIN_VALUE,
+                                      INT32_MAX_VALUE));
+    return Value::from_int32(static_cast<std::int32_t>(r));
+  }
+  return Value::from_float32(old.f + add.f);
+}
+
+// Validates a caller-provided output and decides Native (true) or
+// FallbackCopy (false). Raises before any allocation.
+bool admit_output(const OperationPlan& plan, const OperationCapability& cap, const OutputRequest& req,
+                  std::span<const KernelOperand> operands, const Shape& result_shape, const Carrier& prototype) {
+  const std::string& op = plan.operation();
+  const Tensor& out = req.out;
+  if (!(out.carrier()->exact_class() == prototype.exact_class()))
+    throw TypeError(fmt::format("{}: the output lives on {} but the operands on {}", op, out.carrier()->class_name(),
+                                prototype.class_name()));
+  out.carrier()->require_writable(op.c_str());
+  if (&out.dtype() != &plan.output())
+    throw TypeError(fmt::format("{}: the output has dtype {} but the plan produces {}", op, out.dtype().name(),
+                                plan.output().name()));
+  if (!std::ranges::equal(out.shape().extents(), result_shape.extents()))
+    throw ValueError(fmt::format("{}: the output has shape {} but the result has shape {}", op,
+                                 out.shape().to_string(), result_shape.to_string()));
+  for (const KernelOperand& o : operands)
+    if (const Tensor* t = std::get_if<Tensor>(&o); t && t->carrier() == out.carrier())
+      throw ValueError(fmt::format("{}: the output shares its carrier with an operand", op));
+  const ExecutionAxis axis =
+      req.mode == OutputMode::Accumulate ? ExecutionAxis::accumulation : ExecutionAxis::caller_output;
+  const SupportLevel level = require_capability(prototype.exact_class(), plan, axis).axes().level(axis);
+  const bool strided = !out.layout().is_compact() || out.offset() != 0;
+  SupportLevel strided_level = SupportLevel::Native;
+  if (strided) strided_level = require_capability(prototype.exact_class(), plan, ExecutionAxis::strided_output).axes().strided_output;
+  (void)cap;
+  return level == SupportLevel::Native && strided_level == SupportLevel::Native && out.layout().is_flat();
 }
 
 }  // namespace
-
-std::optional<std::string> unsupported_plan_reason(CarrierClass cls, const OperationPlan& plan) {
-  std::string name = cls.cpp_name();
-  for (const auto& [c, n] : registered_kernel_classes())
-    if (c == cls) name = n;
-  return reason_for(cls, name, plan);
-}
-
-namespace frontend {
 
 const Carrier& common_carrier(std::string_view operation, std::initializer_list<const Tensor*> tensors) {
   const Carrier* first = nullptr;
@@ -50,13 +78,45 @@ const Carrier& common_carrier(std::string_view operation, std::initializer_list<
 
 Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
                const Shape& result_shape, const Carrier& prototype) {
+  // The gate: an exact capability, before any allocation or kernel entry.
+  const OperationCapability cap = prototype.require_operation_plan(plan);
   const KernelTable* table = kernel_table(prototype.exact_class());
   const KernelFn* kernel = table ? table->find(plan) : nullptr;
-  if (!kernel) throw UnsupportedOperationPlan(*reason_for(prototype.exact_class(), prototype.class_name(), plan), plan);
+  if (!kernel)
+    throw NotImplementedError(fmt::format("{} declares a capability for {} but registered no kernel for it",
+                                          prototype.class_name(), plan.to_string()));
+  OutputRequest* req = pending_output && !pending_output->consumed ? pending_output : nullptr;
+  if (!req) {
+    std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
+    Tensor result(std::move(storage), 0, Layout::compact(result_shape));
+    (*kernel)(KernelCall{plan, operands, attributes, result});
+    return result;
+  }
+  const bool native = admit_output(plan, cap, *req, operands, result_shape, prototype);
+  req->consumed = true;
+  const Tensor& out = req->out;
+  if (native) {
+    const Tensor target(out.carrier(), out.offset(), Layout(result_shape, Stride::of(*out.layout().flat_strides())));
+    (*kernel)(KernelCall{plan, operands, attributes, target, req->mode == OutputMode::Accumulate});
+    out.carrier()->bump_version();
+    return out;
+  }
+  // FallbackCopy: compute into fresh storage, then publish into `out` in one
+  // versioned bulk write (nothing is written if anything fails).
   std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
-  Tensor result(std::move(storage), 0, Layout::compact(result_shape));
-  (*kernel)(KernelCall{plan, operands, attributes, result});
-  return result;
+  const Tensor fresh(std::move(storage), 0, Layout::compact(result_shape));
+  (*kernel)(KernelCall{plan, operands, attributes, fresh});
+  std::vector<std::int64_t> indices(static_cast<std::size_t>(fresh.size()));
+  std::vector<Value> values = fresh.values();
+  for (std::int64_t k = 0; k < fresh.size(); ++k) {
+    indices[static_cast<std::size_t>(k)] = out.offset() + out.layout()(k);
+    if (req->mode == OutputMode::Accumulate)
+      values[static_cast<std::size_t>(k)] =
+          accumulate_value(out.carrier()->get_value(indices[static_cast<std::size_t>(k)]), values[static_cast<std::size_t>(k)],
+                           plan.operation());
+  }
+  out.carrier()->write_slots(indices, values);
+  return out;
 }
 
 Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::string_view operation) {
@@ -95,6 +155,22 @@ std::vector<std::int64_t> normalize_axes(std::string_view op, const std::optiona
 }
 
 }  // namespace frontend
+
+Tensor compute_into(const Tensor& out, const std::function<Tensor()>& op, OutputMode mode) {
+  frontend::OutputRequest request{out, mode};
+  frontend::OutputRequest* previous = frontend::pending_output;
+  frontend::pending_output = &request;
+  try {
+    Tensor result = op();
+    frontend::pending_output = previous;
+    if (!request.consumed)
+      throw RuntimeError("compute_into: the operation executed no kernel, so nothing was written to the output");
+    return result;
+  } catch (...) {
+    frontend::pending_output = previous;
+    throw;
+  }
+}
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation) {
   const std::size_t rank = std::max(a.rank(), b.rank());

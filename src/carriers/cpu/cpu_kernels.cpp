@@ -6,6 +6,7 @@
 #include "carriers/cpu/cpu_kernels.h"
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/kernel_axes.h"
 
 namespace strideweave::carriers::cpu {
 
@@ -14,7 +15,7 @@ void register_cpu() {
   for (const OperationPlan& plan : executable_plan_set()) {
     for (KernelFn (*family)(const OperationPlan&) : {arithmetic_kernel, unary_kernel, reduction_kernel, structured_kernel}) {
       if (KernelFn k = family(plan)) {
-        table.add(plan, std::move(k));
+        table.add(plan, std::move(k), direct_write_axes(plan));
         break;
       }
     }

@@ -6,6 +6,7 @@
 #include "carriers/generic/generic_kernels.h"
 
 #include "carriers/generic/reference.h"
+#include "carriers/kernel_axes.h"
 
 namespace strideweave::carriers::generic {
 
@@ -18,7 +19,7 @@ void register_generic() {
   KernelTable table;
   for (const OperationPlan& plan : executable_plan_set()) {
     auto it = kernels.find(plan.operation());
-    if (it != kernels.end()) table.add(plan, it->second);
+    if (it != kernels.end()) table.add(plan, it->second, direct_write_axes(plan));
   }
   register_kernel_table(carrier_class<Generic>(), "Generic", std::move(table));
 }

@@ -1,0 +1,225 @@
+// strideweave beside its peers, in one process, one run (bench/run).
+//
+// Each line compares one work at one thread count with one peer and reports
+// ours, the peer's figure and their ratio, oriented so that a ratio above 1
+// means strideweave is better (throughput: ours/peer; time: peer/ours).
+// Timing: each measurement repeats the work until ~0.3 s have passed (at
+// least 3 times) and keeps the best repetition.
+#include <strideweave/strideweave.h>
+
+#include <Eigen/Core>
+#include <cblas.h>
+#include <omp.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace sw = strideweave;
+
+namespace {
+
+double best_seconds(const std::function<void()>& f, double budget = 0.3) {
+  using clock = std::chrono::steady_clock;
+  double best = 1e30, total = 0;
+  for (int rep = 0; rep < 3 || total < budget; ++rep) {
+    const auto t0 = clock::now();
+    f();
+    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    best = std::min(best, s);
+    total += s;
+    if (rep > 1000000) break;
+  }
+  return best;
+}
+
+// Per-call time of a tiny operation: many calls per repetition.
+double per_call_seconds(const std::function<void()>& f, int calls = 20000) {
+  return best_seconds([&] {
+           for (int i = 0; i < calls; ++i) f();
+         }) /
+         calls;
+}
+
+bool as_json = false;
+
+void report(const std::string& work, int threads, const char* unit, double ours, const char* peer, double peer_value,
+            bool higher_is_better) {
+  const double ratio = higher_is_better ? ours / peer_value : peer_value / ours;
+  if (as_json) {
+    std::printf(
+        "{\"work\": \"%s\", \"threads\": %d, \"unit\": \"%s\", \"ours\": %.4g, \"peer\": \"%s\", \"peer_value\": %.4g, "
+        "\"ratio\": %.3f}\n",
+        work.c_str(), threads, unit, ours, peer, peer_value, ratio);
+  } else {
+    std::printf("%-26s %2d  %-7s %12.4g  %-10s %12.4g  %7.3f\n", work.c_str(), threads, unit, ours, peer, peer_value,
+                ratio);
+  }
+  std::fflush(stdout);
+}
+
+void set_threads(int n) {
+  torch::set_num_threads(n);
+  openblas_set_num_threads(n);
+  omp_set_num_threads(n);
+  Eigen::setNbThreads(n);
+}
+
+sw::Tensor cpu_filled(std::int64_t n, float start, float step) {
+  auto c = sw::CPU::create(n, sw::DType::Float32(), true, true);
+  float* p = c->data<float>();
+  for (std::int64_t i = 0; i < n; ++i) p[i] = start + step * static_cast<float>(i % 1000);
+  return sw::Tensor(c, sw::Shape{n});
+}
+
+torch::Tensor torch_from(const sw::Tensor& t) {
+  auto* p = static_cast<const sw::CPU&>(*t.carrier()).data<float>();
+  return torch::from_blob(const_cast<float*>(p), {t.size()}, torch::kFloat32).clone();
+}
+
+void elementwise(int threads) {
+  const std::int64_t n = 16 << 20;
+  const sw::Tensor a = cpu_filled(n, 0.5f, 0.001f), b = cpu_filled(n, 1.5f, -0.0007f);
+  sw::Tensor out = cpu_filled(n, 0, 0);
+  const float* pa = static_cast<const sw::CPU&>(*a.carrier()).data<float>();
+  const float* pb = static_cast<const sw::CPU&>(*b.carrier()).data<float>();
+  float* po = static_cast<const sw::CPU&>(*out.carrier()).data<float>();
+  const torch::Tensor ta = torch_from(a), tb = torch_from(b);
+  torch::Tensor tout = torch::empty({n});
+  Eigen::Map<const Eigen::VectorXf> ea(pa, n), eb(pb, n);
+  Eigen::VectorXf eo(n);
+  const double bytes = 12.0 * static_cast<double>(n) / 1e9;
+
+  struct Op {
+    const char* name;
+    std::function<sw::Tensor(const sw::Tensor&, const sw::Tensor&)> ours;
+    std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> torch_fresh;
+    std::function<void(torch::Tensor&, const torch::Tensor&, const torch::Tensor&)> torch_out;
+    float (*scalar)(float, float);
+  };
+  const Op ops[] = {
+      {"add", [](const sw::Tensor& x, const sw::Tensor& y) { return sw::add(x, y); },
+       [](const torch::Tensor& x, const torch::Tensor& y) { return torch::add(x, y); },
+       [](torch::Tensor& o, const torch::Tensor& x, const torch::Tensor& y) { torch::add_out(o, x, y); },
+       [](float x, float y) { return x + y; }},
+      {"mul", [](const sw::Tensor& x, const sw::Tensor& y) { return sw::mul(x, y); },
+       [](const torch::Tensor& x, const torch::Tensor& y) { return torch::mul(x, y); },
+       [](torch::Tensor& o, const torch::Tensor& x, const torch::Tensor& y) { torch::mul_out(o, x, y); },
+       [](float x, float y) { return x * y; }},
+  };
+  for (const Op& op : ops) {
+    const double ours_fresh = bytes / best_seconds([&] { op.ours(a, b); });
+    const double ours_out = bytes / best_seconds([&] { sw::compute_into(out, [&] { return op.ours(a, b); }); });
+    const double torch_fresh = bytes / best_seconds([&] { op.torch_fresh(ta, tb); });
+    const double torch_out = bytes / best_seconds([&] { op.torch_out(tout, ta, tb); });
+    auto* scalar = op.scalar;
+    const double loop_fresh = bytes / best_seconds([&] {
+                                std::unique_ptr<float[]> c(new float[static_cast<std::size_t>(n)]);
+                                for (std::int64_t i = 0; i < n; ++i) c[i] = scalar(pa[i], pb[i]);
+                                asm volatile("" : : "r"(c.get()) : "memory");
+                              });
+    const double loop_out = bytes / best_seconds([&] {
+                              for (std::int64_t i = 0; i < n; ++i) po[i] = scalar(pa[i], pb[i]);
+                              asm volatile("" : : "r"(po) : "memory");
+                            });
+    const double eigen_out = bytes / best_seconds([&] {
+                               if (op.name[0] == 'a') eo.noalias() = ea + eb;
+                               else eo.noalias() = ea.cwiseProduct(eb);
+                             });
+    const std::string fresh = std::string(op.name) + "_16M_fresh", into = std::string(op.name) + "_16M_out";
+    report(fresh, threads, "GB/s", ours_fresh, "libtorch", torch_fresh, true);
+    report(fresh, threads, "GB/s", ours_fresh, "loop-O3", loop_fresh, true);
+    report(into, threads, "GB/s", ours_out, "libtorch", torch_out, true);
+    report(into, threads, "GB/s", ours_out, "loop-O3", loop_out, true);
+    report(into, threads, "GB/s", ours_out, "eigen", eigen_out, true);
+  }
+
+  // exp and reduce_sum.
+  const double in_out = 8.0 * static_cast<double>(n) / 1e9;
+  const sw::CallOperand exp_arg[] = {a};
+  const double ours_exp = in_out / best_seconds([&] { sw::call_operation("exp", exp_arg); });
+  report("exp_16M", threads, "GB/s", ours_exp, "libtorch", in_out / best_seconds([&] { torch::exp(ta); }), true);
+  report("exp_16M", threads, "GB/s", ours_exp, "loop-O3", in_out / best_seconds([&] {
+                                                            for (std::int64_t i = 0; i < n; ++i) po[i] = std::exp(pa[i]);
+                                                            asm volatile("" : : "r"(po) : "memory");
+                                                          }),
+         true);
+  const double in = 4.0 * static_cast<double>(n) / 1e9;
+  const double ours_sum = in / best_seconds([&] { sw::reduce_sum(a); });
+  report("reduce_sum_16M", threads, "GB/s", ours_sum, "libtorch", in / best_seconds([&] { torch::sum(ta); }), true);
+  float sink = 0;
+  report("reduce_sum_16M", threads, "GB/s", ours_sum, "loop-O3", in / best_seconds([&] {
+                                                                   float s = 0;
+                                                                   for (std::int64_t i = 0; i < n; ++i) s += pa[i];
+                                                                   sink += s;
+                                                                 }),
+         true);
+  report("reduce_sum_16M", threads, "GB/s", ours_sum, "eigen", in / best_seconds([&] { sink += ea.sum(); }), true);
+  if (sink == 12345.0f) std::printf(" ");
+}
+
+void matmuls(int threads) {
+  for (std::int64_t n : {256, 1024, 2048}) {
+    const sw::Tensor a = cpu_filled(n * n, 0.25f, 0.0001f).reshape(sw::Shape{n, n});
+    const sw::Tensor b = cpu_filled(n * n, -0.5f, 0.0003f).reshape(sw::Shape{n, n});
+    const float* pa = static_cast<const sw::CPU&>(*a.carrier()).data<float>();
+    const float* pb = static_cast<const sw::CPU&>(*b.carrier()).data<float>();
+    std::vector<float> c(static_cast<std::size_t>(n * n));
+    const torch::Tensor ta = torch::from_blob(const_cast<float*>(pa), {n, n}).clone();
+    const torch::Tensor tb = torch::from_blob(const_cast<float*>(pb), {n, n}).clone();
+    Eigen::Map<const Eigen::MatrixXf> ea(pa, n, n), eb(pb, n, n);
+    Eigen::MatrixXf ec(n, n);
+    const double flop = 2.0 * static_cast<double>(n * n * n) / 1e9;
+    const double budget = n >= 2048 ? 0.0 : 0.3;
+    const double ours = flop / best_seconds([&] { sw::matmul(a, b); }, budget);
+    const std::string work = "matmul_" + std::to_string(n) + "_strict";
+    report(work, threads, "GFLOP/s", ours, "libtorch", flop / best_seconds([&] { torch::matmul(ta, tb); }), true);
+    report(work, threads, "GFLOP/s", ours, "openblas", flop / best_seconds([&] {
+                                                          cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans,
+                                                                      static_cast<int>(n), static_cast<int>(n),
+                                                                      static_cast<int>(n), 1.0f, pa, static_cast<int>(n),
+                                                                      pb, static_cast<int>(n), 0.0f, c.data(),
+                                                                      static_cast<int>(n));
+                                                        }),
+           true);
+    report(work, threads, "GFLOP/s", ours, "eigen", flop / best_seconds([&] { ec.noalias() = ea * eb; }), true);
+  }
+}
+
+void overhead(int threads) {
+  const sw::Tensor a = cpu_filled(1, 1.0f, 0), b = cpu_filled(1, 2.0f, 0);
+  const torch::Tensor ta = torch::ones({1}), tb = torch::ones({1});
+  const double torch_add = per_call_seconds([&] { torch::add(ta, tb); });
+  report("add_1_overhead", threads, "us", 1e6 * per_call_seconds([&] { sw::add(a, b); }), "libtorch", 1e6 * torch_add,
+         false);
+  const sw::OperationPlan plan = sw::resolve_operation_plan("add", {sw::DType::Float32(), sw::DType::Float32()});
+  const double check = per_call_seconds([&] { a.carrier()->require_operation_plan(plan); }, 200000);
+  report("capability_check", threads, "us", 1e6 * check, "libtorch", 1e6 * torch_add, false);
+  const double resolve = per_call_seconds([&] { sw::resolve_operation_plan("add", {sw::DType::Float32(), sw::DType::Float32()}); }, 200000);
+  report("plan_resolution", threads, "us", 1e6 * resolve, "libtorch", 1e6 * torch_add, false);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) as_json = true;
+  }
+  if (!as_json)
+    std::printf("%-26s %2s  %-7s %12s  %-10s %12s  %7s\n", "work", "th", "unit", "ours", "peer", "peer value", "ratio");
+  for (int threads : {1, 2}) {
+    set_threads(threads);
+    overhead(threads);
+    elementwise(threads);
+    matmuls(threads);
+  }
+  return 0;
+}

@@ -1,0 +1,244 @@
+// The class-level capability registry. Every class's answer is an immutable
+// ClassCapabilities published in a copy-on-write snapshot map: writers
+// (declaration, observation) serialise on a mutex and publish a new map;
+// readers load the current map atomically and never lock.
+#include <strideweave/capability.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <typeindex>
+#include <unordered_map>
+
+#include "capability/registry.h"
+#include "carriers/carrier_list.h"
+
+namespace strideweave {
+namespace {
+
+struct ClassCapabilities {
+  enum class Origin { KernelBacked, Declared, ObservedEmpty } origin;
+  std::string name;
+  std::vector<OperationCapability> sorted;
+  std::unordered_map<OperationPlan, std::size_t> by_plan;
+};
+
+using Snapshot = std::unordered_map<std::type_index, std::shared_ptr<const ClassCapabilities>>;
+
+struct Registry {
+  std::mutex write;
+  std::atomic<std::shared_ptr<const Snapshot>> current{std::make_shared<const Snapshot>()};
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // lives for the program (identities outlive statics)
+  return *r;
+}
+
+std::shared_ptr<const ClassCapabilities> make_entry(ClassCapabilities::Origin origin, std::string name,
+                                                    std::vector<OperationCapability> caps) {
+  auto e = std::make_shared<ClassCapabilities>();
+  e->origin = origin;
+  e->name = std::move(name);
+  std::sort(caps.begin(), caps.end());
+  for (std::size_t i = 0; i < caps.size(); ++i) e->by_plan.emplace(caps[i].to_plan(), i);
+  e->sorted = std::move(caps);
+  return e;
+}
+
+void reject_duplicates(std::span<const OperationCapability> caps, const std::string& who) {
+  for (std::size_t i = 0; i < caps.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (caps[i].same_shape(caps[j]))
+        throw ValueError(fmt::format("{}: the capability shape {} appears twice", who, caps[i].to_plan().to_string()));
+}
+
+void publish(Registry& r, std::type_index key, std::shared_ptr<const ClassCapabilities> entry) {
+  auto next = std::make_shared<Snapshot>(*r.current.load());
+  (*next)[key] = std::move(entry);
+  r.current.store(std::move(next));
+}
+
+void check_queryable_class(CarrierClass cls, const char* what) {
+  if (!cls.traits().derives_carrier)
+    throw TypeError(fmt::format("{}: {} is not a Carrier class", what, cls.cpp_name()));
+  if (cls.traits().is_dependent)
+    throw TypeError(fmt::format("{}: {} is a DependentCarrier class; its capabilities belong to each instance", what,
+                                cls.cpp_name()));
+}
+
+// The sealed answer of `cls`, observing (sealing empty) an undeclared class.
+std::shared_ptr<const ClassCapabilities> observe(CarrierClass cls, const char* what) {
+  check_queryable_class(cls, what);
+  carriers::ensure_registered();
+  Registry& r = registry();
+  {
+    const auto snap = r.current.load();
+    auto it = snap->find(cls.type_index());
+    if (it != snap->end()) return it->second;
+  }
+  std::lock_guard lock(r.write);
+  const auto snap = r.current.load();
+  auto it = snap->find(cls.type_index());
+  if (it != snap->end()) return it->second;
+  auto entry = make_entry(ClassCapabilities::Origin::ObservedEmpty, cls.cpp_name(), {});
+  publish(r, cls.type_index(), entry);
+  return entry;
+}
+
+const OperationCapability* find_plan(const ClassCapabilities& c, const OperationPlan& plan) {
+  auto it = c.by_plan.find(plan);
+  return it == c.by_plan.end() ? nullptr : &c.sorted[it->second];
+}
+
+std::optional<std::string> reason(const ClassCapabilities& c, const OperationPlan& plan) {
+  if (find_plan(c, plan)) return std::nullopt;
+  const bool has_operation = std::any_of(c.sorted.begin(), c.sorted.end(),
+                                         [&](const OperationCapability& x) { return x.operation() == plan.operation(); });
+  if (!has_operation) return fmt::format("{} has no capability for operation '{}'.", c.name, plan.operation());
+  return fmt::format("{} has capabilities for operation '{}' but none matches the plan {}.", c.name, plan.operation(),
+                     plan.to_string());
+}
+
+const OperationCapability* representative(const ClassCapabilities& c, std::string_view operation,
+                                          const SimpleDType& dtype) {
+  const OperationCapability* best = nullptr;
+  int best_score = -1;
+  for (const OperationCapability& x : c.sorted) {
+    if (x.operation() != operation) continue;
+    const OperandCapability* first = nullptr;
+    bool homogeneous = true;
+    for (const OperandCapability& o : x.operands()) {
+      if (o.role() != OperandRole::TENSOR) continue;
+      if (!first) first = &o;
+      homogeneous = homogeneous && o.dtype() == &dtype;
+    }
+    if (!first || first->dtype() != &dtype) continue;
+    const bool default_acc = x.accumulator_dtype() == nullptr || x.accumulator_dtype() == &DType::Float32();
+    const int score = (homogeneous ? 2 : 0) + (default_acc ? 1 : 0);
+    if (score > best_score) {
+      best = &x;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+namespace capability_registry {
+
+void declare_kernel_backed(CarrierClass cls, std::string name, std::vector<OperationCapability> capabilities) {
+  reject_duplicates(capabilities, "register_kernel_table(" + name + ")");
+  Registry& r = registry();
+  std::lock_guard lock(r.write);
+  if (r.current.load()->count(cls.type_index()))
+    throw RuntimeError(fmt::format("register_kernel_table: {} already has a capability answer", name));
+  publish(r, cls.type_index(), make_entry(ClassCapabilities::Origin::KernelBacked, std::move(name), std::move(capabilities)));
+}
+
+}  // namespace capability_registry
+
+void register_operation_capabilities(CarrierClass cls, std::span<const OperationCapability> capabilities) {
+  const char* what = "register_operation_capabilities";
+  if (!cls.traits().derives_carrier) throw TypeError(fmt::format("{}: {} is not a Carrier class", what, cls.cpp_name()));
+  if (cls.traits().is_root) throw TypeError(fmt::format("{}: the Carrier root cannot declare capabilities", what));
+  if (cls.traits().is_dependent)
+    throw TypeError(fmt::format("{}: {} is a DependentCarrier class; its capabilities belong to each instance", what,
+                                cls.cpp_name()));
+  carriers::ensure_registered();
+  reject_duplicates(capabilities, what);
+  Registry& r = registry();
+  std::lock_guard lock(r.write);
+  const auto snap = r.current.load();
+  auto it = snap->find(cls.type_index());
+  if (it != snap->end()) {
+    const char* why = it->second->origin == ClassCapabilities::Origin::KernelBacked ? "is a kernel-backed (shipped) class"
+                      : it->second->origin == ClassCapabilities::Origin::Declared  ? "has already declared its capabilities"
+                                                                                   : "was already observed (sealed empty)";
+    throw TypeError(fmt::format("{}: {} {}", what, it->second->name, why));
+  }
+  publish(r, cls.type_index(),
+          make_entry(ClassCapabilities::Origin::Declared, cls.cpp_name(),
+                     std::vector<OperationCapability>(capabilities.begin(), capabilities.end())));
+}
+
+std::vector<OperationCapability> capabilities_for_carrier_class(CarrierClass cls, std::optional<std::string_view> operation) {
+  const auto c = observe(cls, "capabilities_for_carrier_class");
+  if (!operation) return c->sorted;
+  std::vector<OperationCapability> out;
+  for (const OperationCapability& x : c->sorted)
+    if (x.operation() == *operation) out.push_back(x);
+  return out;
+}
+
+std::optional<OperationCapability> matching_capability(CarrierClass cls, const OperationPlan& plan) {
+  const auto c = observe(cls, "matching_capability");
+  const OperationCapability* m = find_plan(*c, plan);
+  return m ? std::optional<OperationCapability>(*m) : std::nullopt;
+}
+
+bool supports_operation_plan(CarrierClass cls, const OperationPlan& plan) {
+  return find_plan(*observe(cls, "supports_operation_plan"), plan) != nullptr;
+}
+
+std::optional<std::string> unsupported_plan_reason(CarrierClass cls, const OperationPlan& plan) {
+  return reason(*observe(cls, "unsupported_plan_reason"), plan);
+}
+
+OperationCapability require_capability(CarrierClass cls, const OperationPlan& plan) {
+  const auto c = observe(cls, "require_capability");
+  if (const OperationCapability* m = find_plan(*c, plan)) return *m;
+  throw UnsupportedOperationPlan(*reason(*c, plan), plan);
+}
+
+std::optional<OperationCapability> capability(CarrierClass cls, std::string_view operation, const SimpleDType& dtype) {
+  const auto c = observe(cls, "capability");
+  const OperationCapability* m = representative(*c, operation, dtype);
+  return m ? std::optional<OperationCapability>(*m) : std::nullopt;
+}
+
+namespace {
+OperationCapability require_axis(const ClassCapabilities& c, const OperationCapability& m, const SimpleDType& dtype,
+                                 std::optional<ExecutionAxis> axis) {
+  if (axis && m.axes().level(*axis) == SupportLevel::Unsupported)
+    throw UnsupportedOpDType(c.name, m.operation(), &dtype, axis,
+                             fmt::format("{} does not support the {} axis for operation '{}' with input dtype {}.",
+                                         c.name, name_of(*axis), m.operation(), dtype.name()),
+                             m.to_plan());
+  return m;
+}
+}  // namespace
+
+OperationCapability require_capability(CarrierClass cls, std::string_view operation, const SimpleDType& dtype,
+                                       std::optional<ExecutionAxis> axis) {
+  const auto c = observe(cls, "require_capability");
+  const OperationCapability* m = representative(*c, operation, dtype);
+  if (!m)
+    throw UnsupportedOpDType(c->name, std::string(operation), &dtype, axis,
+                             fmt::format("{} has no capability for operation '{}' with input dtype {}.", c->name,
+                                         operation, dtype.name()),
+                             std::nullopt);
+  return require_axis(*c, *m, dtype, axis);
+}
+
+OperationCapability require_capability(CarrierClass cls, const OperationPlan& plan, ExecutionAxis axis) {
+  const auto c = observe(cls, "require_capability");
+  const OperationCapability* m = find_plan(*c, plan);
+  if (!m) throw UnsupportedOperationPlan(*reason(*c, plan), plan);
+  const SimpleDType* first = nullptr;
+  for (const OperandPlan& o : plan.operands())
+    if (o.role() == OperandRole::TENSOR && !first) first = o.dtype();
+  return require_axis(*c, *m, *first, axis);
+}
+
+std::string carrier_class_name(CarrierClass cls) {
+  carriers::ensure_registered();
+  const auto snap = registry().current.load();
+  auto it = snap->find(cls.type_index());
+  return it == snap->end() ? cls.cpp_name() : it->second->name;
+}
+
+}  // namespace strideweave

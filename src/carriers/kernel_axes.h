@@ -1,0 +1,40 @@
+// Internal: the execution axes of a kernel that writes its result through
+// the output tensor's own layout (strided writes) and reads its operands as
+// views in place — true of every Generic and CPU kernel. Shared by the
+// shipped carriers' registrations so that what a table claims is written
+// once (backend-capability-descriptor.md).
+//
+//   owned_result    Native       fresh compact result storage
+//   borrowed_input  Native       operands are read in place as views (CPU
+//                                copies a hierarchical mode that does not
+//                                coalesce to one stride; docs/capabilities.md)
+//   caller_output   Native when the kernel cannot fail once entered,
+//                   FallbackCopy otherwise (checked Int32 arithmetic, exact
+//                   integer narrowing, index errors), so a failing call never
+//                   leaves a caller's output half written
+//   strided_output  as caller_output (kernels write through the strides)
+//   accumulation    FallbackCopy for Float32/Int32 results (compute, then
+//                   add in the output arithmetic), Unsupported for Bool
+#pragma once
+
+#include <strideweave/capability.h>
+
+namespace strideweave::carriers {
+
+inline bool kernel_may_fail(const OperationPlan& plan) {
+  const std::string& op = plan.operation();
+  return plan.compute() == Arithmetic::INT32_EXACT_CHECKED || plan.accumulation() == Accumulation::EXACT_INTEGER ||
+         op == "gather" || op == "scatter" || op == "scatter_add";
+}
+
+inline ExecutionAxes direct_write_axes(const OperationPlan& plan) {
+  ExecutionAxes axes;
+  axes.owned_result = SupportLevel::Native;
+  axes.borrowed_input = SupportLevel::Native;
+  axes.caller_output = kernel_may_fail(plan) ? SupportLevel::FallbackCopy : SupportLevel::Native;
+  axes.strided_output = axes.caller_output;
+  axes.accumulation = &plan.output() == &DType::Bool() ? SupportLevel::Unsupported : SupportLevel::FallbackCopy;
+  return axes;
+}
+
+}  // namespace strideweave::carriers
