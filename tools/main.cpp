@@ -1,5 +1,5 @@
 // The strideweave command. With no arguments: a short tour on the built-in
-// default. Subcommands: plans, resolve (docs/cli.md).
+// default. Subcommands: plans, resolve, run (docs/cli.md).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -15,10 +15,14 @@ int main(int argc, char** argv) {
   try {
     if (command == "plans") return run_plans(args);
     if (command == "resolve") return run_resolve(args);
+    if (command == "caps") return run_caps(args);
+    if (command == "run") return run_run(args);
     if (command == "tour") return run_tour();
   } catch (const strideweave::Error& e) {
     return report_error(e, false);
   }
-  std::cerr << "usage: strideweave [tour | plans [--json] | resolve OPERATION ARG... [--accumulator DTYPE] --json]\n";
+  std::cerr << "usage: strideweave [tour | plans [--json] | resolve OPERATION ARG... [--accumulator DTYPE] --json\n"
+               "                   | run OPERATION ARG... [--carrier generic|cpu] [--option NAME=JSON]...\n"
+               "                         [--accumulator DTYPE] --json | run --list [--json]]\n";
   return 2;
 }
