@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "carriers/cpu/block_cache.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -13,16 +15,12 @@ namespace {
 
 std::size_t bytes_of(const SimpleDType& d) { return &d == &DType::Bool() ? sizeof(bool) : 4; }
 
-void* allocate_aligned(std::int64_t count, std::size_t element, bool zero) {
+// Owned storage comes from the caching allocator (block_cache.h).
+void* allocate_storage(std::int64_t count, std::size_t element, bool zero) {
   std::int64_t bytes = 0;
   if (__builtin_mul_overflow(count, static_cast<std::int64_t>(element), &bytes))
     throw ValueError(fmt::format("CPU: {} elements overflow the addressable size", count));
-  // aligned_alloc needs a size that is a multiple of the alignment.
-  const std::size_t rounded = (static_cast<std::size_t>(bytes) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (!p) throw std::bad_alloc();
-  if (zero) std::memset(p, 0, rounded == 0 ? 64 : rounded);
-  return p;
+  return carriers::cpu::cache_allocate(static_cast<std::size_t>(bytes), zero);
 }
 
 }  // namespace
@@ -33,7 +31,7 @@ CPU::CPU(Token, const SimpleDType& dtype, bool mutable_, std::int64_t size, void
     : Carrier(dtype, mutable_), size_(size), data_(data), owns_(owns) {}
 
 CPU::~CPU() {
-  if (owns_) std::free(data_);
+  if (owns_) carriers::cpu::cache_release(data_, static_cast<std::size_t>(size_) * element_bytes());
 }
 
 std::size_t CPU::element_bytes() const noexcept { return bytes_of(dtype()); }
@@ -42,11 +40,11 @@ std::shared_ptr<CPU> CPU::create(std::int64_t size, const DType& dtype, bool mut
   const SimpleDType& d = check_storage_dtype(dtype, "CPU", &CPU::supports);
   if (size < 0) throw ValueError(fmt::format("CPU: size must be >= 0, got {}", size));
   // Bool storage is always zeroed: a bool object must hold 0 or 1.
-  void* p = allocate_aligned(size, bytes_of(d), !empty || &d == &DType::Bool());
+  void* p = allocate_storage(size, bytes_of(d), !empty || &d == &DType::Bool());
   try {
     return std::make_shared<CPU>(Token{}, d, mutable_, size, p, true);
   } catch (...) {
-    std::free(p);
+    carriers::cpu::cache_release(p, static_cast<std::size_t>(size) * bytes_of(d));
     throw;
   }
 }
@@ -90,7 +88,7 @@ void CPU::write_slot(std::int64_t i, const Value& v) {
 }
 
 void CPU::release_storage() noexcept {
-  if (owns_) std::free(data_);
+  if (owns_) carriers::cpu::cache_release(data_, static_cast<std::size_t>(size_) * element_bytes());
   data_ = nullptr;
   owns_ = false;
   size_ = 0;
