@@ -1,10 +1,13 @@
 // Front end: elementwise arithmetic, comparisons, clamp, select.
+// Semantics: docs/operations/arithmetic.md.
 #include <strideweave/errors.h>
 #include <strideweave/ops.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <variant>
 
 #include "frontend/call_support.h"
 #include "frontend/dispatch.h"
@@ -15,15 +18,85 @@ using frontend::binary;
 using frontend::common_carrier;
 using frontend::execute;
 using frontend::flat;
-using frontend::normalize_axes;
+using frontend::materialize;
 using frontend::tensor_scalar;
 
+namespace {
+
+// Weak-scalar/tensor elementwise (the scalar is operand 0 of the plan); the
+// result has the tensor's (flat) shape.
+Tensor scalar_tensor(std::string_view op, const WeakScalar& s, const Tensor& b) {
+  const OperationPlan plan = resolve_operation_plan(op, {s, b.dtype()});
+  const Carrier& prototype = common_carrier(op, {&b});
+  return execute(plan, {materialize(s, plan.operands()[0], op), b}, Attributes{}, flat(b.shape()), prototype);
+}
+
+// A three-operand elementwise operand: a tensor or a weak scalar.
+using Ternary = std::variant<const Tensor*, WeakScalar>;
+
+PlanOperand plan_operand_of(const Ternary& o) {
+  if (const Tensor* const* t = std::get_if<const Tensor*>(&o)) return PlanOperand((*t)->dtype());
+  return PlanOperand(std::get<WeakScalar>(o));
+}
+
+// Three operands broadcast together (every tensor operand takes part; weak
+// scalars are materialised to their plan's convert_to). Order: resolve ->
+// shapes -> carrier -> execute.
+Tensor ternary(std::string_view op, const Ternary& x, const Ternary& y, const Ternary& z) {
+  const std::array<const Ternary*, 3> ops{&x, &y, &z};
+  const OperationPlan plan = resolve_operation_plan(op, {plan_operand_of(x), plan_operand_of(y), plan_operand_of(z)});
+  std::optional<Shape> shape;
+  std::vector<const Tensor*> tensors;
+  for (const Ternary* o : ops) {
+    if (const Tensor* const* t = std::get_if<const Tensor*>(o)) {
+      shape = shape ? broadcast_shapes(*shape, (*t)->shape(), op) : flat((*t)->shape());
+      tensors.push_back(*t);
+    }
+  }
+  // Every overload has a tensor first, so `shape` is set.
+  const Carrier& prototype =
+      tensors.size() == 3   ? common_carrier(op, {tensors[0], tensors[1], tensors[2]})
+      : tensors.size() == 2 ? common_carrier(op, {tensors[0], tensors[1]})
+                            : common_carrier(op, {tensors[0]});
+  std::vector<KernelOperand> operands;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (const Tensor* const* t = std::get_if<const Tensor*>(ops[i])) operands.emplace_back((*t)->broadcast_to(*shape));
+    else operands.emplace_back(materialize(std::get<WeakScalar>(*ops[i]), plan.operands()[i], op));
+  }
+  return execute(plan, std::move(operands), Attributes{}, *shape, prototype);
+}
+
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b) { return binary("add", a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary("sub", a, b); }
 Tensor elementwise_mul(const Tensor& a, const Tensor& b) { return binary("elementwise_mul", a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary("mul", a, b); }
 Tensor mul(const Tensor& a, WeakScalar b) { return tensor_scalar("mul", a, b); }
 Tensor mul(WeakScalar a, const Tensor& b) { return tensor_scalar("mul", b, a); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary("div", a, b); }
+Tensor pow(const Tensor& base, const Tensor& exponent) { return binary("pow", base, exponent); }
+Tensor pow(const Tensor& base, WeakScalar exponent) { return tensor_scalar("pow", base, exponent); }
+Tensor pow(WeakScalar base, const Tensor& exponent) { return scalar_tensor("pow", base, exponent); }
+Tensor rem(const Tensor& a, const Tensor& b) { return binary("rem", a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary("maximum", a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary("minimum", a, b); }
+Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) { return ternary("clamp", &x, &lo, &hi); }
+Tensor clamp(const Tensor& x, const Tensor& lo, WeakScalar hi) { return ternary("clamp", &x, &lo, hi); }
+Tensor clamp(const Tensor& x, WeakScalar lo, const Tensor& hi) { return ternary("clamp", &x, lo, &hi); }
+Tensor clamp(const Tensor& x, WeakScalar lo, WeakScalar hi) { return ternary("clamp", &x, lo, hi); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary("eq", a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary("ne", a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary("lt", a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary("le", a, b); }
 
+Tensor logical_not(const Tensor& x) {
+  const OperationPlan plan = resolve_operation_plan("logical_not", {x.dtype()});
+  const Carrier& prototype = common_carrier("logical_not", {&x});
+  return execute(plan, {x}, Attributes{}, flat(x.shape()), prototype);
+}
+
+Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b) { return ternary("select", &cond, &a, &b); }
 
 namespace frontend {
 
@@ -45,32 +118,105 @@ CallableOperation binary_call(std::string name, Tensor (*fn)(const Tensor&, cons
   return c;
 }
 
+// A two-operand operation whose operands may each be a tensor or a weak
+// scalar (at least one tensor): mul and pow. `commuted`: the registry has no
+// (scalar, tensor) overload and the front end resolves the (tensor, scalar)
+// plan with the operands swapped (mul, docs/policy.md).
+template <class TT, class TS, class ST>
+CallableOperation mixed_binary_call(std::string name, bool commuted, TT tt, TS ts, ST st) {
+  CallableOperation c;
+  c.name = name;
+  c.signature = name + "(a: tensor | scalar, b: tensor | scalar) (at least one tensor)";
+  c.call = [name, commuted, tt, ts, st](std::span<const CallOperand> ops, const CallOptions& options,
+                                        const DType* acc) {
+    no_accumulator(name, acc);
+    OptionReader(name, options).finish();
+    expect_arity(name, ops, 2);
+    const Tensor* a = std::get_if<Tensor>(&ops[0]);
+    const Tensor* b = std::get_if<Tensor>(&ops[1]);
+    if (!a && !b) throw TypeError(fmt::format("{}: at least one operand must be a tensor", name));
+    if (a && b) return CallResult{{resolve_operation_plan(name, {a->dtype(), b->dtype()})}, {tt(*a, *b)}};
+    if (a) {
+      const WeakScalar& s = std::get<WeakScalar>(ops[1]);
+      return CallResult{{resolve_operation_plan(name, {a->dtype(), s})}, {ts(*a, s)}};
+    }
+    const WeakScalar& s = std::get<WeakScalar>(ops[0]);
+    const OperationPlan plan =
+        commuted ? resolve_operation_plan(name, {b->dtype(), s}) : resolve_operation_plan(name, {s, b->dtype()});
+    return CallResult{{plan}, {st(s, *b)}};
+  };
+  return c;
+}
+
 }  // namespace
 
 void add_arithmetic_calls(std::vector<CallableOperation>& out) {
-  out.push_back(binary_call("add", add));
-  out.push_back(binary_call("elementwise_mul", elementwise_mul));
-  CallableOperation m;
-  m.name = "mul";
-  m.signature = "mul(a: tensor | scalar, b: tensor | scalar) (at least one tensor)";
-  m.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
-    no_accumulator("mul", acc);
-    OptionReader("mul", options).finish();
-    expect_arity("mul", ops, 2);
-    const Tensor* a = std::get_if<Tensor>(&ops[0]);
-    const Tensor* b = std::get_if<Tensor>(&ops[1]);
-    if (a && b) return CallResult{{resolve_operation_plan("mul", {a->dtype(), b->dtype()})}, {mul(*a, *b)}};
-    if (a) {
-      const WeakScalar& s = std::get<WeakScalar>(ops[1]);
-      return CallResult{{resolve_operation_plan("mul", {a->dtype(), s})}, {mul(*a, s)}};
-    }
-    if (b) {
-      const WeakScalar& s = std::get<WeakScalar>(ops[0]);
-      return CallResult{{resolve_operation_plan("mul", {b->dtype(), s})}, {mul(s, *b)}};
-    }
-    throw TypeError("mul: at least one operand must be a tensor");
+  for (const auto& [name, fn] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>>{
+           {"add", add},
+           {"sub", sub},
+           {"elementwise_mul", elementwise_mul},
+           {"div", div},
+           {"rem", rem},
+           {"maximum", maximum},
+           {"minimum", minimum},
+           {"eq", eq},
+           {"ne", ne},
+           {"lt", lt},
+           {"le", le}})
+    out.push_back(binary_call(name, fn));
+
+  out.push_back(mixed_binary_call(
+      "mul", true, [](const Tensor& a, const Tensor& b) { return mul(a, b); },
+      [](const Tensor& a, const WeakScalar& s) { return mul(a, s); },
+      [](const WeakScalar& s, const Tensor& b) { return mul(s, b); }));
+  out.push_back(mixed_binary_call(
+      "pow", false, [](const Tensor& a, const Tensor& b) { return pow(a, b); },
+      [](const Tensor& a, const WeakScalar& s) { return pow(a, s); },
+      [](const WeakScalar& s, const Tensor& b) { return pow(s, b); }));
+
+  CallableOperation c;
+  c.name = "clamp";
+  c.signature = "clamp(x: tensor, lo: tensor | scalar, hi: tensor | scalar)";
+  c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    no_accumulator("clamp", acc);
+    OptionReader("clamp", options).finish();
+    expect_arity("clamp", ops, 3);
+    const Tensor& x = tensor_arg("clamp", ops, 0);
+    const OperationPlan plan = resolve_operation_plan("clamp", plan_operands(ops));
+    const Tensor* lo = std::get_if<Tensor>(&ops[1]);
+    const Tensor* hi = std::get_if<Tensor>(&ops[2]);
+    if (lo && hi) return CallResult{{plan}, {clamp(x, *lo, *hi)}};
+    if (lo) return CallResult{{plan}, {clamp(x, *lo, std::get<WeakScalar>(ops[2]))}};
+    if (hi) return CallResult{{plan}, {clamp(x, std::get<WeakScalar>(ops[1]), *hi)}};
+    return CallResult{{plan}, {clamp(x, std::get<WeakScalar>(ops[1]), std::get<WeakScalar>(ops[2]))}};
   };
-  out.push_back(std::move(m));
+  out.push_back(std::move(c));
+
+  CallableOperation n;
+  n.name = "logical_not";
+  n.signature = "logical_not(x: tensor)";
+  n.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    no_accumulator("logical_not", acc);
+    OptionReader("logical_not", options).finish();
+    expect_arity("logical_not", ops, 1);
+    const Tensor& x = tensor_arg("logical_not", ops, 0);
+    return CallResult{{resolve_operation_plan("logical_not", {x.dtype()})}, {logical_not(x)}};
+  };
+  out.push_back(std::move(n));
+
+  CallableOperation s;
+  s.name = "select";
+  s.signature = "select(cond: tensor, a: tensor, b: tensor)";
+  s.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    no_accumulator("select", acc);
+    OptionReader("select", options).finish();
+    expect_arity("select", ops, 3);
+    const Tensor& cond = tensor_arg("select", ops, 0);
+    const Tensor& a = tensor_arg("select", ops, 1);
+    const Tensor& b = tensor_arg("select", ops, 2);
+    return CallResult{{resolve_operation_plan("select", {cond.dtype(), a.dtype(), b.dtype()})}, {select(cond, a, b)}};
+  };
+  out.push_back(std::move(s));
 }
 
 }  // namespace frontend

@@ -1,88 +1,274 @@
 // CPU kernels: elementwise arithmetic, comparisons, clamp and select.
+// Semantics: docs/operations/arithmetic.md.
+//
+// One template, `elementwise<O, Op, Ins...>`, serves every plan of the
+// family: each operand is a tensor (source type, converted type) or a weak
+// scalar materialised by the front end (read through a stride-0 "pointer" to
+// a local copy). The factory picks the instantiation once per plan. The
+// layout case is chosen once per call: output and tensor operands all compact
+// -> one flat run; otherwise the strided walk of strided.h, whose rows take a
+// unit-stride loop when every operand is unit-stride along axis 0.
+#include <bit>
+#include <cmath>
+#include <tuple>
+#include <utility>
+
 #include "carriers/cpu/kernels.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
 
-// ---- elementwise: out = op(convert(a), convert(b)) with b a tensor or a
-// materialised scalar.
+// ---- op math (BINARY32 functors are plain float steps; checked Int32
+// functors return the exact 64-bit result, put() flags it when it leaves
+// Int32).
 
-template <class A, class B, class CA, class CB, class O, class Op, bool ScalarB>
-void binary(const KernelCall& call) {
-  const Tensor& out = call.output;
-  O* o = out_data<O>(out);
-  Op op;
-  bool bad = false;
-  const Strided<A> a = strided<A>(call.tensor(0));
-  if constexpr (ScalarB) {
-    const CB s = call.scalar(1).as<CB>();
-    std::vector<std::int64_t> os = byte_strides<O>(*out.layout().flat_strides()), as = byte_strides<A>(a.strides);
-    walk<2>(out.shape().extents(), {reinterpret_cast<char*>(o), reinterpret_cast<char*>(a.base)},
-            {os.data(), as.data()}, [&](const std::array<char*, 2>& p, const std::array<std::int64_t, 2>& st, std::int64_t n) {
-              O* po = reinterpret_cast<O*>(p[0]);
-              const A* pa = reinterpret_cast<const A*>(p[1]);
-              const std::int64_t so = st[0] / std::int64_t{sizeof(O)}, sa = st[1] / std::int64_t{sizeof(A)};
-              if (so == 1 && sa == 1) {
-                for (std::int64_t i = 0; i < n; ++i) put(po + i, op(convert<CA>(pa[i]), s), bad);
-              } else {
-                for (std::int64_t i = 0; i < n; ++i) put(po + i * so, op(convert<CA>(pa[i * sa]), s), bad);
-              }
-            });
-  } else {
-    const Strided<B> b = strided<B>(call.tensor(1));
-    std::vector<std::int64_t> os = byte_strides<O>(*out.layout().flat_strides()), as = byte_strides<A>(a.strides),
-                              bs = byte_strides<B>(b.strides);
-    walk<3>(out.shape().extents(),
-            {reinterpret_cast<char*>(o), reinterpret_cast<char*>(a.base), reinterpret_cast<char*>(b.base)},
-            {os.data(), as.data(), bs.data()},
-            [&](const std::array<char*, 3>& p, const std::array<std::int64_t, 3>& st, std::int64_t n) {
-              O* po = reinterpret_cast<O*>(p[0]);
-              const A* pa = reinterpret_cast<const A*>(p[1]);
-              const B* pb = reinterpret_cast<const B*>(p[2]);
-              const std::int64_t so = st[0] / std::int64_t{sizeof(O)}, sa = st[1] / std::int64_t{sizeof(A)},
-                                 sb = st[2] / std::int64_t{sizeof(B)};
-              if (so == 1 && sa == 1 && sb == 1) {
-                for (std::int64_t i = 0; i < n; ++i) put(po + i, op(convert<CA>(pa[i]), convert<CB>(pb[i])), bad);
-              } else if (so == 1 && sa == 1 && sb == 0) {
-                const CB y = convert<CB>(*pb);
-                for (std::int64_t i = 0; i < n; ++i) put(po + i, op(convert<CA>(pa[i]), y), bad);
-              } else {
-                for (std::int64_t i = 0; i < n; ++i)
-                  put(po + i * so, op(convert<CA>(pa[i * sa]), convert<CB>(pb[i * sb])), bad);
-              }
-            });
+struct SubF32 {
+  float operator()(float a, float b) const noexcept { return a - b; }
+};
+struct SubI32Checked {
+  std::int64_t operator()(std::int32_t a, std::int32_t b) const noexcept { return static_cast<std::int64_t>(a) - b; }
+};
+struct DivF32 {
+  float operator()(float a, float b) const noexcept { return a / b; }
+};
+struct PowF32 {
+  float operator()(float a, float b) const noexcept { return std::pow(a, b); }  // powf
+};
+// Exact base**e for 0 <= e <= 2**31-1 by repeated squaring; bases -1, 0, 1
+// exit at once, larger bases leave Int32 within 31 squarings.
+struct PowI32Checked {
+  static constexpr std::int64_t kOutOfRange = std::int64_t{1} << 40;
+  std::int64_t operator()(std::int32_t base, std::int32_t e) const noexcept {
+    if (e == 0) return 1;  // 0**0 == 1
+    if (base == 0 || base == 1) return base;
+    if (base == -1) return (e & 1) != 0 ? -1 : 1;
+    std::int64_t r = 1, p = base;
+    auto k = static_cast<std::uint32_t>(e);
+    for (;;) {
+      if ((k & 1u) != 0) {
+        r *= p;  // |r|, |p| <= 2**31: fits
+        if (r < INT32_MIN_VALUE || r > INT32_MAX_VALUE) return kOutOfRange;
+      }
+      k >>= 1;
+      if (k == 0) return r;
+      p *= p;  // |p| <= 2**31: fits
+      // The remaining exponent bits multiply r (|r| >= 1) by at least p.
+      if (p > INT32_MAX_VALUE) return kOutOfRange;
+    }
   }
+};
+struct RemF32 {
+  float operator()(float a, float b) const noexcept { return std::fmod(a, b); }  // fmodf: exact
+};
+
+inline std::uint32_t bits(float x) noexcept { return std::bit_cast<std::uint32_t>(x); }
+inline float from_bits(std::uint32_t u) noexcept { return std::bit_cast<float>(u); }
+constexpr std::uint32_t kQuietBit = 0x00400000u;
+
+// NaN: the first NaN operand, quieted. For equal operands (+-0, or the same
+// number) the AND of the bit patterns keeps +0 unless both are -0; the OR
+// keeps -0 unless both are +0.
+struct MaximumF32 {
+  float operator()(float a, float b) const noexcept {
+    if (a != a) return from_bits(bits(a) | kQuietBit);
+    if (b != b) return from_bits(bits(b) | kQuietBit);
+    if (a == b) return from_bits(bits(a) & bits(b));
+    return a < b ? b : a;
+  }
+};
+struct MinimumF32 {
+  float operator()(float a, float b) const noexcept {
+    if (a != a) return from_bits(bits(a) | kQuietBit);
+    if (b != b) return from_bits(bits(b) | kQuietBit);
+    if (a == b) return from_bits(bits(a) | bits(b));
+    return b < a ? b : a;
+  }
+};
+struct ClampF32 {
+  float operator()(float x, float lo, float hi) const noexcept { return MinimumF32{}(MaximumF32{}(x, lo), hi); }
+};
+struct EqF32 {
+  bool operator()(float a, float b) const noexcept { return a == b; }
+};
+struct NeF32 {
+  bool operator()(float a, float b) const noexcept { return a != b; }
+};
+struct LtF32 {
+  bool operator()(float a, float b) const noexcept { return a < b; }
+};
+struct LeF32 {
+  bool operator()(float a, float b) const noexcept { return a <= b; }
+};
+struct LogicalNotF32 {
+  bool operator()(float x) const noexcept { return x == 0.0f; }
+};
+struct SelectF32 {
+  float operator()(bool c, float a, float b) const noexcept { return c ? a : b; }
+};
+
+// ---- operand kinds
+
+// A tensor operand stored as Src, computed as Conv.
+template <class Src, class Conv>
+struct Tn {
+  using src = Src;
+  using conv = Conv;
+  static constexpr bool scalar = false;
+};
+// A weak scalar, materialised as Conv by the front end.
+template <class Conv>
+struct Sc {
+  using src = Conv;
+  using conv = Conv;
+  static constexpr bool scalar = true;
+};
+
+template <class In>
+struct Source {
+  Strided<typename In::src> view;        // tensor operands
+  typename In::conv value{};             // scalar operands
+  std::vector<std::int64_t> byte_strides_;
+};
+
+template <class In>
+void prepare(const KernelCall& call, std::size_t i, Source<In>& s, char*& base, const std::int64_t*& strides,
+             const std::vector<std::int64_t>& zeros) {
+  if constexpr (In::scalar) {
+    s.value = call.scalar(i).as<typename In::conv>();
+    base = reinterpret_cast<char*>(&s.value);
+    strides = zeros.data();
+  } else {
+    s.view = strided<typename In::src>(call.tensor(i));
+    s.byte_strides_ = byte_strides<typename In::src>(s.view.strides);
+    base = reinterpret_cast<char*>(s.view.base);
+    strides = s.byte_strides_.data();
+  }
+}
+
+template <class In>
+inline typename In::conv load(const char* base, std::int64_t i) noexcept {
+  if constexpr (In::scalar) {
+    return *reinterpret_cast<const typename In::conv*>(base);
+  } else {
+    return convert<typename In::conv>(reinterpret_cast<const typename In::src*>(base)[i]);
+  }
+}
+
+// out = op(load(operands)...) over the result's index space.
+template <class O, class Op, class... Ins>
+void elementwise(const KernelCall& call) {
+  constexpr std::size_t K = sizeof...(Ins);
+  const Tensor& out = call.output;
+  const std::vector<std::int64_t> os = byte_strides<O>(*out.layout().flat_strides());
+  const std::vector<std::int64_t> zeros(out.rank(), 0);
+  std::tuple<Source<Ins>...> sources;
+  std::array<char*, K + 1> bases{};
+  std::array<const std::int64_t*, K + 1> strides{};
+  bases[0] = reinterpret_cast<char*>(out_data<O>(out));
+  strides[0] = os.data();
+  const Op op{};
+  bool bad = false;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (prepare<Ins>(call, I, std::get<I>(sources), bases[I + 1], strides[I + 1], zeros), ...);
+    // The layout case, once per call: when the output and every tensor
+    // operand are compact over the same extents, the index space is one run.
+    std::vector<std::int64_t> extents(out.shape().extents().begin(), out.shape().extents().end());
+    const std::vector<std::int64_t> compact = *Layout::compact(Shape::of(extents)).flat_strides();
+    const bool one_run = *out.layout().flat_strides() == compact &&
+                         ((Ins::scalar || std::get<I>(sources).view.strides == compact) && ...);
+    const std::array<std::int64_t, K + 1> unit{std::int64_t{sizeof(O)},
+                                               (Ins::scalar ? 0 : std::int64_t{sizeof(typename Ins::src)})...};
+    std::array<const std::int64_t*, K + 1> unit_ptrs{};
+    if (one_run) {
+      extents = {out.size()};
+      for (std::size_t k = 0; k < K + 1; ++k) unit_ptrs[k] = &unit[k];
+    }
+    walk<K + 1>(extents, bases, one_run ? unit_ptrs : strides,
+                [&](const std::array<char*, K + 1>& p, const std::array<std::int64_t, K + 1>& st, std::int64_t n) {
+                  O* po = reinterpret_cast<O*>(p[0]);
+                  const std::int64_t so = st[0] / std::int64_t{sizeof(O)};
+                  const std::array<std::int64_t, K> s{(st[I + 1] / std::int64_t{sizeof(typename Ins::src)})...};
+                  if (so == 1 && ((Ins::scalar || s[I] == 1) && ...)) {
+                    for (std::int64_t i = 0; i < n; ++i) put(po + i, op(load<Ins>(p[I + 1], i)...), bad);
+                  } else {
+                    for (std::int64_t i = 0; i < n; ++i) put(po + i * so, op(load<Ins>(p[I + 1], i * s[I])...), bad);
+                  }
+                });
+  }(std::index_sequence_for<Ins...>{});
   if (bad) overflow(call.plan.operation());
+}
+
+using Flt = float;
+using Int = std::int32_t;
+
+// A numeric binary operation: the Int32 (checked) plan, or a Float32 plan
+// whose operands are each a Float32/Int32 tensor or a weak scalar.
+template <class OpF, class OpI>
+KernelFn numeric_binary(const OperationPlan& p) {
+  const SimpleDType &f32 = DType::Float32(), &i32 = DType::Int32();
+  const auto& ops = p.operands();
+  const bool s0 = ops[0].role() == OperandRole::WEAK_SCALAR, s1 = ops[1].role() == OperandRole::WEAK_SCALAR;
+  if (p.compute() == Arithmetic::INT32_EXACT_CHECKED) {
+    if constexpr (!std::is_void_v<OpI>) {
+      if (s1) return elementwise<Int, OpI, Tn<Int, Int>, Sc<Int>>;
+      return elementwise<Int, OpI, Tn<Int, Int>, Tn<Int, Int>>;
+    }
+    return nullptr;
+  }
+  if (s0) {
+    if (src_is(p, 1, f32)) return elementwise<Flt, OpF, Sc<Flt>, Tn<Flt, Flt>>;
+    if (src_is(p, 1, i32)) return elementwise<Flt, OpF, Sc<Flt>, Tn<Int, Flt>>;
+    return nullptr;
+  }
+  if (s1) {
+    if (src_is(p, 0, f32)) return elementwise<Flt, OpF, Tn<Flt, Flt>, Sc<Flt>>;
+    if (src_is(p, 0, i32)) return elementwise<Flt, OpF, Tn<Int, Flt>, Sc<Flt>>;
+    return nullptr;
+  }
+  if (src_is(p, 0, f32) && src_is(p, 1, f32)) return elementwise<Flt, OpF, Tn<Flt, Flt>, Tn<Flt, Flt>>;
+  if (src_is(p, 0, f32) && src_is(p, 1, i32)) return elementwise<Flt, OpF, Tn<Flt, Flt>, Tn<Int, Flt>>;
+  if (src_is(p, 0, i32) && src_is(p, 1, f32)) return elementwise<Flt, OpF, Tn<Int, Flt>, Tn<Flt, Flt>>;
+  if (src_is(p, 0, i32) && src_is(p, 1, i32)) return elementwise<Flt, OpF, Tn<Int, Flt>, Tn<Int, Flt>>;
+  return nullptr;
+}
+
+// Float32-only tensor/tensor operations with output O.
+template <class O, class Op>
+KernelFn float_binary(const OperationPlan& p) {
+  if (src_is(p, 0, DType::Float32()) && src_is(p, 1, DType::Float32()))
+    return elementwise<O, Op, Tn<Flt, Flt>, Tn<Flt, Flt>>;
+  return nullptr;
+}
+
+KernelFn clamp_kernel(const OperationPlan& p) {
+  const auto& ops = p.operands();
+  const bool lo_s = ops[1].role() == OperandRole::WEAK_SCALAR, hi_s = ops[2].role() == OperandRole::WEAK_SCALAR;
+  if (lo_s && hi_s) return elementwise<Flt, ClampF32, Tn<Flt, Flt>, Sc<Flt>, Sc<Flt>>;
+  if (lo_s) return elementwise<Flt, ClampF32, Tn<Flt, Flt>, Sc<Flt>, Tn<Flt, Flt>>;
+  if (hi_s) return elementwise<Flt, ClampF32, Tn<Flt, Flt>, Tn<Flt, Flt>, Sc<Flt>>;
+  return elementwise<Flt, ClampF32, Tn<Flt, Flt>, Tn<Flt, Flt>, Tn<Flt, Flt>>;
 }
 
 }  // namespace
 
-KernelFn elementwise_kernel(const OperationPlan& p, bool product) {
-  const SimpleDType &F = DType::Float32(), &I = DType::Int32();
-  const bool scalar = p.operands()[1].role() == OperandRole::WEAK_SCALAR;
-  if (p.compute() == Arithmetic::INT32_EXACT_CHECKED) {
-    if (scalar) return product ? binary<std::int32_t, std::int32_t, std::int32_t, std::int32_t, std::int32_t, MulI32Checked, true>
-                               : binary<std::int32_t, std::int32_t, std::int32_t, std::int32_t, std::int32_t, AddI32Checked, true>;
-    return product ? binary<std::int32_t, std::int32_t, std::int32_t, std::int32_t, std::int32_t, MulI32Checked, false>
-                   : binary<std::int32_t, std::int32_t, std::int32_t, std::int32_t, std::int32_t, AddI32Checked, false>;
-  }
-  if (scalar) {
-    if (src_is(p, 0, F)) return product ? binary<float, float, float, float, float, MulF32, true> : binary<float, float, float, float, float, AddF32, true>;
-    return product ? binary<std::int32_t, float, float, float, float, MulF32, true> : binary<std::int32_t, float, float, float, float, AddF32, true>;
-  }
-#define SW_BIN(TA, TB) \
-  (product ? KernelFn(binary<TA, TB, float, float, float, MulF32, false>) : KernelFn(binary<TA, TB, float, float, float, AddF32, false>))
-  if (src_is(p, 0, F) && src_is(p, 1, F)) return SW_BIN(float, float);
-  if (src_is(p, 0, F) && src_is(p, 1, I)) return SW_BIN(float, std::int32_t);
-  if (src_is(p, 0, I) && src_is(p, 1, F)) return SW_BIN(std::int32_t, float);
-#undef SW_BIN
-  return nullptr;
-}
-
 KernelFn arithmetic_kernel(const OperationPlan& p) {
   const std::string& op = p.operation();
-  if (op == "add") return elementwise_kernel(p, false);
-  if (op == "mul" || op == "elementwise_mul") return elementwise_kernel(p, true);
+  if (op == "add") return numeric_binary<AddF32, AddI32Checked>(p);
+  if (op == "sub") return numeric_binary<SubF32, SubI32Checked>(p);
+  if (op == "mul" || op == "elementwise_mul") return numeric_binary<MulF32, MulI32Checked>(p);
+  if (op == "div") return numeric_binary<DivF32, void>(p);
+  if (op == "pow") return numeric_binary<PowF32, PowI32Checked>(p);
+  if (op == "rem") return float_binary<Flt, RemF32>(p);
+  if (op == "maximum") return float_binary<Flt, MaximumF32>(p);
+  if (op == "minimum") return float_binary<Flt, MinimumF32>(p);
+  if (op == "eq") return float_binary<bool, EqF32>(p);
+  if (op == "ne") return float_binary<bool, NeF32>(p);
+  if (op == "lt") return float_binary<bool, LtF32>(p);
+  if (op == "le") return float_binary<bool, LeF32>(p);
+  if (op == "logical_not" && src_is(p, 0, DType::Float32())) return elementwise<bool, LogicalNotF32, Tn<Flt, Flt>>;
+  if (op == "clamp") return clamp_kernel(p);
+  if (op == "select" && src_is(p, 0, DType::Bool()) && src_is(p, 1, DType::Float32()) && src_is(p, 2, DType::Float32()))
+    return elementwise<Flt, SelectF32, Tn<bool, bool>, Tn<Flt, Flt>, Tn<Flt, Flt>>;
   return nullptr;
 }
 
