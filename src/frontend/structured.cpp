@@ -50,25 +50,253 @@ Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExe
   return result;
 }
 
+// ---- conv_general
+
+namespace {
+
+// floor(a / b) for b > 0.
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if (a % b != 0 && a < 0) --q;
+  return q;
+}
+
+// A per-spatial-axis option: the default when absent, else exactly `d`
+// values each >= `minimum` (ValueError otherwise).
+std::vector<std::int64_t> spatial_option(const std::optional<std::vector<std::int64_t>>& given, std::size_t d,
+                                         std::int64_t fallback, std::int64_t minimum, const char* name) {
+  if (!given) return std::vector<std::int64_t>(d, fallback);
+  if (given->size() != d)
+    throw ValueError(fmt::format("conv_general: {} needs {} value(s), one per spatial axis (got {})", name, d,
+                                 given->size()));
+  for (std::int64_t v : *given)
+    if (v < minimum)
+      throw ValueError(fmt::format("conv_general: every {} value must be >= {} (got {})", name, minimum, v));
+  return *given;
+}
+
+}  // namespace
+
+Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions& options) {
+  const OperationPlan plan = resolve_operation_plan("conv_general", {input.dtype(), weight.dtype()});
+  if (input.rank() < 3)
+    throw ValueError(fmt::format("conv_general: input must have rank >= 3 (N, C_in, S_1..S_d), got {}",
+                                 input.shape().to_string()));
+  if (weight.rank() != input.rank())
+    throw ValueError(fmt::format("conv_general: weight {} must have the input's rank {} (C_out, C_in/groups, "
+                                 "K_1..K_d)",
+                                 weight.shape().to_string(), input.rank()));
+  const std::size_t d = input.rank() - 2;
+  const std::int64_t groups = options.groups;
+  if (groups < 1) throw ValueError(fmt::format("conv_general: groups must be >= 1 (got {})", groups));
+  const std::int64_t c_in = input.shape().extent(1), c_out = weight.shape().extent(0);
+  if (c_in % groups != 0 || c_out % groups != 0)
+    throw ValueError(fmt::format("conv_general: groups {} must divide C_in {} and C_out {}", groups, c_in, c_out));
+  if (weight.shape().extent(1) != c_in / groups)
+    throw ValueError(fmt::format("conv_general: weight {} must have C_in/groups = {} channels on axis 1 "
+                                 "(input {}, groups {})",
+                                 weight.shape().to_string(), c_in / groups, input.shape().to_string(), groups));
+  const std::vector<std::int64_t> stride = spatial_option(options.stride, d, 1, 1, "stride");
+  const std::vector<std::int64_t> dilation = spatial_option(options.dilation, d, 1, 1, "dilation");
+  std::vector<std::int64_t> lo(d, 0), hi(d, 0);
+  if (options.padding) {
+    const std::vector<std::int64_t>& p = *options.padding;
+    if (p.size() != d && p.size() != 2 * d)
+      throw ValueError(fmt::format("conv_general: padding needs {} (symmetric) or {} (lo, hi per axis) values (got "
+                                   "{})",
+                                   d, 2 * d, p.size()));
+    for (std::int64_t v : p)
+      if (v < 0) throw ValueError(fmt::format("conv_general: every padding value must be >= 0 (got {})", v));
+    for (std::size_t i = 0; i < d; ++i) {
+      lo[i] = p.size() == d ? p[i] : p[2 * i];
+      hi[i] = p.size() == d ? p[i] : p[2 * i + 1];
+    }
+  }
+  std::vector<std::int64_t> out_extents{input.shape().extent(0), c_out};
+  for (std::size_t i = 0; i < d; ++i) {
+    const std::int64_t s = input.shape().extent(i + 2), k = weight.shape().extent(i + 2);
+    if (k < 1)
+      throw ValueError(fmt::format("conv_general: kernel extents must be >= 1 (weight {})", weight.shape().to_string()));
+    const char* what = "conv_general output extent";
+    const std::int64_t span = checked_add(checked_mul(dilation[i], k - 1, what), 1, what);
+    const std::int64_t room = checked_add(checked_add(s, lo[i], what), hi[i], what) - span;  // no overflow: both >= 0
+    const std::int64_t o = floor_div(room, stride[i]) + 1;
+    if (o < 0)
+      throw ValueError(fmt::format("conv_general: spatial axis {} is too small: input extent {} with padding ({}, {}) "
+                                   "is shorter than the dilated kernel extent {}",
+                                   i + 1, s, lo[i], hi[i], span));
+    out_extents.push_back(o);
+  }
+  const Carrier& prototype = common_carrier("conv_general", {&input, &weight});
+  Attributes attributes;
+  attributes.set("stride", stride);
+  attributes.set("padding_lo", lo);
+  attributes.set("padding_hi", hi);
+  attributes.set("dilation", dilation);
+  attributes.set("groups", groups);
+  return execute(plan, {input, weight}, attributes, Shape::of(out_extents), prototype);
+}
+
+// ---- gather, scatter, scatter_add
+
+namespace {
+
+// Rank-0 operands act as rank-1 operands of extent 1 (torch convention).
+Tensor at_least_1d(const Tensor& t) { return t.rank() == 0 ? t.unsqueeze(0) : t; }
+
+std::int64_t indexed_axis(std::string_view op, std::int64_t axis, std::size_t rank) {
+  const std::string what(op);
+  return normalize_axis(axis, std::max<std::size_t>(rank, 1), what.c_str());
+}
+
+// indices.extent(d) <= other.extent(d) for every d (except `skip`, if any).
+void require_within(std::string_view op, const Tensor& indices, const Tensor& other, const char* other_name,
+                     std::optional<std::int64_t> skip) {
+  for (std::size_t i = 0; i < indices.rank(); ++i) {
+    if (skip && static_cast<std::int64_t>(i) == *skip) continue;
+    if (indices.shape().extent(i) > other.shape().extent(i))
+      throw ValueError(fmt::format("{}: indices {} exceed {} {} on axis {} ({} > {})", op,
+                                   indices.shape().to_string(), other_name, other.shape().to_string(), i,
+                                   indices.shape().extent(i), other.shape().extent(i)));
+  }
+}
+
+Tensor scatter_like(std::string_view op, const Tensor& data, const Tensor& indices, const Tensor& src,
+                    std::int64_t axis) {
+  const OperationPlan plan = resolve_operation_plan(op, {data.dtype(), indices.dtype(), src.dtype()});
+  if (indices.rank() != data.rank() || src.rank() != data.rank())
+    throw ValueError(fmt::format("{}: data {}, indices {} and src {} must have equal rank", op,
+                                 data.shape().to_string(), indices.shape().to_string(), src.shape().to_string()));
+  const std::int64_t a = indexed_axis(op, axis, data.rank());
+  const Tensor d1 = at_least_1d(data), i1 = at_least_1d(indices), s1 = at_least_1d(src);
+  require_within(op, i1, s1, "src", std::nullopt);
+  require_within(op, i1, d1, "data", a);
+  const Carrier& prototype = common_carrier(op, {&data, &indices, &src});
+  Attributes attributes;
+  attributes.set("axis", a);
+  Tensor result = execute(plan, {d1, i1, s1}, attributes, flat(d1.shape()), prototype);
+  return data.rank() == 0 ? result.squeeze() : result;
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis) {
+  const OperationPlan plan = resolve_operation_plan("gather", {data.dtype(), indices.dtype()});
+  if (indices.rank() != data.rank())
+    throw ValueError(fmt::format("gather: data {} and indices {} must have equal rank", data.shape().to_string(),
+                                 indices.shape().to_string()));
+  const std::int64_t a = indexed_axis("gather", axis, data.rank());
+  const Tensor d1 = at_least_1d(data), i1 = at_least_1d(indices);
+  require_within("gather", i1, d1, "data", a);
+  const Carrier& prototype = common_carrier("gather", {&data, &indices});
+  Attributes attributes;
+  attributes.set("axis", a);
+  Tensor result = execute(plan, {d1, i1}, attributes, flat(i1.shape()), prototype);
+  return data.rank() == 0 ? result.squeeze() : result;
+}
+
+Tensor scatter(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis) {
+  return scatter_like("scatter", data, indices, src, axis);
+}
+
+Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis) {
+  return scatter_like("scatter_add", data, indices, src, axis);
+}
 
 namespace frontend {
 
+namespace {
+
+std::int64_t required_axis(std::string_view op, OptionReader& r) {
+  const std::optional<std::int64_t> axis = r.optional_integer("axis");
+  if (!axis) throw TypeError(fmt::format("{}: missing required option 'axis'", op));
+  return *axis;
+}
+
+const OptionDoc kAxisDoc{"axis", "required",
+                         "the indexed axis, in [-rank, rank) (negative counts from the end); missing -> TypeError"};
+
+}  // namespace
+
 void add_structured_calls(std::vector<CallableOperation>& out) {
-  CallableOperation c;
-  c.name = "matmul";
-  c.signature = "matmul(a: tensor, b: tensor)";
-  c.accepts_accumulator = true;
-  c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
-    OptionReader("matmul", options).finish();
-    expect_arity("matmul", ops, 2);
-    const Tensor& a = tensor_arg("matmul", ops, 0);
-    const Tensor& b = tensor_arg("matmul", ops, 1);
-    std::optional<OperationExecutionOptions> exec;
-    if (acc) exec.emplace("matmul", acc);
-    return CallResult{{resolve_operation_plan("matmul", {a.dtype(), b.dtype()}, nullptr, exec ? &*exec : nullptr)},
-                      {matmul(a, b, exec)}};
-  };
-  out.push_back(std::move(c));
+  {
+    CallableOperation c;
+    c.name = "matmul";
+    c.signature = "matmul(a: tensor, b: tensor)";
+    c.accepts_accumulator = true;
+    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+      OptionReader("matmul", options).finish();
+      expect_arity("matmul", ops, 2);
+      const Tensor& a = tensor_arg("matmul", ops, 0);
+      const Tensor& b = tensor_arg("matmul", ops, 1);
+      std::optional<OperationExecutionOptions> exec;
+      if (acc) exec.emplace("matmul", acc);
+      return CallResult{{resolve_operation_plan("matmul", {a.dtype(), b.dtype()}, nullptr, exec ? &*exec : nullptr)},
+                        {matmul(a, b, exec)}};
+    };
+    out.push_back(std::move(c));
+  }
+  {
+    CallableOperation c;
+    c.name = "conv_general";
+    c.signature = "conv_general(input: tensor, weight: tensor)";
+    c.options = {
+        {"stride", "1 on every spatial axis", "d positive integers, the step between windows per spatial axis"},
+        {"padding", "0 on every spatial axis",
+         "d non-negative integers (symmetric) or 2d (lo_1, hi_1, ..., lo_d, hi_d); padded inputs are +0.0"},
+        {"dilation", "1 on every spatial axis", "d positive integers, the step between kernel taps per spatial axis"},
+        {"groups", "1", "a positive integer dividing C_in and C_out; weight axis 1 is C_in/groups"}};
+    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+      no_accumulator("conv_general", acc);
+      OptionReader r("conv_general", options);
+      ConvOptions conv{r.integers("stride"), r.integers("padding"), r.integers("dilation"), r.integer("groups", 1)};
+      r.finish();
+      expect_arity("conv_general", ops, 2);
+      const Tensor& input = tensor_arg("conv_general", ops, 0);
+      const Tensor& weight = tensor_arg("conv_general", ops, 1);
+      return CallResult{{resolve_operation_plan("conv_general", {input.dtype(), weight.dtype()})},
+                        {conv_general(input, weight, conv)}};
+    };
+    out.push_back(std::move(c));
+  }
+  {
+    CallableOperation c;
+    c.name = "gather";
+    c.signature = "gather(data: tensor, indices: tensor)";
+    c.options = {kAxisDoc};
+    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+      no_accumulator("gather", acc);
+      OptionReader r("gather", options);
+      const std::int64_t axis = required_axis("gather", r);
+      r.finish();
+      expect_arity("gather", ops, 2);
+      const Tensor& data = tensor_arg("gather", ops, 0);
+      const Tensor& indices = tensor_arg("gather", ops, 1);
+      return CallResult{{resolve_operation_plan("gather", {data.dtype(), indices.dtype()})},
+                        {gather(data, indices, axis)}};
+    };
+    out.push_back(std::move(c));
+  }
+  for (const char* name : {"scatter", "scatter_add"}) {
+    CallableOperation c;
+    c.name = name;
+    c.signature = fmt::format("{}(data: tensor, indices: tensor, src: tensor)", name);
+    c.options = {kAxisDoc};
+    const bool add = std::string_view(name) == "scatter_add";
+    c.call = [name, add](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+      no_accumulator(name, acc);
+      OptionReader r(name, options);
+      const std::int64_t axis = required_axis(name, r);
+      r.finish();
+      expect_arity(name, ops, 3);
+      const Tensor& data = tensor_arg(name, ops, 0);
+      const Tensor& indices = tensor_arg(name, ops, 1);
+      const Tensor& src = tensor_arg(name, ops, 2);
+      return CallResult{{resolve_operation_plan(name, {data.dtype(), indices.dtype(), src.dtype()})},
+                        {add ? scatter_add(data, indices, src, axis) : scatter(data, indices, src, axis)}};
+    };
+    out.push_back(std::move(c));
+  }
 }
 
 }  // namespace frontend
