@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_set>
 
 #include "policy/operation_table.h"
@@ -72,8 +73,19 @@ double WeakScalar::real_value() const noexcept {
 }
 
 float WeakScalar::to_float32() const noexcept {
-  // int128 -> float and double -> float both round to nearest even.
-  return kind_ == WeakScalarKind::INTEGER ? static_cast<float>(integer_) : static_cast<float>(float_);
+  // int128 -> float rounds to nearest even (every int128 is below FLT_MAX).
+  if (kind_ == WeakScalarKind::INTEGER) return static_cast<float>(integer_);
+  // double -> float rounds to nearest even inside the float range; outside it
+  // the conversion is undefined in C++, so round by hand: magnitudes from
+  // FLT_MAX + half an ulp (2^103) up overflow to infinity, smaller ones round
+  // down to FLT_MAX.
+  const double max = static_cast<double>(std::numeric_limits<float>::max());
+  if (std::isfinite(float_) && std::fabs(float_) > max) {
+    const bool to_inf = std::fabs(float_) >= max + std::ldexp(1.0, 103);
+    const float magnitude = to_inf ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::max();
+    return float_ < 0 ? -magnitude : magnitude;
+  }
+  return static_cast<float>(float_);
 }
 
 std::int32_t WeakScalar::to_int32(std::string_view operation) const {

@@ -13,7 +13,6 @@
 namespace strideweave::carriers::cpu {
 
 struct AddF32 {
-  static constexpr const char* name = "add";
   float operator()(float a, float b) const noexcept { return a + b; }
 };
 struct MulF32 {
