@@ -5,40 +5,179 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "frontend/call_support.h"
 #include "frontend/dispatch.h"
 
 namespace strideweave {
 
-using frontend::binary;
 using frontend::common_carrier;
 using frontend::execute;
 using frontend::flat;
-using frontend::normalize_axes;
-using frontend::tensor_scalar;
 
-Tensor relu(const Tensor& x) {
-  const OperationPlan plan = resolve_operation_plan("relu", {x.dtype()});
-  const Carrier& prototype = common_carrier("relu", {&x});
-  return execute(plan, {x}, Attributes{}, Shape::of(x.shape().extents()), prototype);
+namespace {
+
+// resolve -> validate options -> carrier -> execute. The plan is resolved
+// first so that a dtype error (TypeError for Int32 into a Float32-only
+// function, NotImplementedError for Bool) wins over an option error, as for
+// every other operation; options are validated before the carrier check and
+// before anything is allocated.
+template <class Options>
+Tensor unary_call(const char* op, const Tensor& x, Options&& options) {
+  const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
+  const Attributes attributes = options();
+  const Carrier& prototype = common_carrier(op, {&x});
+  return execute(plan, {x}, attributes, flat(x.shape()), prototype);
 }
+Tensor unary_call(const char* op, const Tensor& x) {
+  return unary_call(op, x, [] { return Attributes{}; });
+}
+
+// A real option as the binary32 value every kernel step uses (round to
+// nearest even, like a weak float scalar). `finite` rejects a value whose
+// binary32 rounding is infinite or NaN.
+double binary32_option(const char* op, const char* name, double value, bool finite) {
+  // IEEE conversion, spelled out where C++ leaves it undefined: NaN stays
+  // NaN and a magnitude >= FLT_MAX + half an ulp (2^128 - 2^103) is infinite.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const float f = std::isnan(value)              ? std::numeric_limits<float>::quiet_NaN()
+                  : value >= 0x1.ffffffp127      ? inf
+                  : value <= -0x1.ffffffp127     ? -inf
+                                                 : static_cast<float>(value);
+  if (finite && !std::isfinite(f))
+    throw ValueError(fmt::format("{}: {} must be finite in binary32, got {}", op, name, value));
+  return static_cast<double>(f);
+}
+
+}  // namespace
+
+Tensor relu(const Tensor& x) { return unary_call("relu", x); }
+Tensor exp(const Tensor& x) { return unary_call("exp", x); }
+Tensor sigmoid(const Tensor& x) { return unary_call("sigmoid", x); }
+Tensor silu(const Tensor& x) { return unary_call("silu", x); }
+Tensor tanh(const Tensor& x) { return unary_call("tanh", x); }
+
+Tensor elu(const Tensor& x, double alpha) {
+  return unary_call("elu", x, [&] {
+    Attributes a;
+    a.set("alpha", binary32_option("elu", "alpha", alpha, true));
+    return a;
+  });
+}
+
+Tensor gelu(const Tensor& x, bool approximate) {
+  return unary_call("gelu", x, [&] {
+    Attributes a;
+    a.set("approximate", approximate);
+    return a;
+  });
+}
+
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return unary_call("leaky_relu", x, [&] {
+    Attributes a;
+    a.set("negative_slope", binary32_option("leaky_relu", "negative_slope", negative_slope, true));
+    return a;
+  });
+}
+
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  return unary_call("softplus", x, [&] {
+    const double b = binary32_option("softplus", "beta", beta, true);
+    if (b == 0.0) throw ValueError(fmt::format("softplus: beta must be non-zero in binary32, got {}", beta));
+    if (std::isnan(threshold)) throw ValueError("softplus: threshold must not be NaN");
+    Attributes a;
+    a.set("beta", b);
+    a.set("threshold", binary32_option("softplus", "threshold", threshold, false));
+    return a;
+  });
+}
+
+Tensor neg(const Tensor& x) { return unary_call("neg", x); }
+Tensor abs(const Tensor& x) { return unary_call("abs", x); }
+Tensor sign(const Tensor& x) { return unary_call("sign", x); }
+Tensor recip(const Tensor& x) { return unary_call("recip", x); }
+Tensor sqrt(const Tensor& x) { return unary_call("sqrt", x); }
+Tensor rsqrt(const Tensor& x) { return unary_call("rsqrt", x); }
+Tensor exp2(const Tensor& x) { return unary_call("exp2", x); }
+Tensor log(const Tensor& x) { return unary_call("log", x); }
+Tensor log2(const Tensor& x) { return unary_call("log2", x); }
+Tensor sin(const Tensor& x) { return unary_call("sin", x); }
+Tensor cos(const Tensor& x) { return unary_call("cos", x); }
+Tensor erf(const Tensor& x) { return unary_call("erf", x); }
+Tensor floor(const Tensor& x) { return unary_call("floor", x); }
+Tensor ceil(const Tensor& x) { return unary_call("ceil", x); }
+Tensor round(const Tensor& x) { return unary_call("round", x); }
 
 
 namespace frontend {
 
-void add_unary_calls(std::vector<CallableOperation>& out) {
+namespace {
+
+// The name-based entry of a unary operation; `run` reads the options (through
+// `r`) and calls the typed function.
+template <class Run>
+CallableOperation unary_entry(std::string name, std::string signature, std::vector<OptionDoc> docs, Run run) {
   CallableOperation c;
-  c.name = "relu";
-  c.signature = "relu(x: tensor)";
-  c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
-    no_accumulator("relu", acc);
-    OptionReader("relu", options).finish();
-    expect_arity("relu", ops, 1);
-    const Tensor& x = tensor_arg("relu", ops, 0);
-    return CallResult{{resolve_operation_plan("relu", {x.dtype()})}, {relu(x)}};
+  c.name = name;
+  c.signature = std::move(signature);
+  c.options = std::move(docs);
+  c.call = [name, run](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    no_accumulator(name, acc);
+    OptionReader r(name, options);
+    auto typed = run(r);  // reads every option (TypeError for a wrong kind)
+    r.finish();
+    expect_arity(name, ops, 1);
+    const Tensor& x = tensor_arg(name, ops, 0);
+    return CallResult{{resolve_operation_plan(name, {x.dtype()})}, {typed(x)}};
   };
-  out.push_back(std::move(c));
+  return c;
+}
+
+CallableOperation plain(std::string name, Tensor (*fn)(const Tensor&)) {
+  return unary_entry(name, name + "(x: tensor)", {}, [fn](OptionReader&) { return fn; });
+}
+
+}  // namespace
+
+void add_unary_calls(std::vector<CallableOperation>& out) {
+  for (const auto& [name, fn] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&)>>{
+           {"relu", relu},   {"exp", exp},     {"sigmoid", sigmoid}, {"silu", silu},   {"tanh", tanh},
+           {"neg", neg},     {"abs", abs},     {"sign", sign},       {"recip", recip}, {"sqrt", sqrt},
+           {"rsqrt", rsqrt}, {"exp2", exp2},   {"log", log},         {"log2", log2},   {"sin", sin},
+           {"cos", cos},     {"erf", erf},     {"floor", floor},     {"ceil", ceil},   {"round", round}})
+    out.push_back(plain(name, fn));
+
+  out.push_back(unary_entry(
+      "elu", "elu(x: tensor)",
+      {{"alpha", "1.0", "scale of the negative branch alpha * expm1(x); rounded to binary32, must stay finite"}},
+      [](OptionReader& r) {
+        const double alpha = r.real("alpha", 1.0);
+        return [alpha](const Tensor& x) { return elu(x, alpha); };
+      }));
+  out.push_back(unary_entry(
+      "gelu", "gelu(x: tensor)",
+      {{"approximate", "false", "false: the exact erf form; true: the tanh approximation"}}, [](OptionReader& r) {
+        const bool approximate = r.boolean("approximate", false);
+        return [approximate](const Tensor& x) { return gelu(x, approximate); };
+      }));
+  out.push_back(unary_entry(
+      "leaky_relu", "leaky_relu(x: tensor)",
+      {{"negative_slope", "0.01", "factor of the branch x <= 0; rounded to binary32, must stay finite"}},
+      [](OptionReader& r) {
+        const double slope = r.real("negative_slope", 0.01);
+        return [slope](const Tensor& x) { return leaky_relu(x, slope); };
+      }));
+  out.push_back(unary_entry(
+      "softplus", "softplus(x: tensor)",
+      {{"beta", "1.0", "log1p(exp(beta * x)) / beta; rounded to binary32, must be finite and non-zero"},
+       {"threshold", "20.0", "x is returned unchanged where x * beta > threshold; rounded to binary32, not NaN"}},
+      [](OptionReader& r) {
+        const double beta = r.real("beta", 1.0), threshold = r.real("threshold", 20.0);
+        return [beta, threshold](const Tensor& x) { return softplus(x, beta, threshold); };
+      }));
 }
 
 }  // namespace frontend

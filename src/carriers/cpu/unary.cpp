@@ -1,34 +1,256 @@
 // CPU kernels: unary math and activations.
+//
+// One typed instantiation per plan: In = the operand's storage type, C = the
+// plan's convert_to type, Op = the element functor. The layout case is chosen
+// once per call: an operand and a result that are both compact run one flat
+// loop; anything else (strided, broadcast, permuted, hierarchical) goes
+// through the strided walk, row by row.
+//
+// The Float32 functors are the binary32 step sequences documented in
+// docs/operations/unary.md, written as separate statements so that each step
+// rounds to binary32 (the library is built with -ffp-contract=off and without
+// -ffast-math; nothing is fused, widened or reassociated). They call the C
+// library's float functions (expf, erff, ...), like Generic, so both carriers
+// agree bit for bit today; the conformance rule allows a few ulps for the
+// transcendental ones (docs/numerics.md) so that a vectorised version can
+// replace them.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include "carriers/cpu/kernels.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
 
-template <class T, class Op>
+// ---- element functors (Float32 unless noted; relu's are in functors.h)
+
+struct NegF32 {
+  float operator()(float x) const noexcept { return -x; }
+};
+struct AbsF32 {
+  float operator()(float x) const noexcept { return std::fabs(x); }
+};
+struct SignF32 {
+  // +-0 and NaN are returned unchanged.
+  float operator()(float x) const noexcept { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
+};
+struct RecipF32 {
+  float operator()(float x) const noexcept { return 1.0f / x; }
+};
+struct SqrtF32 {
+  float operator()(float x) const noexcept { return std::sqrt(x); }
+};
+struct RsqrtF32 {
+  // Two correctly rounded steps, never a hardware reciprocal estimate.
+  float operator()(float x) const noexcept {
+    const float r = std::sqrt(x);
+    return 1.0f / r;
+  }
+};
+struct ExpF32 {
+  float operator()(float x) const noexcept { return std::exp(x); }
+};
+struct Exp2F32 {
+  float operator()(float x) const noexcept { return std::exp2(x); }
+};
+struct LogF32 {
+  float operator()(float x) const noexcept { return std::log(x); }
+};
+struct Log2F32 {
+  float operator()(float x) const noexcept { return std::log2(x); }
+};
+struct SinF32 {
+  float operator()(float x) const noexcept { return std::sin(x); }
+};
+struct CosF32 {
+  float operator()(float x) const noexcept { return std::cos(x); }
+};
+struct ErfF32 {
+  float operator()(float x) const noexcept { return std::erf(x); }
+};
+struct TanhF32 {
+  float operator()(float x) const noexcept { return std::tanh(x); }
+};
+struct FloorF32 {
+  float operator()(float x) const noexcept { return std::floor(x); }
+};
+struct CeilF32 {
+  float operator()(float x) const noexcept { return std::ceil(x); }
+};
+struct RoundF32 {
+  // Ties to even: nearbyint under the default rounding mode.
+  float operator()(float x) const noexcept { return std::nearbyint(x); }
+};
+
+struct SigmoidF32 {
+  float operator()(float x) const noexcept {
+    const float n = -x;
+    const float e = std::exp(n);
+    const float d = 1.0f + e;
+    return 1.0f / d;
+  }
+};
+// gelu and silu return their limit -0 at -inf, where the formulas would give
+// -inf * 0 = NaN.
+constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+
+struct SiluF32 {
+  float operator()(float x) const noexcept {
+    if (x == kMinusInf) return -0.0f;
+    const float s = SigmoidF32{}(x);
+    return x * s;
+  }
+};
+struct GeluErfF32 {
+  float operator()(float x) const noexcept {
+    if (x == kMinusInf) return -0.0f;
+    const float t = x * 0.70710678118654752f;  // 1/sqrt(2) rounded to binary32
+    const float e = std::erf(t);
+    const float s = 1.0f + e;
+    const float h = 0.5f * x;
+    return h * s;
+  }
+};
+struct GeluTanhF32 {
+  float operator()(float x) const noexcept {
+    if (x == kMinusInf) return -0.0f;
+    const float x2 = x * x;
+    const float x3 = x2 * x;
+    const float k = 0.044715f * x3;
+    const float u = x + k;
+    const float v = 0.79788456080286536f * u;  // sqrt(2/pi) rounded to binary32
+    const float th = std::tanh(v);
+    const float s = 1.0f + th;
+    const float h = 0.5f * x;
+    return h * s;
+  }
+};
+
+// Functors with options read them once per call from the normalised
+// Attributes (already rounded to binary32 by the front end, so the casts are
+// exact).
+inline float option(const Attributes& a, const char* name) { return static_cast<float>(a.get<double>(name)); }
+
+struct EluF32 {
+  float alpha;
+  explicit EluF32(const Attributes& a) : alpha(option(a, "alpha")) {}
+  float operator()(float x) const noexcept {
+    if (x > 0.0f) return x;
+    const float m = std::expm1(x);
+    return alpha * m;
+  }
+};
+struct LeakyReluF32 {
+  float slope;
+  explicit LeakyReluF32(const Attributes& a) : slope(option(a, "negative_slope")) {}
+  float operator()(float x) const noexcept { return x > 0.0f ? x : x * slope; }
+};
+struct SoftplusF32 {
+  float beta, threshold;
+  explicit SoftplusF32(const Attributes& a) : beta(option(a, "beta")), threshold(option(a, "threshold")) {}
+  float operator()(float x) const noexcept {
+    const float p = x * beta;
+    if (p > threshold) return x;
+    const float e = std::exp(p);
+    const float l = std::log1p(e);
+    return l / beta;
+  }
+};
+
+template <class Op>
+Op make_op(const Attributes& a) {
+  if constexpr (std::is_constructible_v<Op, const Attributes&>) return Op(a);
+  else return Op{};
+}
+
+// out[k] = op(convert<C>(x[k])) over the result's index space.
+template <class In, class C, class Op>
 void unary(const KernelCall& call) {
+  using Out = std::invoke_result_t<const Op&, C>;
   const Tensor& out = call.output;
-  T* o = out_data<T>(out);
-  Op op;
-  const Strided<T> a = strided<T>(call.tensor(0));
-  std::vector<std::int64_t> os = byte_strides<T>(*out.layout().flat_strides()), as = byte_strides<T>(a.strides);
+  const Tensor& x = call.tensor(0);
+  const Op op = make_op<Op>(call.attributes);
+  Out* o = out_data<Out>(out);
+  if (x.layout().is_compact() && out.layout().is_compact()) {
+    // Both physical indices equal the logical key: one flat loop.
+    const In* a = static_cast<const CPU&>(*x.carrier()).data<In>() + x.offset();
+    const std::int64_t n = out.size();
+    for (std::int64_t i = 0; i < n; ++i) o[i] = op(convert<C>(a[i]));
+    return;
+  }
+  const Strided<In> a = strided<In>(x);
+  std::vector<std::int64_t> os = byte_strides<Out>(*out.layout().flat_strides()), as = byte_strides<In>(a.strides);
   walk<2>(out.shape().extents(), {reinterpret_cast<char*>(o), reinterpret_cast<char*>(a.base)}, {os.data(), as.data()},
           [&](const std::array<char*, 2>& p, const std::array<std::int64_t, 2>& st, std::int64_t n) {
-            T* po = reinterpret_cast<T*>(p[0]);
-            const T* pa = reinterpret_cast<const T*>(p[1]);
-            const std::int64_t so = st[0] / std::int64_t{sizeof(T)}, sa = st[1] / std::int64_t{sizeof(T)};
+            Out* po = reinterpret_cast<Out*>(p[0]);
+            const In* pa = reinterpret_cast<const In*>(p[1]);
+            const std::int64_t so = st[0] / std::int64_t{sizeof(Out)}, sa = st[1] / std::int64_t{sizeof(In)};
             if (so == 1 && sa == 1) {
-              for (std::int64_t i = 0; i < n; ++i) po[i] = op(pa[i]);
+              for (std::int64_t i = 0; i < n; ++i) po[i] = op(convert<C>(pa[i]));
+            } else if (so == 1 && sa == 0) {  // a broadcast row: one value
+              const Out r = op(convert<C>(*pa));
+              for (std::int64_t i = 0; i < n; ++i) po[i] = r;
             } else {
-              for (std::int64_t i = 0; i < n; ++i) po[i * so] = op(pa[i * sa]);
+              for (std::int64_t i = 0; i < n; ++i) po[i * so] = op(convert<C>(pa[i * sa]));
             }
           });
+}
+
+// gelu's form is an option of the call, chosen once per call.
+template <class In>
+void gelu(const KernelCall& call) {
+  if (call.attributes.get<bool>("approximate")) unary<In, float, GeluTanhF32>(call);
+  else unary<In, float, GeluErfF32>(call);
+}
+
+// The Float32-output kernel of `Op` for the plan's operand dtype (Float32, or
+// Int32 converted to Float32 for the activations).
+template <class Op>
+KernelFn float_kernel(const OperationPlan& p) {
+  if (src_is(p, 0, DType::Float32())) return unary<float, float, Op>;
+  if (src_is(p, 0, DType::Int32())) return unary<std::int32_t, float, Op>;
+  return nullptr;
 }
 
 }  // namespace
 
 KernelFn unary_kernel(const OperationPlan& p) {
-  if (p.operation() == "relu")
-    return p.compute() == Arithmetic::BINARY32 ? KernelFn(unary<float, ReluF32>) : KernelFn(unary<std::int32_t, ReluI32>);
+  const std::string& op = p.operation();
+  if (op == "relu") {
+    if (p.compute() == Arithmetic::BINARY32) return float_kernel<ReluF32>(p);
+    return unary<std::int32_t, std::int32_t, ReluI32>;
+  }
+  if (p.compute() != Arithmetic::BINARY32 || &p.output() != &DType::Float32()) return nullptr;
+  // activations
+  if (op == "elu") return float_kernel<EluF32>(p);
+  if (op == "exp") return float_kernel<ExpF32>(p);
+  if (op == "gelu") {
+    if (src_is(p, 0, DType::Float32())) return gelu<float>;
+    if (src_is(p, 0, DType::Int32())) return gelu<std::int32_t>;
+    return nullptr;
+  }
+  if (op == "leaky_relu") return float_kernel<LeakyReluF32>(p);
+  if (op == "sigmoid") return float_kernel<SigmoidF32>(p);
+  if (op == "silu") return float_kernel<SiluF32>(p);
+  if (op == "softplus") return float_kernel<SoftplusF32>(p);
+  if (op == "tanh") return float_kernel<TanhF32>(p);
+  // math (the registry resolves Float32 operands only)
+  if (op == "neg") return float_kernel<NegF32>(p);
+  if (op == "abs") return float_kernel<AbsF32>(p);
+  if (op == "sign") return float_kernel<SignF32>(p);
+  if (op == "recip") return float_kernel<RecipF32>(p);
+  if (op == "sqrt") return float_kernel<SqrtF32>(p);
+  if (op == "rsqrt") return float_kernel<RsqrtF32>(p);
+  if (op == "exp2") return float_kernel<Exp2F32>(p);
+  if (op == "log") return float_kernel<LogF32>(p);
+  if (op == "log2") return float_kernel<Log2F32>(p);
+  if (op == "sin") return float_kernel<SinF32>(p);
+  if (op == "cos") return float_kernel<CosF32>(p);
+  if (op == "erf") return float_kernel<ErfF32>(p);
+  if (op == "floor") return float_kernel<FloorF32>(p);
+  if (op == "ceil") return float_kernel<CeilF32>(p);
+  if (op == "round") return float_kernel<RoundF32>(p);
   return nullptr;
 }
 
