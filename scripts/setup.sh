@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config python3 libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev nlohmann-json3-dev)
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libopenblas-dev libeigen3-dev)
+  packages+=(libopenblas-dev libeigen3-dev libtorch-dev)
 fi
 
 missing=()

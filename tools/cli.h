@@ -21,10 +21,13 @@ int run_tour();
 int run_plans(const std::vector<std::string>& args);
 int run_resolve(const std::vector<std::string>& args);
 int run_caps(const std::vector<std::string>& args);
+int run_check(const std::vector<std::string>& args);
 // The shipped carriers named NAME (case-insensitive), or all when empty.
 std::vector<std::pair<CarrierClass, std::string>> select_carriers(const std::string& wanted);
 // `strideweave run OPERATION ARG...` and `strideweave run --list` (cmd_run.cpp).
 int run_run(const std::vector<std::string>& args);
+// `strideweave check --gradients [--carrier NAME] [--json]` (cmd_check_gradients.cpp).
+int run_check_gradients(const std::vector<std::string>& args);
 
 // Prints {"error": type, "message": ...} (as JSON when `as_json`) to stdout
 // and returns 1 (2 for usage errors).

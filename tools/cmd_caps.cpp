@@ -18,7 +18,7 @@ std::vector<std::pair<CarrierClass, std::string>> select_carriers(const std::str
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return s;
   };
-  for (const auto& entry : registered_kernel_classes())
+  for (const auto& entry : shipped_kernel_classes())
     if (wanted.empty() || lower(entry.second) == lower(wanted)) out.push_back(entry);
   if (out.empty()) throw ValueError(fmt::format("no carrier named '{}' (known: generic, cpu)", wanted));
   return out;

@@ -109,6 +109,9 @@ void register_kernel_table(CarrierClass cls, std::string class_name, KernelTable
 const KernelTable* kernel_table(CarrierClass cls);
 // Every carrier class with a published table, in registration order.
 std::vector<std::pair<CarrierClass, std::string>> registered_kernel_classes();
+// The shipped carriers' classes (those the central carrier list registers),
+// in list order: the ones whose tables docs/capabilities.md must hold.
+std::vector<std::pair<CarrierClass, std::string>> shipped_kernel_classes();
 
 }  // namespace strideweave
 

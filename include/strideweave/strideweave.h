@@ -10,6 +10,7 @@
 #include <strideweave/factory.h>
 #include <strideweave/int128.h>
 #include <strideweave/layout.h>
+#include <strideweave/autograd.h>
 #include <strideweave/call.h>
 #include <strideweave/capability.h>
 #include <strideweave/ops.h>

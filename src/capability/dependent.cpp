@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "capability/registry.h"
+
 namespace strideweave {
 
 namespace detail {
@@ -81,7 +83,7 @@ bool Carrier::supports_operation_plan(const OperationPlan& plan) const { return 
 
 std::optional<std::string> Carrier::unsupported_plan_reason(const OperationPlan& plan) const {
   if (const auto* d = dynamic_cast<const DependentCarrier*>(this)) return instance_reason(*this, d->capability_snapshot(), plan);
-  return strideweave::unsupported_plan_reason(exact_class(), plan);
+  return capability_registry::instance_reason(*this, plan);
 }
 
 OperationCapability Carrier::require_operation_plan(const OperationPlan& plan) const {
@@ -90,7 +92,7 @@ OperationCapability Carrier::require_operation_plan(const OperationPlan& plan) c
       if (x.matches(plan)) return x;
     throw UnsupportedOperationPlan(*instance_reason(*this, d->capability_snapshot(), plan), plan);
   }
-  return require_capability(exact_class(), plan);
+  return capability_registry::instance_require(*this, plan);
 }
 
 }  // namespace strideweave

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <typeindex>
 #include <unordered_map>
+#include <vector>
 
 #include "capability/registry.h"
 #include "carriers/carrier_list.h"
@@ -27,9 +29,22 @@ struct ClassCapabilities {
 
 using Snapshot = std::unordered_map<std::type_index, std::shared_ptr<const ClassCapabilities>>;
 
+// The current map is published through a plain atomic pointer (release
+// store, acquire load). Every published map is immutable and kept for the
+// life of the program, so a reader never needs a lock or a reference count
+// to use the map it loaded. (std::atomic<std::shared_ptr> is not used: the
+// libstdc++ 12 implementation releases its internal lock with a relaxed
+// store in load(), a data race with a concurrent store() that
+// ThreadSanitizer reports.) The registry is permanent and written only at
+// declaration/observation time, so the retained maps stay small.
 struct Registry {
   std::mutex write;
-  std::atomic<std::shared_ptr<const Snapshot>> current{std::make_shared<const Snapshot>()};
+  std::vector<std::unique_ptr<const Snapshot>> published;  // guarded by `write`
+  std::atomic<const Snapshot*> current{nullptr};
+  Registry() {
+    published.push_back(std::make_unique<const Snapshot>());
+    current.store(published.back().get(), std::memory_order_release);
+  }
 };
 
 Registry& registry() {
@@ -55,10 +70,12 @@ void reject_duplicates(std::span<const OperationCapability> caps, const std::str
         throw ValueError(fmt::format("{}: the capability shape {} appears twice", who, caps[i].to_plan().to_string()));
 }
 
+// Precondition: the caller holds r.write.
 void publish(Registry& r, std::type_index key, std::shared_ptr<const ClassCapabilities> entry) {
-  auto next = std::make_shared<Snapshot>(*r.current.load());
+  auto next = std::make_unique<Snapshot>(*r.current.load(std::memory_order_acquire));
   (*next)[key] = std::move(entry);
-  r.current.store(std::move(next));
+  r.published.push_back(std::move(next));  // may throw: then nothing is published
+  r.current.store(r.published.back().get(), std::memory_order_release);
 }
 
 void check_queryable_class(CarrierClass cls, const char* what) {
@@ -93,13 +110,18 @@ const OperationCapability* find_plan(const ClassCapabilities& c, const Operation
   return it == c.by_plan.end() ? nullptr : &c.sorted[it->second];
 }
 
-std::optional<std::string> reason(const ClassCapabilities& c, const OperationPlan& plan) {
+// `name` names the class in the sentence: the class's registry name for a
+// class-level query, the carrier's public class_name() for an instance query.
+std::optional<std::string> reason(const ClassCapabilities& c, const OperationPlan& plan, const std::string& name) {
   if (find_plan(c, plan)) return std::nullopt;
   const bool has_operation = std::any_of(c.sorted.begin(), c.sorted.end(),
                                          [&](const OperationCapability& x) { return x.operation() == plan.operation(); });
-  if (!has_operation) return fmt::format("{} has no capability for operation '{}'.", c.name, plan.operation());
-  return fmt::format("{} has capabilities for operation '{}' but none matches the plan {}.", c.name, plan.operation(),
+  if (!has_operation) return fmt::format("{} has no capability for operation '{}'.", name, plan.operation());
+  return fmt::format("{} has capabilities for operation '{}' but none matches the plan {}.", name, plan.operation(),
                      plan.to_string());
+}
+std::optional<std::string> reason(const ClassCapabilities& c, const OperationPlan& plan) {
+  return reason(c, plan, c.name);
 }
 
 const OperationCapability* representative(const ClassCapabilities& c, std::string_view operation,
@@ -137,6 +159,16 @@ void declare_kernel_backed(CarrierClass cls, std::string name, std::vector<Opera
   if (r.current.load()->count(cls.type_index()))
     throw RuntimeError(fmt::format("register_kernel_table: {} already has a capability answer", name));
   publish(r, cls.type_index(), make_entry(ClassCapabilities::Origin::KernelBacked, std::move(name), std::move(capabilities)));
+}
+
+std::optional<std::string> instance_reason(const Carrier& carrier, const OperationPlan& plan) {
+  return reason(*observe(carrier.exact_class(), "Carrier.unsupported_plan_reason"), plan, carrier.class_name());
+}
+
+OperationCapability instance_require(const Carrier& carrier, const OperationPlan& plan) {
+  const auto c = observe(carrier.exact_class(), "Carrier.require_operation_plan");
+  if (const OperationCapability* m = find_plan(*c, plan)) return *m;
+  throw UnsupportedOperationPlan(*reason(*c, plan, carrier.class_name()), plan);
 }
 
 }  // namespace capability_registry

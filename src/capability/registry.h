@@ -4,6 +4,7 @@
 
 #include <strideweave/capability.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,5 +13,11 @@ namespace strideweave::capability_registry {
 // Declares the sealed set of a kernel-backed class (shipped carriers). A
 // class already declared or observed -> RuntimeError.
 void declare_kernel_backed(CarrierClass cls, std::string name, std::vector<OperationCapability> capabilities);
+
+// The instance queries of an independent carrier: its exact class's sealed
+// answer (observing it), with the sentence naming the carrier by its public
+// class_name(), as the dependent-instance queries do.
+std::optional<std::string> instance_reason(const Carrier& carrier, const OperationPlan& plan);
+OperationCapability instance_require(const Carrier& carrier, const OperationPlan& plan);
 
 }  // namespace strideweave::capability_registry

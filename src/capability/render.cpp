@@ -42,7 +42,7 @@ std::string render_capability_table(CarrierClass cls) {
 
 std::string render_capability_tables_into(const std::string& document) {
   std::string out = document;
-  for (const auto& [cls, name] : registered_kernel_classes()) {
+  for (const auto& [cls, name] : shipped_kernel_classes()) {
     const std::string begin = fmt::format("<!-- BEGIN CAPABILITIES: {} -->\n", name);
     const std::string end = fmt::format("<!-- END CAPABILITIES: {} -->", name);
     const auto b = out.find(begin);

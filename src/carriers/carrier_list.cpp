@@ -7,12 +7,18 @@
 #include "carriers/cpu/cpu_kernels.h"
 #include "carriers/generic/generic_kernels.h"
 
+namespace strideweave::detail {
+void mark_shipped_registration(bool on);  // src/execution/kernel_table.cpp
+}  // namespace strideweave::detail
+
 namespace strideweave::carriers {
 
 namespace {
 void register_shipped_carriers() {
+  detail::mark_shipped_registration(true);
   generic::register_generic();
   cpu::register_cpu();
+  detail::mark_shipped_registration(false);
 }
 }  // namespace
 

@@ -29,11 +29,24 @@ Layout whole_carrier_layout(const std::shared_ptr<Carrier>& carrier, const Shape
   return Layout::compact(shape);
 }
 
+// ---- autograd: report a view of a gradient-tracking source (tensor_impl.h)
+Tensor record_view(const Tensor& source, Tensor view, detail::ViewKind kind,
+                   std::span<const std::int64_t> params = {}) {
+  const detail::ViewHook hook = detail::view_hook.load(std::memory_order_acquire);
+  if (hook && detail::TensorAccess::impl(source).tracks_grad()) hook(source, view, kind, params);
+  return view;
+}
+
 }  // namespace
+
+std::atomic<detail::ViewHook> detail::view_hook{nullptr};
 
 Tensor::Tensor(std::shared_ptr<Carrier> carrier, std::int64_t offset, Layout layout) {
   validate(carrier, offset, layout);
-  impl_ = std::make_shared<detail::TensorImpl>(detail::TensorImpl{std::move(carrier), offset, std::move(layout)});
+  impl_ = std::make_shared<detail::TensorImpl>();
+  impl_->carrier = std::move(carrier);
+  impl_->offset = offset;
+  impl_->layout = std::move(layout);
 }
 
 Tensor::Tensor(std::shared_ptr<Carrier> carrier, const Shape& shape)
@@ -65,21 +78,45 @@ void Tensor::set(std::span<const std::int64_t> coordinate, const Value& value) {
   carrier()->set_value(offset() + layout()(coordinate), value);
 }
 
-Tensor Tensor::permute(std::span<const std::int64_t> perm) const { return Tensor(carrier(), offset(), layout().permute(perm)); }
+Tensor Tensor::permute(std::span<const std::int64_t> perm) const {
+  return record_view(*this, Tensor(carrier(), offset(), layout().permute(perm)), detail::ViewKind::permute, perm);
+}
 
 Tensor Tensor::slice(std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step) const {
   std::int64_t delta = 0;
   Layout l = layout().slice(axis, start, stop, step, &delta);
-  return Tensor(carrier(), offset() + delta, std::move(l));
+  const std::int64_t params[] = {axis, start, stop, step};
+  return record_view(*this, Tensor(carrier(), offset() + delta, std::move(l)), detail::ViewKind::slice, params);
 }
 
-Tensor Tensor::reshape(const Shape& shape) const { return Tensor(carrier(), offset(), layout().reshape(shape)); }
-Tensor Tensor::squeeze(std::optional<std::vector<std::int64_t>> axes) const {
-  return Tensor(carrier(), offset(), layout().squeeze(std::move(axes)));
+Tensor Tensor::reshape(const Shape& shape) const {
+  return record_view(*this, Tensor(carrier(), offset(), layout().reshape(shape)), detail::ViewKind::reshape);
 }
-Tensor Tensor::unsqueeze(std::int64_t axis) const { return Tensor(carrier(), offset(), layout().unsqueeze(axis)); }
-Tensor Tensor::broadcast_to(const Shape& shape) const { return Tensor(carrier(), offset(), layout().broadcast_to(shape)); }
-Tensor Tensor::as_strided(const Layout& l, std::int64_t off) const { return Tensor(carrier(), off, l); }
+Tensor Tensor::squeeze(std::optional<std::vector<std::int64_t>> axes) const {
+  return record_view(*this, Tensor(carrier(), offset(), layout().squeeze(std::move(axes))), detail::ViewKind::squeeze);
+}
+Tensor Tensor::unsqueeze(std::int64_t axis) const {
+  return record_view(*this, Tensor(carrier(), offset(), layout().unsqueeze(axis)), detail::ViewKind::unsqueeze);
+}
+Tensor Tensor::broadcast_to(const Shape& shape) const {
+  return record_view(*this, Tensor(carrier(), offset(), layout().broadcast_to(shape)), detail::ViewKind::broadcast_to);
+}
+Tensor Tensor::as_strided(const Layout& l, std::int64_t off) const {
+  return record_view(*this, Tensor(carrier(), off, l), detail::ViewKind::as_strided);
+}
+
+// ---- autograd: the plain queries (the rest is in src/autograd)
+bool Tensor::requires_grad() const noexcept { return impl_->tracks_grad(); }
+bool Tensor::is_leaf() const noexcept { return impl_->grad_fn == nullptr; }
+const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const noexcept { return impl_->grad_fn; }
+Tensor Tensor::detach() const {
+  Tensor out = *this;
+  out.impl_ = std::make_shared<detail::TensorImpl>();
+  out.impl_->carrier = carrier();
+  out.impl_->offset = offset();
+  out.impl_->layout = layout();
+  return out;
+}
 
 std::string Tensor::to_string() const {
   return fmt::format("Tensor({} {}, offset={}, layout={})", carrier()->class_name(), dtype().name(), offset(),

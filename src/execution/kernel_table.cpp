@@ -30,7 +30,11 @@ struct Entry {
   CarrierClass cls;
   std::string name;
   std::unique_ptr<const KernelTable> table;
+  bool shipped;
 };
+
+// Set while the central carrier list registers (on the registering thread).
+thread_local bool registering_shipped = false;
 
 struct Registry {
   std::shared_mutex mutex;
@@ -47,6 +51,8 @@ Registry& registry() {
 
 void ensure_shipped() { carriers::ensure_registered(); }
 
+
+
 }  // namespace
 
 void register_kernel_table(CarrierClass cls, std::string class_name, KernelTable table) {
@@ -60,7 +66,8 @@ void register_kernel_table(CarrierClass cls, std::string class_name, KernelTable
   std::vector<OperationCapability> caps;
   for (const OperationPlan& plan : table.plans()) caps.push_back(OperationCapability::from_plan(plan, table.axes(plan)));
   capability_registry::declare_kernel_backed(cls, class_name, std::move(caps));
-  r.entries.push_back(Entry{cls, std::move(class_name), std::make_unique<const KernelTable>(std::move(table))});
+  r.entries.push_back(
+      Entry{cls, std::move(class_name), std::make_unique<const KernelTable>(std::move(table)), registering_shipped});
 }
 
 const KernelTable* kernel_table(CarrierClass cls) {
@@ -71,6 +78,20 @@ const KernelTable* kernel_table(CarrierClass cls) {
     if (e.cls == cls) return e.table.get();
   return nullptr;
 }
+
+std::vector<std::pair<CarrierClass, std::string>> shipped_kernel_classes() {
+  ensure_shipped();
+  Registry& r = registry();
+  std::shared_lock lock(r.mutex);
+  std::vector<std::pair<CarrierClass, std::string>> out;
+  for (const Entry& e : r.entries)
+    if (e.shipped) out.emplace_back(e.cls, e.name);
+  return out;
+}
+
+namespace detail {
+void mark_shipped_registration(bool on) { registering_shipped = on; }
+}  // namespace detail
 
 std::vector<std::pair<CarrierClass, std::string>> registered_kernel_classes() {
   ensure_shipped();

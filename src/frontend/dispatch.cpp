@@ -1,6 +1,8 @@
 // The single dispatch path. See dispatch.h and include/strideweave/ops.h.
 #include "frontend/dispatch.h"
 
+#include "autograd/record.h"  // autograd hook: graph recording at the one dispatch point
+
 #include <strideweave/errors.h>
 #include <strideweave/ops.h>
 
@@ -90,9 +92,11 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
     std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
     Tensor result(std::move(storage), 0, Layout::compact(result_shape));
     (*kernel)(KernelCall{plan, operands, attributes, result});
+    autograd::record_operation(plan, operands, attributes, result);  // autograd hook
     return result;
   }
   const bool native = admit_output(plan, cap, *req, operands, result_shape, prototype);
+  autograd::refuse_caller_output(plan, operands);  // autograd hook: before anything is written
   req->consumed = true;
   const Tensor& out = req->out;
   if (native) {

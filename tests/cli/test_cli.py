@@ -103,6 +103,35 @@ for args, expected in errors:
         obj = {}
     check(f"error {' '.join(args)}", rc != 0 and obj.get("error") == expected and obj.get("message"), (rc, out))
 
+# --- caps and check ---------------------------------------------------------
+rc, out, _ = run("caps", "--json")
+caps = json.loads(out)
+check("caps exits 0", rc == 0, rc)
+names = [c["name"] for c in caps["carriers"]]
+check("caps lists Generic and CPU", names == ["Generic", "CPU"], names)
+axes_keys = ["accumulation", "borrowed_input", "caller_output", "owned_result", "strided_output"]
+for carrier in caps["carriers"]:
+    check(f"caps {carrier['name']} has entries", len(carrier["capabilities"]) > 100, len(carrier["capabilities"]))
+    for c in carrier["capabilities"]:
+        check("capability axes", sorted(c["axes"].keys()) == axes_keys, c)
+        check("capability levels", all(v in ("Unsupported", "FallbackCopy", "Native") for v in c["axes"].values()), c)
+        plan = {k: v for k, v in c.items() if k != "axes"}
+        check("capability is a plan object", sorted(plan.keys()) == sorted(keys), c)
+rc, out, _ = run("caps", "--carrier", "cpu", "--json")
+check("caps --carrier cpu", rc == 0 and [c["name"] for c in json.loads(out)["carriers"]] == ["CPU"], out[:100])
+rc, out, _ = run("caps", "--carrier", "cpu")
+check("caps markdown", rc == 0 and out.startswith("## CPU") and "| operation |" in out, out[:100])
+rc, out, _ = run("caps", "--carrier", "nope", "--json")
+check("caps unknown carrier", rc != 0 and json.loads(out)["error"] == "ValueError", out)
+rc, out, _ = run("check", "--carrier", "cpu", "--json")
+rep = json.loads(out)
+check("check cpu passes", rc == 0 and rep["carriers"][0]["name"] == "CPU" and rep["carriers"][0]["failed"] == 0
+      and rep["carriers"][0]["passed"] == rep["carriers"][0]["cases"] > 1000, out)
+rc, out, _ = run("check", "--gradients", "--json")
+rep = json.loads(out)
+check("check --gradients passes", rc == 0 and all(g["failed"] == 0 and g["checked"] == g["operations"] > 40
+                                                   for g in rep["gradients"]), out)
+
 # --- the tour ---------------------------------------------------------------
 rc, out, _ = run()
 check("tour exits 0", rc == 0, rc)

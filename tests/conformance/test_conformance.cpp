@@ -6,8 +6,6 @@
 
 namespace sw_test {
 
-void compare_case(const OperationPlan& plan, const TwinCase& c, CarrierClass other_class);
-
 namespace {
 
 const KernelTable& cpu_table() { return *kernel_table(carrier_class<CPU>()); }
@@ -28,19 +26,17 @@ TEST(Conformance, EveryPlanOfEveryCarrierHasCaseGenerator) {
 }
 
 TEST(Conformance, CpuAgreesWithGenericOnEveryPlan) {
-  std::mt19937 rng(20261129);
-  std::size_t cases = 0;
-  for (const OperationPlan& plan : cpu_table().plans()) {
-    auto it = case_generators().find(plan.operation());
-    if (it == case_generators().end()) continue;  // reported above
-    const std::vector<TwinCase> generated = it->second(plan, rng);
-    EXPECT_FALSE(generated.empty()) << "no cases generated for " << plan.to_string();
-    for (const TwinCase& c : generated) {
-      compare_case(plan, c, carrier_class<CPU>());
-      ++cases;
-    }
-  }
-  EXPECT_GT(cases, 1000u);
+  const ConformanceReport report = run_conformance(CPU::create(0));
+  for (const std::string& f : report.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(report.failed, 0u);
+  EXPECT_EQ(report.entries, cpu_table().plans().size());
+  EXPECT_GT(report.cases, 1000u);
+}
+
+TEST(Conformance, GenericAgreesWithItself) {
+  const ConformanceReport report = run_conformance(Generic::zeros(0, DType::Float32()));
+  for (const std::string& f : report.failures) ADD_FAILURE() << f;
+  EXPECT_EQ(report.failed, 0u);
 }
 
 // Int32 overflow raises the same error on both carriers and never wraps.

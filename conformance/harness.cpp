@@ -1,7 +1,7 @@
 // The conformance harness driver. See harness.h.
 #include "conformance/harness.h"
 
-#include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <set>
@@ -105,53 +105,133 @@ bool within_ulps(float a, float b, int ulps) {
 
 }  // namespace
 
-// Compares one case; returns false (with gtest failures) on disagreement.
-void compare_case(const OperationPlan& plan, const TwinCase& c, CarrierClass other_class) {
-  SCOPED_TRACE(plan.to_string() + " :: " + c.label);
+std::vector<std::string> compare_case(const OperationPlan& plan, const TwinCase& c, CarrierClass other_class) {
+  std::vector<std::string> failures;
+  const std::string where = plan.to_string() + " :: " + c.label + ": ";
+  auto fail = [&](const std::string& what) {
+    if (failures.size() < 8) failures.push_back(where + what);
+  };
   const Outcome g = run(plan, c.generic, c.options);
   const Outcome o = run(plan, c.other, c.options);
-  ASSERT_EQ(g.error, o.error) << "the carriers disagree on raising";
-  if (!g.result) return;
-  ASSERT_EQ(g.result->plans.size(), o.result->plans.size());
-  EXPECT_EQ(g.result->plans.front(), plan) << "the case resolved another plan: " << g.result->plans.front().to_string();
-  ASSERT_EQ(g.result->results.size(), o.result->results.size());
+  if (g.error != o.error) {
+    fail(fmt::format("the carriers disagree on raising (generic: '{}', other: '{}')", g.error, o.error));
+    return failures;
+  }
+  if (!g.result) return failures;
+  if (g.result->plans.size() != o.result->plans.size() || g.result->results.size() != o.result->results.size()) {
+    fail("different result counts");
+    return failures;
+  }
+  if (!(g.result->plans.front() == plan)) fail("the case resolved another plan: " + g.result->plans.front().to_string());
   const AgreementRule rule = agreement_rule(plan);
   const double eps = plan.accumulator_dtype() == &DType::Float64() ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
   for (std::size_t r = 0; r < g.result->results.size(); ++r) {
     const Tensor& gt = g.result->results[r];
     const Tensor& ot = o.result->results[r];
-    ASSERT_EQ(&gt.dtype(), &ot.dtype());
-    ASSERT_EQ(gt.shape(), ot.shape());
-    EXPECT_EQ(gt.carrier_type(), carrier_class<Generic>());
-    EXPECT_EQ(ot.carrier_type(), other_class);
+    if (&gt.dtype() != &ot.dtype() || !(gt.shape() == ot.shape())) {
+      fail(fmt::format("result {}: dtype or shape differ ({} {} vs {} {})", r, gt.dtype().name(), gt.shape().to_string(),
+                       ot.dtype().name(), ot.shape().to_string()));
+      continue;
+    }
+    if (!(gt.carrier_type() == carrier_class<Generic>()) || !(ot.carrier_type() == other_class))
+      fail(fmt::format("result {}: published on the wrong carrier class", r));
     const std::vector<Value> gv = gt.values(), ov = ot.values();
     for (std::size_t i = 0; i < gv.size(); ++i) {
+      const std::string at = fmt::format("result {} element {}: generic {} vs {}", r, i, gv[i].to_string(), ov[i].to_string());
       const bool floats = gv[i].kind == ElementKind::Float32;
       if (rule.kind == AgreementRule::Exact || !floats) {
-        EXPECT_TRUE(same_value(gv[i], ov[i])) << "result " << r << " element " << i << ": generic "
-                                              << gv[i].to_string() << " vs " << ov[i].to_string();
+        if (!same_value(gv[i], ov[i])) fail(at);
       } else if (rule.kind == AgreementRule::Ulps) {
-        EXPECT_TRUE(within_ulps(gv[i].f, ov[i].f, rule.ulps))
-            << "result " << r << " element " << i << ": generic " << gv[i].f << " vs " << ov[i].f;
+        if (!within_ulps(gv[i].f, ov[i].f, rule.ulps)) fail(at + fmt::format(" (more than {} ulps)", rule.ulps));
       } else {
         const float a = gv[i].f, b = ov[i].f;
         if (!c.bound) {
-          EXPECT_TRUE(same_value(gv[i], ov[i])) << "element " << i << ": generic " << a << " vs " << b;
+          if (!same_value(gv[i], ov[i])) fail(at);
           continue;
         }
         const auto [abs_sum, n] = c.bound(r, static_cast<std::int64_t>(i));
         if (std::isnan(abs_sum)) {  // a NaN term: NaN in every order
-          EXPECT_TRUE(std::isnan(a) && std::isnan(b)) << "element " << i << ": generic " << a << " vs " << b;
+          if (!(std::isnan(a) && std::isnan(b))) fail(at + " (a NaN term must give NaN)");
           continue;
         }
         if (!(abs_sum <= std::numeric_limits<float>::max())) continue;  // overflow depends on the order
-        ASSERT_TRUE(std::isfinite(a) && std::isfinite(b)) << "element " << i << ": generic " << a << " vs " << b;
+        if (!std::isfinite(a) || !std::isfinite(b)) {
+          fail(at + " (finite terms must give a finite sum)");
+          continue;
+        }
         const double m = std::max(std::fabs(a), std::fabs(b));
         const double tol = 2.0 * static_cast<double>(n) * eps * abs_sum + (std::nextafter(static_cast<float>(m), INFINITY) - m);
-        EXPECT_LE(std::fabs(static_cast<double>(a) - b), tol) << "element " << i << ": generic " << a << " vs " << b;
+        if (std::fabs(static_cast<double>(a) - b) > tol) fail(at + fmt::format(" (beyond the FLOATING bound {})", tol));
       }
     }
   }
+  return failures;
+}
+
+std::shared_ptr<Carrier>& carrier_under_test() {
+  static std::shared_ptr<Carrier> prototype = CPU::create(0);
+  return prototype;
+}
+
+ConformanceReport run_conformance(const std::shared_ptr<Carrier>& prototype, std::uint32_t seed) {
+  ConformanceReport report;
+  const CarrierClass cls = prototype->exact_class();
+  report.name = carrier_class_name(cls);
+  const std::shared_ptr<Carrier> previous = carrier_under_test();
+  set_carrier_under_test(prototype);
+  std::mt19937 rng(seed);
+  try {
+    const std::vector<OperationCapability> caps = capabilities_for_carrier_class(cls);
+    report.entries = caps.size();
+    for (const OperationCapability& cap : caps) {
+      const OperationPlan plan = cap.to_plan();
+      auto it = case_generators().find(plan.operation());
+      if (it == case_generators().end()) {
+        ++report.failed;
+        report.failures.push_back(plan.to_string() + ": no conformance case generator");
+        continue;
+      }
+      const std::vector<TwinCase> cases = it->second(plan, rng);
+      if (cases.empty()) {
+        ++report.failed;
+        report.failures.push_back(plan.to_string() + ": the generator produced no case");
+      }
+      for (const TwinCase& c : cases) {
+        ++report.cases;
+        std::vector<std::string> f = compare_case(plan, c, cls);
+        if (f.empty()) {
+          ++report.passed;
+        } else {
+          ++report.failed;
+          for (std::string& m : f)
+            if (report.failures.size() < 50) report.failures.push_back(std::move(m));
+        }
+      }
+    }
+    // Plans of the registry this class does not execute must be refused by
+    // the gate (explicit unsupported entries).
+    for (const OperationPlan& plan : executable_plan_set()) {
+      if (supports_operation_plan(cls, plan)) continue;
+      ++report.unsupported;
+      auto it = case_generators().find(plan.operation());
+      if (it == case_generators().end()) continue;
+      const std::vector<TwinCase> cases = it->second(plan, rng);
+      if (cases.empty()) continue;
+      ++report.cases;
+      const Outcome o = run(plan, cases.front().other, cases.front().options);
+      if (o.error == "UnsupportedOperationPlan") {
+        ++report.passed;
+      } else {
+        ++report.failed;
+        report.failures.push_back(plan.to_string() + ": an unsupported entry was not refused by the gate");
+      }
+    }
+  } catch (...) {
+    set_carrier_under_test(previous);
+    throw;
+  }
+  set_carrier_under_test(previous);
+  return report;
 }
 
 }  // namespace sw_test

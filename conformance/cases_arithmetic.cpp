@@ -21,7 +21,7 @@ const std::vector<BinaryShapes> kBinaryShapes = {{{6, 5}, {6, 5}}, {{6, 1}, {1, 
 // `extents`.
 Pair explicit_twin(const SimpleDType& d, const std::vector<Value>& values, const std::vector<std::int64_t>& extents) {
   const Shape shape = Shape::of(extents);
-  return Pair{Tensor(Generic::create(values, d), shape), Tensor(CPU::from_values(values, d), shape)};
+  return Pair{Tensor(Generic::create(values, d), shape), Tensor(under_test_from_values(values, d), shape)};
 }
 
 // The plan's tensor operand at `i` holding every value of the edge pool along

@@ -1,5 +1,5 @@
-// The conformance harness (STYLE.md habit 7): every plan a carrier's kernel
-// table holds is run on that carrier and on Generic over generated cases and
+// The conformance harness (STYLE.md habit 7): every entry of a carrier's
+// capability table is run on that carrier and on Generic over generated cases and
 // compared under docs/numerics.md. Cases come from one generator per
 // operation name, registered by the family files cases_*.cpp; a plan whose
 // operation has no generator fails the suite, so a new kernel cannot land
@@ -50,6 +50,21 @@ struct AgreementRule {
   int ulps = 0;  // for Ulps
 };
 AgreementRule agreement_rule(const OperationPlan& plan);
+
+// Compares one case on Generic and on `other_class`; returns the
+// disagreements (empty when they agree under agreement_rule).
+std::vector<std::string> compare_case(const OperationPlan& plan, const TwinCase& c, CarrierClass other_class);
+
+struct ConformanceReport {
+  std::string name;
+  std::size_t entries = 0;      // capability entries of the class
+  std::size_t unsupported = 0;  // registry plans the class does not execute
+  std::size_t cases = 0, passed = 0, failed = 0;
+  std::vector<std::string> failures;  // the first few
+};
+// Runs every entry of the prototype's class table against Generic, and
+// checks that every registry plan outside the table is refused by the gate.
+ConformanceReport run_conformance(const std::shared_ptr<Carrier>& prototype, std::uint32_t seed = 20261129);
 
 // Helpers for generators.
 inline CallOperand t(const Tensor& x) { return CallOperand(x); }

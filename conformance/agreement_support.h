@@ -1,11 +1,10 @@
-// Test support: build the same logical operand on Generic and on CPU with the
-// same physical layout, and compare results under the documented agreement
+// Conformance support: build the same logical operand on Generic and on the
+// carrier under test with the same physical layout, and compare results under the documented agreement
 // rule (docs/numerics.md).
 #pragma once
 
 #include <strideweave/strideweave.h>
 
-#include <gtest/gtest.h>
 
 #include <cmath>
 #include <algorithm>
@@ -57,6 +56,15 @@ inline std::vector<Value> edge_pool(const SimpleDType& d, bool small_ints) {
   return out;
 }
 
+// The carrier class under test: operands are built on it by copying values
+// into fresh storage of the prototype's exact class (new_like). CPU unless a
+// driver chose another (set_carrier_under_test).
+std::shared_ptr<Carrier>& carrier_under_test();
+inline void set_carrier_under_test(std::shared_ptr<Carrier> prototype) { carrier_under_test() = std::move(prototype); }
+inline std::shared_ptr<Carrier> under_test_from_values(const std::vector<Value>& values, const SimpleDType& d) {
+  return carrier_under_test()->new_like(values, true, &d);
+}
+
 struct Pair {
   Tensor generic;
   Tensor cpu;
@@ -69,7 +77,7 @@ inline std::pair<std::shared_ptr<Carrier>, std::shared_ptr<Carrier>> twin_storag
   std::vector<Value> values;
   std::uniform_int_distribution<std::size_t> pick(0, pool.size() - 1);
   for (std::int64_t i = 0; i < n; ++i) values.push_back(pool[pick(rng)]);
-  return {Generic::create(values, d), CPU::from_values(values, d)};
+  return {Generic::create(values, d), under_test_from_values(values, d)};
 }
 
 // The operand of logical shape `extents` on both carriers, viewed per `c`.

@@ -54,7 +54,7 @@ Pair twin_of(const SimpleDType& d, const std::vector<std::int64_t>& extents, Lay
     std::vector<Value> values;
     const std::int64_t n = offset + std::max<std::int64_t>(layout.cosize(), 1);
     for (std::int64_t i = 0; i < n; ++i) values.push_back(gen(rng));
-    return Pair{Tensor(Generic::create(values, d), offset, layout), Tensor(CPU::from_values(values, d), offset, layout)};
+    return Pair{Tensor(Generic::create(values, d), offset, layout), Tensor(under_test_from_values(values, d), offset, layout)};
   };
   if (extents.empty() || shape.size() == 0) return build(Layout::compact(shape), 0);
   switch (c) {

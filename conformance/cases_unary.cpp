@@ -103,12 +103,12 @@ std::vector<std::pair<std::string, Pair>> value_twins(const SimpleDType& d, cons
   const auto n = static_cast<std::int64_t>(values.size());
   std::vector<std::pair<std::string, Pair>> out;
   out.push_back({"values compact", Pair{Tensor(Generic::create(values, d), Shape{n}),
-                                        Tensor(CPU::from_values(values, d), Shape{n})}});
+                                        Tensor(under_test_from_values(values, d), Shape{n})}});
   std::vector<Value> spread(static_cast<std::size_t>(2 * n + 1), values.front());
   for (std::int64_t i = 0; i < n; ++i) spread[static_cast<std::size_t>(1 + 2 * i)] = values[static_cast<std::size_t>(i)];
   const Layout strided(Shape{n}, Stride{2});
   out.push_back({"values strided", Pair{Tensor(Generic::create(spread, d), 1, strided),
-                                        Tensor(CPU::from_values(spread, d), 1, strided)}});
+                                        Tensor(under_test_from_values(spread, d), 1, strided)}});
   return out;
 }
 

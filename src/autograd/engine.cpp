@@ -1,0 +1,250 @@
+// The backward engine: Tensor::backward, the functional grad() and
+// Node::backward. See docs/autograd.md, "Backward".
+//
+// One run has three phases, so that a failure changes nothing:
+//   1. collect every tensor reachable from the roots through grad_fn edges,
+//      counting each one's consumers, and check every node (released ->
+//      RuntimeError naming retain_graph=True; saved carrier modified ->
+//      RuntimeError; no VJP -> NotImplementedError);
+//   2. visit the tensors in topological order (a tensor once all of its
+//      consumers have contributed; contributions are summed first), running
+//      each node's VJP once;
+//   3. commit: leaves (and non-leaves after retain_grad) accumulate, and
+//      without retain_graph the visited nodes are released.
+#include <strideweave/errors.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <unordered_map>
+
+#include "autograd/graph.h"
+#include "autograd/vjp_support.h"
+
+namespace strideweave {
+
+using detail::TensorAccess;
+using detail::TensorImpl;
+
+namespace autograd {
+namespace {
+
+// The cotangent a root starts with: explicit (checked) or the implicit unit.
+Tensor root_cotangent(const Tensor& root, const std::optional<Tensor>& gradient, const char* what) {
+  if (!gradient) {
+    // core-concepts 6.4: a single top-level extent-1 mode. A rank-0 tensor
+    // (the C++ library's scalar, e.g. a full reduce_sum) is the same single
+    // element and is accepted too (docs/autograd.md).
+    const bool single = (root.rank() == 1 && root.shape().extent(0) == 1) || root.rank() == 0;
+    if (!single)
+      throw ValueError(fmt::format(
+          "{}: an implicit unit cotangent needs a single top-level mode of extent 1 (or rank 0), but the tensor has "
+          "shape {}; pass the gradient explicitly",
+          what, root.shape().to_string()));
+    root.carrier()->require_live(what);
+    const Value one[] = {Value::from_float32(1.0f)};
+    return Tensor(root.carrier()->new_like(one, true, &DType::Float32()), root.shape());
+  }
+  const Tensor& g = *gradient;
+  if (!g.is_differentiable())
+    throw TypeError(fmt::format("{}: the cotangent must have dtype Float32, got {}", what, g.dtype().name()));
+  if (!(g.shape() == root.shape()))
+    throw ValueError(fmt::format("{}: the cotangent has shape {} but the tensor has shape {}", what,
+                                 g.shape().to_string(), root.shape().to_string()));
+  if (!(g.carrier_type() == root.carrier_type()))
+    throw TypeError(fmt::format("{}: the cotangent lives on {} but the tensor on {}", what,
+                                g.carrier()->class_name(), root.carrier()->class_name()));
+  g.carrier()->require_live(what);
+  return g.detach();
+}
+
+void require_tracked(const Tensor& t, const char* what, const char* role) {
+  if (!t.is_differentiable())
+    throw RuntimeError(fmt::format("{}: {} has dtype {}; only Float32 tensors are differentiable", what, role,
+                                   t.dtype().name()));
+  if (!t.requires_grad())
+    throw RuntimeError(fmt::format("{}: {} does not require grad and has no grad_fn", what, role));
+}
+
+struct Visit {
+  ImplPtr impl;
+  std::int64_t consumers = 0;  // edges from visited nodes not yet processed
+  std::optional<Tensor> cotangent;
+};
+
+// Adds `g` into `slot` (the first contribution is kept as is).
+void contribute(std::optional<Tensor>& slot, const Tensor& g) { slot = slot ? add(*slot, g) : g; }
+
+// Runs phases 1-3. `captures`: tensors whose total cotangent is returned
+// (functional grad); `accumulate`: write .grad (Tensor::backward).
+std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<const Tensor> cotangents,
+                                       std::span<const Tensor> captures, bool accumulate, bool retain_graph) {
+  NoGradGuard no_grad_during_backward;
+
+  // 1. collect and check.
+  std::unordered_map<const TensorImpl*, Visit> visits;
+  std::vector<const TensorImpl*> order;  // discovery order, for a deterministic commit
+  std::vector<ImplPtr> stack;
+  for (const Tensor& r : roots) stack.push_back(TensorAccess::shared(r));
+  while (!stack.empty()) {
+    ImplPtr impl = std::move(stack.back());
+    stack.pop_back();
+    if (visits.count(impl.get())) continue;
+    visits.emplace(impl.get(), Visit{impl, 0, std::nullopt});
+    order.push_back(impl.get());
+    if (!impl->grad_fn) continue;
+    NodeAccess::check_ready(*impl->grad_fn);
+    for (const ImplPtr& e : NodeAccess::edges(*impl->grad_fn))
+      if (e) stack.push_back(e);
+  }
+  for (const TensorImpl* i : order)
+    if (const auto& fn = visits.at(i).impl->grad_fn)
+      for (const ImplPtr& e : NodeAccess::edges(*fn))
+        if (e) ++visits.at(e.get()).consumers;
+
+  // 2. topological traversal (Kahn): a tensor is ready once every consumer
+  // has run.
+  for (std::size_t k = 0; k < roots.size(); ++k)
+    contribute(visits.at(&TensorAccess::impl(roots[k])).cotangent, cotangents[k]);
+  std::deque<const TensorImpl*> ready;
+  for (const TensorImpl* i : order)
+    if (visits.at(i).consumers == 0) ready.push_back(i);
+  std::vector<std::pair<ImplPtr, Tensor>> to_accumulate;
+  std::vector<Node*> visited_nodes;
+  std::unordered_map<const TensorImpl*, std::optional<Tensor>> captured;
+  for (const Tensor& c : captures) captured.emplace(&TensorAccess::impl(c), std::nullopt);
+  while (!ready.empty()) {
+    Visit& v = visits.at(ready.front());
+    ready.pop_front();
+    if (auto it = captured.find(v.impl.get()); it != captured.end()) it->second = v.cotangent;
+    if (accumulate && v.cotangent && (v.impl->retains_grad || (v.impl->requires_grad && !v.impl->grad_fn)))
+      to_accumulate.emplace_back(v.impl, *v.cotangent);
+    Node* node = v.impl->grad_fn.get();
+    if (!node) continue;
+    visited_nodes.push_back(node);
+    const std::vector<ImplPtr>& edges = NodeAccess::edges(*node);
+    std::vector<std::optional<Tensor>> grads(edges.size());
+    if (v.cotangent) {
+      NodeAccess::check_ready(*node);  // again, immediately before this node's VJP
+      grads = NodeAccess::apply(*node, *v.cotangent);
+    }
+    v.cotangent.reset();  // no longer needed: release memory early
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      if (!edges[i]) continue;
+      Visit& input = visits.at(edges[i].get());
+      if (grads[i]) contribute(input.cotangent, *grads[i]);
+      if (--input.consumers == 0) ready.push_back(edges[i].get());
+    }
+  }
+
+  // 3. commit.
+  for (auto& [impl, g] : to_accumulate) {
+    const Shape& shape = impl->layout.shape();
+    impl->grad = impl->grad ? reshape_to(add(*impl->grad, g), shape) : fresh_copy(g, *impl->carrier, shape);
+  }
+  if (!retain_graph)
+    for (Node* n : visited_nodes) NodeAccess::release(*n);
+
+  std::vector<std::optional<Tensor>> out;
+  for (const Tensor& c : captures) {
+    const std::optional<Tensor>& g = captured.at(&TensorAccess::impl(c));
+    out.push_back(g ? std::optional<Tensor>(fresh_copy(*g, *c.carrier(), c.shape())) : std::nullopt);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::optional<Tensor>> Node::backward(const Tensor& cotangent) const {
+  NodeAccess::check_ready(*this);
+  if (!cotangent.is_differentiable())
+    throw TypeError(fmt::format("{}.backward: the cotangent must have dtype Float32, got {}", name_,
+                                cotangent.dtype().name()));
+  if (!std::ranges::equal(cotangent.shape().extents(), output_->shape().extents()))
+    throw ValueError(fmt::format("{}.backward: the cotangent has shape {} but the result has shape {}", name_,
+                                 cotangent.shape().to_string(), output_->shape().to_string()));
+  if (!(cotangent.carrier_type() == output_->carrier_type()))
+    throw TypeError(fmt::format("{}.backward: the cotangent lives on {} but the result on {}", name_,
+                                cotangent.carrier()->class_name(), output_->carrier()->class_name()));
+  NoGradGuard no_grad_during_backward;
+  return NodeAccess::apply(*this, cotangent.detach());
+}
+
+}  // namespace autograd
+
+std::vector<std::optional<Tensor>> grad(std::span<const Tensor> outputs, std::span<const Tensor> inputs,
+                                        std::span<const std::optional<Tensor>> cotangents, bool retain_graph) {
+  if (outputs.empty()) throw ValueError("grad: at least one output is needed");
+  if (!cotangents.empty() && cotangents.size() != outputs.size())
+    throw ValueError(fmt::format("grad: {} cotangents for {} outputs", cotangents.size(), outputs.size()));
+  for (const Tensor& o : outputs) autograd::require_tracked(o, "grad", "an output");
+  for (const Tensor& i : inputs) autograd::require_tracked(i, "grad", "an input");
+  std::vector<Tensor> seeds;
+  for (std::size_t k = 0; k < outputs.size(); ++k)
+    seeds.push_back(autograd::root_cotangent(outputs[k], cotangents.empty() ? std::nullopt : cotangents[k], "grad"));
+  return autograd::run(outputs, seeds, inputs, false, retain_graph);
+}
+
+// ---- the Tensor surface defined here (tensor.h)
+
+void Tensor::backward(std::optional<Tensor> gradient, bool retain_graph) const {
+  autograd::require_tracked(*this, "backward", "the tensor");
+  const Tensor seed[] = {autograd::root_cotangent(*this, gradient, "backward")};
+  autograd::run(std::span<const Tensor>(this, 1), seed, {}, true, retain_graph);
+}
+
+void Tensor::set_requires_grad(bool requires_grad) {
+  if (requires_grad && !is_differentiable())
+    throw RuntimeError(fmt::format("set_requires_grad: a {} tensor is not differentiable (only Float32 is)",
+                                   dtype().name()));
+  if (!requires_grad && !is_leaf())
+    throw RuntimeError("set_requires_grad: only a leaf's flag can be changed (this tensor has a grad_fn); use "
+                       "detach()");
+  if (requires_grad) autograd::install_view_hook();
+  impl_->requires_grad = requires_grad;
+}
+
+void Tensor::set_autograd_ctx(std::shared_ptr<autograd::Node> node) {
+  if (node && !is_differentiable())
+    throw RuntimeError(fmt::format("set_autograd_ctx: a {} tensor is not differentiable (only Float32 is)",
+                                   dtype().name()));
+  if (node) {
+    autograd::install_view_hook();
+    impl_->requires_grad = false;
+  }
+  impl_->grad_fn = std::move(node);
+}
+
+std::optional<Tensor> Tensor::grad() const {
+  if (!is_differentiable())
+    throw RuntimeError(fmt::format("grad: a {} tensor is not differentiable and has no gradient", dtype().name()));
+  return impl_->grad;
+}
+
+void Tensor::set_grad(std::optional<Tensor> gradient) {
+  if (gradient) {
+    if (!is_differentiable())
+      throw RuntimeError(fmt::format("set_grad: a {} tensor is not differentiable", dtype().name()));
+    if (!gradient->is_differentiable())
+      throw TypeError(fmt::format("set_grad: the gradient must have dtype Float32, got {}", gradient->dtype().name()));
+    if (!(gradient->shape() == shape()))
+      throw ValueError(fmt::format("set_grad: the gradient has shape {} but the tensor has shape {}",
+                                   gradient->shape().to_string(), shape().to_string()));
+    if (!(gradient->carrier_type() == carrier_type()))
+      throw TypeError(fmt::format("set_grad: the gradient lives on {} but the tensor on {}",
+                                  gradient->carrier()->class_name(), carrier()->class_name()));
+    gradient = gradient->detach();
+  }
+  impl_->grad = std::move(gradient);
+}
+
+void Tensor::retain_grad() {
+  if (!is_differentiable())
+    throw RuntimeError(fmt::format("retain_grad: a {} tensor is not differentiable", dtype().name()));
+  if (!requires_grad())
+    throw RuntimeError("retain_grad: the tensor does not require grad and has no grad_fn");
+  if (!is_leaf()) impl_->retains_grad = true;
+}
+
+}  // namespace strideweave

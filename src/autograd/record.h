@@ -1,0 +1,22 @@
+// Internal: the autograd hooks of the one dispatch point
+// (src/frontend/dispatch.cpp, frontend::execute). See docs/autograd.md.
+#pragma once
+
+#include <span>
+
+#include <strideweave/execution.h>
+
+namespace strideweave::autograd {
+
+// After a kernel produced a fresh result: when grad mode is on, the plan
+// outputs exactly Float32 and a Tensor operand requires grad, attach a node
+// to `result`. Cheap when none holds.
+void record_operation(const OperationPlan& plan, std::span<const KernelOperand> operands,
+                      const Attributes& attributes, const Tensor& result);
+
+// Before a kernel writes a caller-provided output (compute_into): a call that
+// would be recorded raises RuntimeError instead, before anything is written
+// (a caller-provided output cannot carry the call's graph node).
+void refuse_caller_output(const OperationPlan& plan, std::span<const KernelOperand> operands);
+
+}  // namespace strideweave::autograd

@@ -1,0 +1,61 @@
+// The one VJP table, keyed by operation name (or view kind), filled by one
+// function per family; and the registry-derived list of differentiable
+// operations it must cover.
+#include <algorithm>
+#include <set>
+
+#include "autograd/graph.h"
+
+namespace strideweave::autograd {
+namespace {
+
+const VjpTable& table() {
+  static const VjpTable t = [] {
+    VjpTable out;
+    add_arithmetic_vjps(out);
+    add_unary_vjps(out);
+    add_reduction_vjps(out);
+    add_structured_vjps(out);
+    add_view_vjps(out);
+    return out;
+  }();
+  return t;
+}
+
+// A plan is differentiable when it outputs exactly Float32 and has a Float32
+// tensor operand (core-concepts.md 6.1-6.2: both a positional input and the
+// result can be differentiable).
+bool differentiable(const OperationPlan& plan) {
+  if (!plan.output_differentiable()) return false;
+  return std::any_of(plan.operands().begin(), plan.operands().end(), [](const OperandPlan& o) {
+    return o.role() == OperandRole::TENSOR && o.dtype() == &DType::Float32();
+  });
+}
+
+}  // namespace
+
+const VjpFn* find_vjp(std::string_view operation) {
+  const auto it = table().find(operation);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> operations_with_vjp() {
+  std::vector<std::string> out;
+  for (const auto& [name, fn] : table()) out.push_back(name);
+  return out;
+}
+
+std::vector<OperationPlan> differentiable_plans() {
+  std::vector<OperationPlan> out;
+  for (const OperationPlan& p : executable_plan_set())
+    if (differentiable(p)) out.push_back(p);
+  return out;
+}
+
+std::vector<std::string> differentiable_operations() {
+  std::set<std::string> names;
+  for (const OperationPlan& p : differentiable_plans()) names.insert(p.operation());
+  return {names.begin(), names.end()};
+}
+
+}  // namespace strideweave::autograd
