@@ -46,9 +46,22 @@ bool admit_output(const OperationPlan& plan, const OperationCapability& cap, con
   if (&out.dtype() != &plan.output())
     throw TypeError(fmt::format("{}: the output has dtype {} but the plan produces {}", op, out.dtype().name(),
                                 plan.output().name()));
-  if (!std::ranges::equal(out.shape().extents(), result_shape.extents()))
+  // The output has the result's shape, or that shape without extent-1 axes
+  // the front end inserted for its kernel (matmul's vector promotion).
+  auto without_ones = [](std::span<const std::int64_t> e) {
+    std::vector<std::int64_t> v;
+    for (std::int64_t x : e)
+      if (x != 1) v.push_back(x);
+    return v;
+  };
+  if (out.rank() > result_shape.rank() ||
+      without_ones(out.shape().extents()) != without_ones(result_shape.extents()) ||
+      (out.rank() == result_shape.rank() && !std::ranges::equal(out.shape().extents(), result_shape.extents())))
     throw ValueError(fmt::format("{}: the output has shape {} but the result has shape {}", op,
                                  out.shape().to_string(), result_shape.to_string()));
+  if (!out.layout().is_injective())
+    throw ValueError(fmt::format("{}: the output's layout {} maps several elements to one slot", op,
+                                 out.layout().to_string()));
   for (const KernelOperand& o : operands)
     if (const Tensor* t = std::get_if<Tensor>(&o); t && t->carrier() == out.carrier())
       throw ValueError(fmt::format("{}: the output shares its carrier with an operand", op));
@@ -95,15 +108,18 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
     autograd::record_operation(plan, operands, attributes, result);  // autograd hook
     return result;
   }
-  const bool native = admit_output(plan, cap, *req, operands, result_shape, prototype);
+  bool native = admit_output(plan, cap, *req, operands, result_shape, prototype);
   autograd::refuse_caller_output(plan, operands);  // autograd hook: before anything is written
   req->consumed = true;
   const Tensor& out = req->out;
+  // The output viewed with the result's shape (only extent-1 axes differ).
+  const Layout aligned = out.layout().reshape(result_shape);
+  native = native && aligned.is_flat();
   if (native) {
-    const Tensor target(out.carrier(), out.offset(), Layout(result_shape, Stride::of(*out.layout().flat_strides())));
+    const Tensor target(out.carrier(), out.offset(), Layout(result_shape, Stride::of(*aligned.flat_strides())));
     (*kernel)(KernelCall{plan, operands, attributes, target, req->mode == OutputMode::Accumulate});
     out.carrier()->bump_version();
-    return out;
+    return Tensor(out.carrier(), out.offset(), aligned);  // compute_into hands back `out` itself
   }
   // FallbackCopy: compute into fresh storage, then publish into `out` in one
   // versioned bulk write (nothing is written if anything fails).
@@ -113,14 +129,14 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
   std::vector<std::int64_t> indices(static_cast<std::size_t>(fresh.size()));
   std::vector<Value> values = fresh.values();
   for (std::int64_t k = 0; k < fresh.size(); ++k) {
-    indices[static_cast<std::size_t>(k)] = out.offset() + out.layout()(k);
+    indices[static_cast<std::size_t>(k)] = out.offset() + aligned(k);
     if (req->mode == OutputMode::Accumulate)
       values[static_cast<std::size_t>(k)] =
           accumulate_value(out.carrier()->get_value(indices[static_cast<std::size_t>(k)]), values[static_cast<std::size_t>(k)],
                            plan.operation());
   }
   out.carrier()->write_slots(indices, values);
-  return out;
+  return Tensor(out.carrier(), out.offset(), aligned);  // compute_into hands back `out` itself
 }
 
 Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::string_view operation) {
@@ -165,11 +181,11 @@ Tensor compute_into(const Tensor& out, const std::function<Tensor()>& op, Output
   frontend::OutputRequest* previous = frontend::pending_output;
   frontend::pending_output = &request;
   try {
-    Tensor result = op();
+    op();
     frontend::pending_output = previous;
     if (!request.consumed)
       throw RuntimeError("compute_into: the operation executed no kernel, so nothing was written to the output");
-    return result;
+    return out;
   } catch (...) {
     frontend::pending_output = previous;
     throw;
