@@ -7,6 +7,8 @@
 
 
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -70,23 +72,29 @@ struct Pair {
   Tensor cpu;
 };
 
-// Storage of `n` values drawn from the pool, identical on both carriers.
-inline std::pair<std::shared_ptr<Carrier>, std::shared_ptr<Carrier>> twin_storage(const SimpleDType& d, std::int64_t n,
-                                                                                   std::mt19937& rng, bool small_ints) {
-  const std::vector<Value> pool = edge_pool(d, small_ints);
-  std::vector<Value> values;
-  std::uniform_int_distribution<std::size_t> pick(0, pool.size() - 1);
-  for (std::int64_t i = 0; i < n; ++i) values.push_back(pool[pick(rng)]);
-  return {Generic::create(values, d), under_test_from_values(values, d)};
+// Draws one storage value.
+using ValueGen = std::function<Value(std::mt19937&)>;
+
+// A generator drawing from the edge pool of `d`.
+inline ValueGen pool_values(const SimpleDType& d, bool small_ints) {
+  auto pool = std::make_shared<const std::vector<Value>>(edge_pool(d, small_ints));
+  return [pool](std::mt19937& rng) {
+    std::uniform_int_distribution<std::size_t> pick(0, pool->size() - 1);
+    return (*pool)[pick(rng)];
+  };
 }
 
-// The operand of logical shape `extents` on both carriers, viewed per `c`.
-inline Pair twin(const SimpleDType& d, const std::vector<std::int64_t>& extents, LayoutCase c, std::mt19937& rng,
-                 bool small_ints = false) {
+// The operand of logical shape `extents` on Generic and on the carrier under
+// test (same values, same physical layout), viewed per `c`, with storage
+// values drawn from `gen`.
+inline Pair twin_of(const SimpleDType& d, const std::vector<std::int64_t>& extents, LayoutCase c, std::mt19937& rng,
+                    const ValueGen& gen) {
   const Shape shape = Shape::of(extents);
   auto build = [&](const Layout& layout, std::int64_t offset) {
-    auto [g, p] = twin_storage(d, offset + std::max<std::int64_t>(layout.cosize(), 1), rng, small_ints);
-    return Pair{Tensor(g, offset, layout), Tensor(p, offset, layout)};
+    std::vector<Value> values;
+    const std::int64_t n = offset + std::max<std::int64_t>(layout.cosize(), 1);
+    for (std::int64_t i = 0; i < n; ++i) values.push_back(gen(rng));
+    return Pair{Tensor(Generic::create(values, d), offset, layout), Tensor(under_test_from_values(values, d), offset, layout)};
   };
   if (extents.empty() || shape.size() == 0) return build(Layout::compact(shape), 0);
   switch (c) {
@@ -127,6 +135,13 @@ inline Pair twin(const SimpleDType& d, const std::vector<std::int64_t>& extents,
     }
   }
   return build(Layout::compact(shape), 0);
+}
+
+// twin_of with values from the edge pool (NaN, +-0, +-inf, subnormals,
+// extremes; small integers when `small_ints`).
+inline Pair twin(const SimpleDType& d, const std::vector<std::int64_t>& extents, LayoutCase c, std::mt19937& rng,
+                 bool small_ints = false) {
+  return twin_of(d, extents, c, rng, pool_values(d, small_ints));
 }
 
 // Bitwise agreement with every NaN equal to every NaN.

@@ -44,55 +44,7 @@ std::vector<TwinCase> matmul_cases(const OperationPlan& plan, std::mt19937& rng)
 // ---- operands with chosen values (the edge pool of twin() makes almost every
 // convolution sum NaN, and indices must mostly be in range).
 
-using ValueGen = std::function<Value(std::mt19937&)>;
-
-// As twin(), with storage values drawn from `gen`.
-Pair twin_of(const SimpleDType& d, const std::vector<std::int64_t>& extents, LayoutCase c, std::mt19937& rng,
-             const ValueGen& gen) {
-  const Shape shape = Shape::of(extents);
-  auto build = [&](const Layout& layout, std::int64_t offset) {
-    std::vector<Value> values;
-    const std::int64_t n = offset + std::max<std::int64_t>(layout.cosize(), 1);
-    for (std::int64_t i = 0; i < n; ++i) values.push_back(gen(rng));
-    return Pair{Tensor(Generic::create(values, d), offset, layout), Tensor(under_test_from_values(values, d), offset, layout)};
-  };
-  if (extents.empty() || shape.size() == 0) return build(Layout::compact(shape), 0);
-  switch (c) {
-    case LayoutCase::Compact: break;
-    case LayoutCase::Strided: {
-      std::vector<std::int64_t> big = extents;
-      big[0] *= 2;
-      Pair base = build(Layout::compact(Shape::of(big)), 1);
-      return Pair{base.generic.slice(0, 0, big[0], 2), base.cpu.slice(0, 0, big[0], 2)};
-    }
-    case LayoutCase::Permuted: {
-      std::vector<std::int64_t> rev(extents.rbegin(), extents.rend()), perm;
-      for (std::int64_t i = static_cast<std::int64_t>(extents.size()) - 1; i >= 0; --i) perm.push_back(i);
-      Pair base = build(Layout::compact(Shape::of(rev)), 0);
-      return Pair{base.generic.permute(perm), base.cpu.permute(perm)};
-    }
-    case LayoutCase::Broadcast: {
-      std::vector<std::int64_t> one = extents;
-      one[0] = 1;
-      Pair base = build(Layout::compact(Shape::of(one)), 0);
-      return Pair{base.generic.broadcast_to(shape), base.cpu.broadcast_to(shape)};
-    }
-    case LayoutCase::Hierarchical: {
-      if (extents[0] % 2 != 0 || extents[0] < 4) break;
-      std::int64_t rest = 1;
-      for (std::size_t i = 1; i < extents.size(); ++i) rest *= extents[i];
-      std::vector<IntTuple> sm{IntTuple{2, extents[0] / 2}}, st{IntTuple{1, 2 * rest}};
-      std::int64_t stride = 2;
-      for (std::size_t i = 1; i < extents.size(); ++i) {
-        sm.emplace_back(extents[i]);
-        st.emplace_back(stride);
-        stride *= extents[i];
-      }
-      return build(Layout(Shape(sm), Stride(st)), 0);
-    }
-  }
-  return build(Layout::compact(shape), 0);
-}
+// (twin_of and ValueGen come from agreement_support.h.)
 
 // Ordinary binary32 values in [-2, 2] (rounding depends on the order), with
 // one value in ten from the edge pool (NaN, +-inf, +-0, subnormals, FLT_MAX).

@@ -207,6 +207,20 @@ void overhead(int threads) {
   report("plan_resolution", threads, "us", 1e6 * resolve, "libtorch", 1e6 * torch_add, false);
 }
 
+// Forward plus backward of a three-operation chain on tiny tensors:
+// loss = reduce_sum(add(mul(x, w), b)), gradients for x and w.
+void grad_chain(int threads) {
+  const std::int64_t n = 8;
+  sw::Tensor x = cpu_filled(n, 0.5f, 0.1f), w = cpu_filled(n, 1.5f, -0.2f), b = cpu_filled(n, 0.25f, 0.0f);
+  x.set_requires_grad(true);
+  w.set_requires_grad(true);
+  torch::Tensor tx = torch::rand({n}, torch::requires_grad()), tw = torch::rand({n}, torch::requires_grad());
+  const torch::Tensor tb = torch::rand({n});
+  const double ours = per_call_seconds([&] { sw::reduce_sum(sw::add(sw::mul(x, w), b)).backward(); }, 5000);
+  const double theirs = per_call_seconds([&] { torch::sum(torch::add(torch::mul(tx, tw), tb)).backward(); }, 5000);
+  report("grad_chain_tiny", threads, "us", 1e6 * ours, "libtorch", 1e6 * theirs, false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,6 +232,7 @@ int main(int argc, char** argv) {
   for (int threads : {1, 2}) {
     set_threads(threads);
     overhead(threads);
+    grad_chain(threads);
     elementwise(threads);
     matmuls(threads);
   }
