@@ -39,6 +39,7 @@ int list_operations(bool as_json) {
   if (as_json) {
     json out = json::array();
     for (const CallableOperation& c : ops) {
+      if (c.internal) continue;
       json options = json::array();
       for (const OptionDoc& o : c.options)
         options.push_back({{"name", o.name}, {"default", o.default_value}, {"meaning", o.meaning}});
@@ -48,12 +49,15 @@ int list_operations(bool as_json) {
     std::cout << json{{"operations", out}}.dump() << "\n";
     return 0;
   }
+  std::size_t listed = 0;
   for (const CallableOperation& c : ops) {
+    if (c.internal) continue;
+    ++listed;
     std::cout << c.signature << (c.accepts_accumulator ? "  [--accumulator DTYPE]" : "") << "\n";
     for (const OptionDoc& o : c.options)
       std::cout << fmt::format("    --option {}=JSON  (default {}): {}\n", o.name, o.default_value, o.meaning);
   }
-  std::cout << ops.size() << " operations\n";
+  std::cout << listed << " operations\n";
   return 0;
 }
 

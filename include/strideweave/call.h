@@ -43,10 +43,14 @@ struct CallableOperation {
   std::string signature;  // e.g. "add(a: tensor, b: tensor)"
   std::vector<OptionDoc> options;
   bool accepts_accumulator = false;  // reduce_sum and matmul
+  // An internal plan of a public operation (sort's and topk's value and
+  // index plans), callable by name so the conformance harness can run every
+  // kernel-table plan; not listed as a public operation.
+  bool internal = false;
   std::function<CallResult(std::span<const CallOperand>, const CallOptions&, const DType* accumulator)> call;
 };
 
-// Every public operation, sorted by name.
+// Every public operation, then the internal plan entries, sorted by name.
 const std::vector<CallableOperation>& callable_operations();
 // The entry of `name`, or nullptr.
 const CallableOperation* find_callable(std::string_view name);

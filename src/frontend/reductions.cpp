@@ -288,6 +288,7 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
   for (const char* name : {"sort", "_sort_values", "_sort_indices"}) {
     CallableOperation c;
     c.name = name;
+    c.internal = name[0] == '_';
     c.signature = std::string_view(name) == "sort" ? "sort(x: tensor) -> (values, indices)"
                                                    : fmt::format("{}(x: tensor) (internal plan of sort)", name);
     c.options = sort_docs;
@@ -314,6 +315,7 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
   for (const char* name : {"topk", "_topk_values", "_topk_indices"}) {
     CallableOperation c;
     c.name = name;
+    c.internal = name[0] == '_';
     c.signature = std::string_view(name) == "topk" ? "topk(x: tensor) -> (values, indices)"
                                                    : fmt::format("{}(x: tensor) (internal plan of topk)", name);
     c.options = topk_docs;
