@@ -10,7 +10,7 @@
 
 namespace strideweave::cli {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keys print in the documented order
 
 // A plan as the documented JSON object (dtype names in lower case, enum
 // members by their names).
