@@ -23,7 +23,16 @@ namespace {
 // GEMM.
 typedef float v16f __attribute__((vector_size(64)));
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
+// Function multiversioning resolves through an ifunc at load time, before a
+// sanitizer runtime is ready (ThreadSanitizer crashes there): sanitizer
+// builds keep the baseline version only.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define SW_CPU_CLONES
+#else
+#define SW_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+
+SW_CPU_CLONES
 void strict_f32_matmul(const float* a, std::int64_t sak, const float* b, std::int64_t sbk, std::int64_t sbn, float* o,
                        std::int64_t som, std::int64_t son, std::int64_t M, std::int64_t N, std::int64_t K) {
   constexpr std::int64_t NB = 4, MV = 4, MB = 16 * MV;
