@@ -12,7 +12,10 @@ struct MatmulShapes {
 };
 const std::vector<MatmulShapes> kMatmulShapes = {
     {{4, 6}, {6, 5}}, {{8, 3}, {3, 1}}, {{2, 4, 3}, {3, 5}}, {{6}, {6, 4}}, {{4, 6}, {6}}, {{6}, {6}},
-    {{0, 3}, {3, 4}}, {{4, 0}, {0, 5}}, {{2, 1, 4, 2}, {3, 2, 3}}};
+    {{0, 3}, {3, 4}}, {{4, 0}, {0, 5}}, {{2, 1, 4, 2}, {3, 2, 3}},
+    // Large enough for CPU's register-blocked Float32 kernel (64-row by
+    // 4-column blocks) and its row and column remainders.
+    {{130, 5}, {5, 9}}};
 
 std::vector<TwinCase> matmul_cases(const OperationPlan& plan, std::mt19937& rng) {
   std::vector<TwinCase> out;
