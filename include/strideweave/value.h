@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include <strideweave/dtype.h>
@@ -48,6 +49,10 @@ struct Value {
 template <> inline bool Value::as<bool>() const { return b; }
 template <> inline std::int32_t Value::as<std::int32_t>() const { return i; }
 template <> inline float Value::as<float>() const { return f; }
+
+// Prints "float32(0.5)", "int32(3)", "bool(true)" (also what GoogleTest
+// shows for a Value).
+std::ostream& operator<<(std::ostream& os, const Value& value);
 
 // The zero an initialised storage of `dtype` holds (0.0, 0, false), or
 // nullopt for a dtype that is never stored (core-concepts.md 1.3).

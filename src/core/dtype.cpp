@@ -210,6 +210,10 @@ std::optional<Value> storage_zero(const DType& dtype) {
   }
 }
 
+std::ostream& operator<<(std::ostream& os, const Value& value) {
+  return os << element_kind_name(value.kind) << "(" << value.to_string() << ")";
+}
+
 std::string Value::to_string() const {
   switch (kind) {
     case ElementKind::Bool: return b ? "true" : "false";

@@ -65,13 +65,18 @@ bool admit_output(const OperationPlan& plan, const OperationCapability& cap, con
   for (const KernelOperand& o : operands)
     if (const Tensor* t = std::get_if<Tensor>(&o); t && t->carrier() == out.carrier())
       throw ValueError(fmt::format("{}: the output shares its carrier with an operand", op));
-  const ExecutionAxis axis =
-      req.mode == OutputMode::Accumulate ? ExecutionAxis::accumulation : ExecutionAxis::caller_output;
-  const SupportLevel level = require_capability(prototype.exact_class(), plan, axis).axes().level(axis);
+  // The gate already found the entry: read its axes; only an Unsupported
+  // axis goes back to the registry, which raises the structured
+  // UnsupportedOpDType with its stable sentence.
+  auto level_of = [&](ExecutionAxis axis) {
+    const SupportLevel level = cap.axes().level(axis);
+    if (level == SupportLevel::Unsupported) require_capability(prototype.exact_class(), plan, axis);
+    return level;
+  };
+  const SupportLevel level =
+      level_of(req.mode == OutputMode::Accumulate ? ExecutionAxis::accumulation : ExecutionAxis::caller_output);
   const bool strided = !out.layout().is_compact() || out.offset() != 0;
-  SupportLevel strided_level = SupportLevel::Native;
-  if (strided) strided_level = require_capability(prototype.exact_class(), plan, ExecutionAxis::strided_output).axes().strided_output;
-  (void)cap;
+  const SupportLevel strided_level = strided ? level_of(ExecutionAxis::strided_output) : SupportLevel::Native;
   return level == SupportLevel::Native && strided_level == SupportLevel::Native && out.layout().is_flat();
 }
 

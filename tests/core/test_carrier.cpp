@@ -32,14 +32,6 @@
 #include <unordered_map>
 #include <vector>
 
-namespace strideweave {
-// gtest prints values through ADL; internal linkage keeps each test file's
-// printer its own.
-[[maybe_unused]] static void PrintTo(const Value& v, std::ostream* os) {
-  *os << element_kind_name(v.kind) << "(" << v.to_string() << ")";
-}
-}  // namespace strideweave
-
 namespace sw = strideweave;
 using sw::Carrier;
 using sw::DType;

@@ -19,14 +19,6 @@
 #include <type_traits>
 #include <vector>
 
-namespace strideweave {
-// gtest prints values through ADL; internal linkage keeps each test file's
-// printer its own.
-[[maybe_unused]] static void PrintTo(const Value& v, std::ostream* os) {
-  *os << element_kind_name(v.kind) << "(" << v.to_string() << ")";
-}
-}  // namespace strideweave
-
 namespace sw = strideweave;
 using sw::DType;
 using sw::DTypeCategory;
