@@ -16,4 +16,5 @@
 #include <strideweave/ops.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
+#include <strideweave/threading.h>
 #include <strideweave/value.h>
