@@ -53,10 +53,7 @@ std::vector<WeakScalar> scalars_selecting(const OperationPlan& plan, std::size_t
       else ops.emplace_back(WeakScalar(0.5));
     }
     try {
-      if (resolve_operation_plan(plan.operation(), ops, plan.accumulator_dtype() &&
-                                                            plan.accumulation() == Accumulation::FLOATING
-                                                        ? plan.accumulator_dtype()
-                                                        : nullptr) == plan)
+      if (resolve_for_request(plan.operation(), ops, execution_request_of(plan)) == plan)
         out.push_back(w);
     } catch (const Error&) {
     }
@@ -83,8 +80,7 @@ struct Outcome {
 
 Outcome run(const OperationPlan& plan, const std::vector<CallOperand>& operands, const CallOptions& options) {
   try {
-    const DType* acc = plan.accumulation() == Accumulation::FLOATING ? plan.accumulator_dtype() : nullptr;
-    return Outcome{call_operation(plan.operation(), operands, options, acc), ""};
+    return Outcome{call_operation(plan.operation(), operands, options, execution_request_of(plan)), ""};
   } catch (const Error& e) {
     return Outcome{std::nullopt, e.type_name()};
   }

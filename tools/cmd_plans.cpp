@@ -32,15 +32,16 @@ int run_resolve(const std::vector<std::string>& args) {
   bool as_json = false;
   std::string operation;
   std::vector<std::string> operand_args;
-  std::string accumulator;
+  std::string accumulator, arithmetic;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--json") as_json = true;
     else if (args[i] == "--accumulator" && i + 1 < args.size()) accumulator = args[++i];
+    else if (args[i] == "--arithmetic" && i + 1 < args.size()) arithmetic = args[++i];
     else if (operation.empty()) operation = args[i];
     else operand_args.push_back(args[i]);
   }
   if (operation.empty()) {
-    std::cerr << "usage: strideweave resolve OPERATION ARG... [--accumulator DTYPE] --json\n"
+    std::cerr << "usage: strideweave resolve OPERATION ARG... [--accumulator DTYPE] [--arithmetic NAME] --json\n"
                  "  ARG: dtype:NAME (a tensor operand) or scalar:LITERAL (a weak scalar)\n";
     return 2;
   }
@@ -52,7 +53,10 @@ int run_resolve(const std::vector<std::string>& args) {
       else throw ValueError(fmt::format("resolve: argument '{}' is neither dtype:NAME nor scalar:LITERAL", a));
     }
     const DType* acc = accumulator.empty() ? nullptr : &DType::from_name(accumulator);
-    const OperationPlan plan = resolve_operation_plan(operation, operands, acc);
+    std::optional<OperationExecutionOptions> options;
+    if (!arithmetic.empty()) options.emplace(operation, acc, arithmetic_from_value(arithmetic));
+    const OperationPlan plan = options ? resolve_operation_plan(operation, operands, nullptr, &*options)
+                                       : resolve_operation_plan(operation, operands, acc);
     if (as_json) std::cout << plan_to_json(plan).dump() << "\n";
     else std::cout << plan.to_string() << "\n";
     return 0;

@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: strideweave run OPERATION ARG... [--carrier generic|cpu] [--option NAME=JSON]...\n"
-    "                       [--accumulator DTYPE] [--json]\n"
+    "                       [--accumulator DTYPE] [--arithmetic binary32|binary32_fused] [--json]\n"
     "       strideweave run --list [--json]\n"
     "  ARG: tensor:DTYPE:VALUES (VALUES a JSON nested list, outer list = axis 0; dtype float32, int32 or bool)\n"
     "       or scalar:LITERAL (a weak scalar)\n";
@@ -44,7 +44,8 @@ int list_operations(bool as_json) {
       for (const OptionDoc& o : c.options)
         options.push_back({{"name", o.name}, {"default", o.default_value}, {"meaning", o.meaning}});
       out.push_back(
-          {{"name", c.name}, {"signature", c.signature}, {"options", options}, {"accumulator", c.accepts_accumulator}});
+          {{"name", c.name}, {"signature", c.signature}, {"options", options}, {"accumulator", c.accepts_accumulator},
+           {"arithmetic", c.accepts_arithmetic}});
     }
     std::cout << json{{"operations", out}}.dump() << "\n";
     return 0;
@@ -53,7 +54,8 @@ int list_operations(bool as_json) {
   for (const CallableOperation& c : ops) {
     if (c.internal) continue;
     ++listed;
-    std::cout << c.signature << (c.accepts_accumulator ? "  [--accumulator DTYPE]" : "") << "\n";
+    std::cout << c.signature << (c.accepts_accumulator ? "  [--accumulator DTYPE]" : "")
+              << (c.accepts_arithmetic ? "  [--arithmetic binary32|binary32_fused]" : "") << "\n";
     for (const OptionDoc& o : c.options)
       std::cout << fmt::format("    --option {}=JSON  (default {}): {}\n", o.name, o.default_value, o.meaning);
   }
@@ -70,7 +72,7 @@ int run_run(const std::vector<std::string>& args) {
   std::vector<std::string> operand_args;
   std::string carrier = "cpu";
   std::vector<std::pair<std::string, std::string>> option_args;
-  std::string accumulator;
+  std::string accumulator, arithmetic;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
@@ -92,12 +94,15 @@ int run_run(const std::vector<std::string>& args) {
     } else if (a == "--accumulator") {
       if (!has_value) return usage("--accumulator needs a dtype");
       accumulator = args[++i];
+    } else if (a == "--arithmetic") {
+      if (!has_value) return usage("--arithmetic needs a value (binary32 or binary32_fused)");
+      arithmetic = args[++i];
     } else if (a.rfind("--", 0) == 0) return usage(fmt::format("unknown flag '{}'", a));
     else if (operation.empty()) operation = a;
     else operand_args.push_back(a);
   }
   if (list) {
-    if (!operation.empty() || !option_args.empty() || !accumulator.empty())
+    if (!operation.empty() || !option_args.empty() || !accumulator.empty() || !arithmetic.empty())
       return usage("--list takes no operation, arguments or options");
     return list_operations(as_json);
   }
@@ -110,9 +115,10 @@ int run_run(const std::vector<std::string>& args) {
     for (const std::string& a : operand_args) operands.push_back(parse_operand(a, carrier));
     CallOptions options;
     for (const auto& [name, text] : option_args) options.emplace(name, option_from_json(name, text));
-    const DType* acc = accumulator.empty() ? nullptr : &DType::from_name(accumulator);
+    ExecutionRequest execution(accumulator.empty() ? nullptr : &DType::from_name(accumulator));
+    if (!arithmetic.empty()) execution.arithmetic = arithmetic_from_value(arithmetic);
 
-    const CallResult result = call_operation(operation, operands, options, acc);
+    const CallResult result = call_operation(operation, operands, options, execution);
 
     // One plan and one result print as objects; otherwise both as lists.
     const bool several = result.plans.size() != 1 || result.results.size() != 1;

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +27,27 @@ namespace strideweave {
 using OptionValue = std::variant<std::monostate, bool, std::int64_t, double, std::vector<std::int64_t>>;
 using CallOptions = std::map<std::string, OptionValue, std::less<>>;
 using CallOperand = std::variant<Tensor, WeakScalar>;
+
+// The execution options a by-name call asks for (policy R10, plus the
+// explicit arithmetic beyond the specification). Implicitly built from an
+// accumulator dtype pointer, so `call_operation(name, ops, options, &F64)`
+// reads as before. options(op) validates and binds them to `op` exactly as
+// OperationExecutionOptions does (its errors), or returns nullopt when
+// nothing was asked.
+struct ExecutionRequest {
+  const DType* accumulator = nullptr;
+  std::optional<Arithmetic> arithmetic;
+
+  ExecutionRequest() = default;
+  ExecutionRequest(const DType* accumulator_dtype) : accumulator(accumulator_dtype) {}  // NOLINT: implicit on purpose
+  ExecutionRequest(const DType* accumulator_dtype, std::optional<Arithmetic> arithmetic_)
+      : accumulator(accumulator_dtype), arithmetic(arithmetic_) {}
+  bool empty() const noexcept { return accumulator == nullptr && !arithmetic; }
+  std::optional<OperationExecutionOptions> options(std::string_view operation) const {
+    if (empty()) return std::nullopt;
+    return OperationExecutionOptions(std::string(operation), accumulator, arithmetic);
+  }
+};
 
 struct CallResult {
   std::vector<OperationPlan> plans;  // the plan(s) the call resolved, in order
@@ -43,20 +65,39 @@ struct CallableOperation {
   std::string signature;  // e.g. "add(a: tensor, b: tensor)"
   std::vector<OptionDoc> options;
   bool accepts_accumulator = false;  // reduce_sum and matmul
+  bool accepts_arithmetic = false;   // matmul (binary32_fused)
   // An internal plan of a public operation (sort's and topk's value and
   // index plans), callable by name so the conformance harness can run every
   // kernel-table plan; not listed as a public operation.
   bool internal = false;
-  std::function<CallResult(std::span<const CallOperand>, const CallOptions&, const DType* accumulator)> call;
+  std::function<CallResult(std::span<const CallOperand>, const CallOptions&, const ExecutionRequest&)> call;
 };
+
+// The request that selects `plan`'s execution choices when its operands
+// resolve to the default: the accumulator dtype of a FLOATING plan, and the
+// arithmetic of a contracted plan.
+inline ExecutionRequest execution_request_of(const OperationPlan& plan) {
+  ExecutionRequest r;
+  if (plan.accumulation() == Accumulation::FLOATING) r.accumulator = plan.accumulator_dtype();
+  if (plan.compute() == Arithmetic::BINARY32_FUSED) r.arithmetic = plan.compute();
+  return r;
+}
+
+// resolve_operation_plan with a request's options (its errors).
+inline OperationPlan resolve_for_request(std::string_view operation, std::span<const PlanOperand> operands,
+                                         const ExecutionRequest& request) {
+  const std::optional<OperationExecutionOptions> options = request.options(operation);
+  return resolve_operation_plan(operation, operands, nullptr, options ? &*options : nullptr);
+}
 
 // Every public operation, then the internal plan entries, sorted by name.
 const std::vector<CallableOperation>& callable_operations();
 // The entry of `name`, or nullptr.
 const CallableOperation* find_callable(std::string_view name);
-// Calls `name`. Unknown name -> NotImplementedError; an accumulator for an
-// operation without execution options -> TypeError (as the policy says).
+// Calls `name`. Unknown name -> NotImplementedError; an accumulator or
+// arithmetic for an operation without execution options -> TypeError (as the
+// policy says).
 CallResult call_operation(std::string_view name, std::span<const CallOperand> operands, const CallOptions& options = {},
-                          const DType* accumulator = nullptr);
+                          const ExecutionRequest& execution = {});
 
 }  // namespace strideweave

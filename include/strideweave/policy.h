@@ -47,6 +47,9 @@ const char* name_of(Arithmetic arithmetic) noexcept;
 const char* value_of(Arithmetic arithmetic) noexcept;
 const char* name_of(Accumulation accumulation) noexcept;
 const char* value_of(Accumulation accumulation) noexcept;
+// The member whose value is `value` ("binary32_fused"); ValueError otherwise
+// (as Python's Arithmetic("...") raises).
+Arithmetic arithmetic_from_value(std::string_view value);
 // Every member in declaration order.
 std::span<const Arithmetic> all_arithmetics() noexcept;
 std::span<const Accumulation> all_accumulations() noexcept;
@@ -147,6 +150,8 @@ class OperationPlan {
   std::vector<OperandRole> roles() const;
   // A copy differing only in accumulator_dtype.
   OperationPlan with_accumulator(const SimpleDType* accumulator_dtype) const;
+  // A copy differing only in compute arithmetic.
+  OperationPlan with_compute(Arithmetic compute) const;
   // Result participates in autograd iff output is exactly Float32 (R1.5).
   bool output_differentiable() const noexcept { return output_ == &DType::Float32(); }
 
@@ -240,21 +245,34 @@ class OperationExecutionOptions {
   // Only reduce_sum and matmul are configurable (TypeError otherwise);
   // accumulator nullptr = default (Float32); a non-simple dtype -> TypeError;
   // a simple dtype other than Float32/Float64 -> NotImplementedError.
-  explicit OperationExecutionOptions(std::string operation, const DType* accumulator_dtype = nullptr);
+  //
+  // arithmetic (beyond the specification, docs/policy.md): nullopt = the
+  // plan's own compute arithmetic. BINARY32 asks for the strict default
+  // explicitly; BINARY32_FUSED asks for the contracted matmul plan (each
+  // product may be fused with its accumulation step). Any other member, or
+  // BINARY32_FUSED for reduce_sum (no products) or with a Float64
+  // accumulator (a binary32 product is exact in binary64, so there is
+  // nothing to contract) -> TypeError.
+  explicit OperationExecutionOptions(std::string operation, const DType* accumulator_dtype = nullptr,
+                                     std::optional<Arithmetic> arithmetic = std::nullopt);
 
   const std::string& operation() const noexcept { return operation_; }
   const SimpleDType* accumulator_dtype() const noexcept { return accumulator_dtype_; }
+  std::optional<Arithmetic> arithmetic() const noexcept { return arithmetic_; }
   friend bool operator==(const OperationExecutionOptions& a, const OperationExecutionOptions& b) noexcept {
-    return a.operation_ == b.operation_ && a.accumulator_dtype_ == b.accumulator_dtype_;
+    return a.operation_ == b.operation_ && a.accumulator_dtype_ == b.accumulator_dtype_ &&
+           a.arithmetic_ == b.arithmetic_;
   }
 
  private:
   std::string operation_;
   const SimpleDType* accumulator_dtype_;
+  std::optional<Arithmetic> arithmetic_;
 };
 
 OperationExecutionOptions operation_execution_options(std::string operation,
-                                                      const DType* accumulator_dtype = nullptr);
+                                                      const DType* accumulator_dtype = nullptr,
+                                                      std::optional<Arithmetic> arithmetic = std::nullopt);
 
 // ---------------------------------------------------------------- registry (R4, R5)
 
@@ -294,10 +312,18 @@ inline OperationPlan resolve_operation_plan(std::string_view operation, std::ini
 
 std::vector<OperationPlan> plan_accumulator_variants(const OperationPlan& plan);
 
+// Beyond the specification: `plan` followed by the plans an explicit
+// `arithmetic` execution option can select for it (the BINARY32_FUSED
+// variant of a matmul plan with BINARY32 compute, FLOATING accumulation and a
+// Float32 accumulator). Never part of resolvable_plans(): a default plan is
+// never contracted.
+std::vector<OperationPlan> plan_arithmetic_variants(const OperationPlan& plan);
+
 // Every concrete public plan a complete reference carrier executes:
 // resolvable_plans() with the defaults, followed by the Bool-domain plan of
 // `select` (which the defaults cannot enumerate, R4.4: backends declare it
-// explicitly).
+// explicitly), followed by the contracted variants of
+// plan_arithmetic_variants() (explicitly requested only).
 std::vector<OperationPlan> executable_plan_set();
 
 }  // namespace strideweave

@@ -46,7 +46,7 @@ class CaseCheck {
       : plan_(plan), case_(c), prototype_(prototype) {
     if (std::ranges::find(CONFIGURABLE_OPERATIONS(), std::string_view(plan.operation())) !=
         CONFIGURABLE_OPERATIONS().end())
-      accumulator_ = plan.accumulator_dtype();
+      execution_ = execution_request_of(plan);
   }
 
   // Failure lines (empty when the VJP agrees with central differences).
@@ -68,7 +68,7 @@ class CaseCheck {
       }
       operands.emplace_back(std::move(t));
     }
-    const CallResult r = call_operation(plan_.operation(), operands, case_.options, accumulator_);
+    const CallResult r = call_operation(plan_.operation(), operands, case_.options, execution_);
     if (r.plans.empty() || !(r.plans.front() == plan_))
       return {failure(fmt::format("the case resolves {}, not the plan under check",
                                   r.plans.empty() ? "nothing" : r.plans.front().to_string()))};
@@ -119,7 +119,7 @@ class CaseCheck {
       if (k == i) h.values[e] = v;
       operands.emplace_back(build(h, prototype_));
     }
-    const CallResult r = call_operation(plan_.operation(), operands, case_.options, accumulator_);
+    const CallResult r = call_operation(plan_.operation(), operands, case_.options, execution_);
     double sum = 0.0;
     const std::vector<Value> values = r.results.front().values();
     for (std::size_t m = 0; m < values.size(); ++m) sum += cotangent_[m] * static_cast<double>(values[m].f);
@@ -136,7 +136,7 @@ class CaseCheck {
   const OperationPlan& plan_;
   const Case& case_;
   const Carrier& prototype_;
-  const DType* accumulator_ = nullptr;
+  ExecutionRequest execution_;
   std::vector<double> cotangent_;
 };
 

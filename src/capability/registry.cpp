@@ -139,7 +139,8 @@ const OperationCapability* representative(const ClassCapabilities& c, std::strin
     }
     if (!first || first->dtype() != &dtype) continue;
     const bool default_acc = x.accumulator_dtype() == nullptr || x.accumulator_dtype() == &DType::Float32();
-    const int score = (homogeneous ? 2 : 0) + (default_acc ? 1 : 0);
+    const bool default_compute = x.compute() != Arithmetic::BINARY32_FUSED;  // never the contracted variant
+    const int score = (homogeneous ? 4 : 0) + (default_acc ? 2 : 0) + (default_compute ? 1 : 0);
     if (score > best_score) {
       best = &x;
       best_score = score;

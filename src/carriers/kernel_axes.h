@@ -10,7 +10,8 @@
 //                                coalesce to one stride; docs/capabilities.md)
 //   caller_output   Native when the kernel cannot fail once entered,
 //                   FallbackCopy otherwise (checked Int32 arithmetic, exact
-//                   integer narrowing, index errors), so a failing call never
+//                   integer narrowing, index errors, the contracted matmul's
+//                   library call), so a failing call never
 //                   leaves a caller's output half written
 //   strided_output  as caller_output (kernels write through the strides)
 //   accumulation    FallbackCopy for Float32/Int32 results (compute, then
@@ -24,7 +25,8 @@ namespace strideweave::carriers {
 inline bool kernel_may_fail(const OperationPlan& plan) {
   const std::string& op = plan.operation();
   return plan.compute() == Arithmetic::INT32_EXACT_CHECKED || plan.accumulation() == Accumulation::EXACT_INTEGER ||
-         op == "gather" || op == "scatter" || op == "scatter_add";
+         op == "gather" || op == "scatter" || op == "scatter_add" ||
+         plan.compute() == Arithmetic::BINARY32_FUSED;  // a library call (oneDNN) that may fail
 }
 
 inline ExecutionAxes direct_write_axes(const OperationPlan& plan) {

@@ -107,7 +107,7 @@ CallableOperation binary_call(std::string name, Tensor (*fn)(const Tensor&, cons
   CallableOperation c;
   c.name = name;
   c.signature = name + "(a: tensor, b: tensor)";
-  c.call = [name, fn](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+  c.call = [name, fn](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
     no_accumulator(name, acc);
     OptionReader(name, options).finish();
     expect_arity(name, ops, 2);
@@ -128,7 +128,7 @@ CallableOperation mixed_binary_call(std::string name, bool commuted, TT tt, TS t
   c.name = name;
   c.signature = name + "(a: tensor | scalar, b: tensor | scalar) (at least one tensor)";
   c.call = [name, commuted, tt, ts, st](std::span<const CallOperand> ops, const CallOptions& options,
-                                        const DType* acc) {
+                                        const ExecutionRequest& acc) {
     no_accumulator(name, acc);
     OptionReader(name, options).finish();
     expect_arity(name, ops, 2);
@@ -177,7 +177,7 @@ void add_arithmetic_calls(std::vector<CallableOperation>& out) {
   CallableOperation c;
   c.name = "clamp";
   c.signature = "clamp(x: tensor, lo: tensor | scalar, hi: tensor | scalar)";
-  c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+  c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
     no_accumulator("clamp", acc);
     OptionReader("clamp", options).finish();
     expect_arity("clamp", ops, 3);
@@ -195,7 +195,7 @@ void add_arithmetic_calls(std::vector<CallableOperation>& out) {
   CallableOperation n;
   n.name = "logical_not";
   n.signature = "logical_not(x: tensor)";
-  n.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+  n.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
     no_accumulator("logical_not", acc);
     OptionReader("logical_not", options).finish();
     expect_arity("logical_not", ops, 1);
@@ -207,7 +207,7 @@ void add_arithmetic_calls(std::vector<CallableOperation>& out) {
   CallableOperation s;
   s.name = "select";
   s.signature = "select(cond: tensor, a: tensor, b: tensor)";
-  s.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+  s.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
     no_accumulator("select", acc);
     OptionReader("select", options).finish();
     expect_arity("select", ops, 3);

@@ -89,9 +89,10 @@ inline std::vector<PlanOperand> plan_operands(std::span<const CallOperand> opera
   for (const CallOperand& o : operands) out.push_back(plan_operand(o));
   return out;
 }
-// A call with no execution options: an accumulator is a TypeError.
-inline void no_accumulator(std::string_view op, const DType* accumulator) {
-  if (accumulator) OperationExecutionOptions(std::string(op), accumulator);  // raises the policy's TypeError
+// A call with no execution options: an accumulator or arithmetic is a
+// TypeError.
+inline void no_accumulator(std::string_view op, const ExecutionRequest& execution) {
+  (void)execution.options(op);  // raises the policy's TypeError unless empty
 }
 
 }  // namespace strideweave::frontend

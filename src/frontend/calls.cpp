@@ -25,10 +25,10 @@ const CallableOperation* find_callable(std::string_view name) {
 }
 
 CallResult call_operation(std::string_view name, std::span<const CallOperand> operands, const CallOptions& options,
-                          const DType* accumulator) {
+                          const ExecutionRequest& execution) {
   const CallableOperation* c = find_callable(name);
   if (!c) throw NotImplementedError(fmt::format("call_operation: no public operation named '{}'", name));
-  return c->call(operands, options, accumulator);
+  return c->call(operands, options, execution);
 }
 
 }  // namespace strideweave

@@ -204,7 +204,7 @@ std::int64_t required_integer(std::string_view op, OptionReader& r, const char* 
 }
 
 // One tensor operand, no accumulator.
-const Tensor& only_tensor(std::string_view op, std::span<const CallOperand> ops, const DType* acc) {
+const Tensor& only_tensor(std::string_view op, std::span<const CallOperand> ops, const ExecutionRequest& acc) {
   no_accumulator(op, acc);
   expect_arity(op, ops, 1);
   return tensor_arg(op, ops, 0);
@@ -219,14 +219,13 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
     c.signature = "reduce_sum(x: tensor)";
     c.options = {kAxesDoc, kKeepdimsDoc};
     c.accepts_accumulator = true;
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       OptionReader r("reduce_sum", options);
       ReduceOptions reduce{r.integers("axes"), r.boolean("keepdims", false)};
       r.finish();
       expect_arity("reduce_sum", ops, 1);
       const Tensor& x = tensor_arg("reduce_sum", ops, 0);
-      std::optional<OperationExecutionOptions> exec;
-      if (acc) exec.emplace("reduce_sum", acc);
+      const std::optional<OperationExecutionOptions> exec = acc.options("reduce_sum");
       return CallResult{{resolve_operation_plan("reduce_sum", {x.dtype()}, nullptr, exec ? &*exec : nullptr)},
                         {reduce_sum(x, reduce, exec)}};
     };
@@ -237,7 +236,7 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
     c.name = name;
     c.signature = fmt::format("{}(x: tensor)", name);
     c.options = {kAxesDoc, kKeepdimsDoc};
-    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       OptionReader r(name, options);
       ReduceOptions reduce{r.integers("axes"), r.boolean("keepdims", false)};
       r.finish();
@@ -255,7 +254,7 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
     c.signature = fmt::format("{}(x: tensor)", name);
     c.options = {{"axis", "null (every element, flat logical ordinal)", "the one axis to reduce, in [-rank, rank)"},
                  kKeepdimsDoc};
-    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       OptionReader r(name, options);
       const std::optional<std::int64_t> axis = r.optional_integer("axis");
       const bool keepdims = r.boolean("keepdims", false);
@@ -271,7 +270,7 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
     c.name = "cumsum";
     c.signature = "cumsum(x: tensor)";
     c.options = {{"axis", "required", "the axis to accumulate along, in [-rank, rank); missing -> TypeError"}};
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       OptionReader r("cumsum", options);
       const std::int64_t axis = required_integer("cumsum", r, "axis");
       r.finish();
@@ -292,7 +291,7 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
     c.signature = std::string_view(name) == "sort" ? "sort(x: tensor) -> (values, indices)"
                                                    : fmt::format("{}(x: tensor) (internal plan of sort)", name);
     c.options = sort_docs;
-    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       OptionReader r(name, options);
       const std::int64_t axis = r.integer("axis", -1);
       const bool descending = r.boolean("descending", false);
@@ -319,7 +318,7 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
     c.signature = std::string_view(name) == "topk" ? "topk(x: tensor) -> (values, indices)"
                                                    : fmt::format("{}(x: tensor) (internal plan of topk)", name);
     c.options = topk_docs;
-    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       OptionReader r(name, options);
       const std::int64_t k = required_integer(name, r, "k");
       const std::int64_t axis = r.integer("axis", -1);

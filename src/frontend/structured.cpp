@@ -224,13 +224,13 @@ void add_structured_calls(std::vector<CallableOperation>& out) {
     c.name = "matmul";
     c.signature = "matmul(a: tensor, b: tensor)";
     c.accepts_accumulator = true;
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.accepts_arithmetic = true;
+    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       OptionReader("matmul", options).finish();
       expect_arity("matmul", ops, 2);
       const Tensor& a = tensor_arg("matmul", ops, 0);
       const Tensor& b = tensor_arg("matmul", ops, 1);
-      std::optional<OperationExecutionOptions> exec;
-      if (acc) exec.emplace("matmul", acc);
+      const std::optional<OperationExecutionOptions> exec = acc.options("matmul");
       return CallResult{{resolve_operation_plan("matmul", {a.dtype(), b.dtype()}, nullptr, exec ? &*exec : nullptr)},
                         {matmul(a, b, exec)}};
     };
@@ -246,7 +246,7 @@ void add_structured_calls(std::vector<CallableOperation>& out) {
          "d non-negative integers (symmetric) or 2d (lo_1, hi_1, ..., lo_d, hi_d); padded inputs are +0.0"},
         {"dilation", "1 on every spatial axis", "d positive integers, the step between kernel taps per spatial axis"},
         {"groups", "1", "a positive integer dividing C_in and C_out; weight axis 1 is C_in/groups"}};
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       no_accumulator("conv_general", acc);
       OptionReader r("conv_general", options);
       ConvOptions conv{r.integers("stride"), r.integers("padding"), r.integers("dilation"), r.integer("groups", 1)};
@@ -264,7 +264,7 @@ void add_structured_calls(std::vector<CallableOperation>& out) {
     c.name = "gather";
     c.signature = "gather(data: tensor, indices: tensor)";
     c.options = {kAxisDoc};
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       no_accumulator("gather", acc);
       OptionReader r("gather", options);
       const std::int64_t axis = required_axis("gather", r);
@@ -283,7 +283,7 @@ void add_structured_calls(std::vector<CallableOperation>& out) {
     c.signature = fmt::format("{}(data: tensor, indices: tensor, src: tensor)", name);
     c.options = {kAxisDoc};
     const bool add = std::string_view(name) == "scatter_add";
-    c.call = [name, add](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+    c.call = [name, add](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       no_accumulator(name, acc);
       OptionReader r(name, options);
       const std::int64_t axis = required_axis(name, r);

@@ -124,7 +124,7 @@ CallableOperation unary_entry(std::string name, std::string signature, std::vect
   c.name = name;
   c.signature = std::move(signature);
   c.options = std::move(docs);
-  c.call = [name, run](std::span<const CallOperand> ops, const CallOptions& options, const DType* acc) {
+  c.call = [name, run](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
     no_accumulator(name, acc);
     OptionReader r(name, options);
     auto typed = run(r);  // reads every option (TypeError for a wrong kind)

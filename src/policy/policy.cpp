@@ -51,6 +51,14 @@ const char* value_of(Accumulation a) noexcept {
   }
   return "?";
 }
+Arithmetic arithmetic_from_value(std::string_view value) {
+  for (Arithmetic a : all_arithmetics())
+    if (value == value_of(a)) return a;
+  std::string known;
+  for (Arithmetic a : all_arithmetics()) known += (known.empty() ? "" : ", ") + std::string(value_of(a));
+  throw ValueError(fmt::format("'{}' is not a valid Arithmetic ({})", value, known));
+}
+
 std::span<const Arithmetic> all_arithmetics() noexcept {
   static constexpr Arithmetic all[] = {
 #define SW_ARITHMETIC(member, value) Arithmetic::member,
@@ -163,6 +171,12 @@ std::vector<OperandRole> OperationPlan::roles() const {
   return out;
 }
 
+OperationPlan OperationPlan::with_compute(Arithmetic compute) const {
+  OperationPlan copy = *this;
+  copy.compute_ = compute;
+  return copy;
+}
+
 OperationPlan OperationPlan::with_accumulator(const SimpleDType* accumulator_dtype) const {
   OperationPlan copy = *this;
   copy.accumulator_dtype_ = accumulator_dtype;
@@ -255,8 +269,9 @@ namespace {
 bool is_configurable(std::string_view op) noexcept { return op == "reduce_sum" || op == "matmul"; }
 }  // namespace
 
-OperationExecutionOptions::OperationExecutionOptions(std::string operation, const DType* accumulator_dtype)
-    : operation_(std::move(operation)), accumulator_dtype_(nullptr) {
+OperationExecutionOptions::OperationExecutionOptions(std::string operation, const DType* accumulator_dtype,
+                                                     std::optional<Arithmetic> arithmetic)
+    : operation_(std::move(operation)), accumulator_dtype_(nullptr), arithmetic_(arithmetic) {
   if (!is_configurable(operation_))
     throw TypeError(fmt::format(
         "OperationExecutionOptions: '{}' takes no execution options (only reduce_sum and matmul are configurable)",
@@ -271,10 +286,25 @@ OperationExecutionOptions::OperationExecutionOptions(std::string operation, cons
           accumulator_dtype->name()));
     accumulator_dtype_ = static_cast<const SimpleDType*>(accumulator_dtype);
   }
+  if (arithmetic && *arithmetic != Arithmetic::BINARY32 && *arithmetic != Arithmetic::BINARY32_FUSED)
+    throw TypeError(fmt::format("OperationExecutionOptions '{}': arithmetic '{}' cannot be requested (binary32, the "
+                                "default, or binary32_fused)",
+                                operation_, value_of(*arithmetic)));
+  if (arithmetic == Arithmetic::BINARY32_FUSED) {
+    if (operation_ != "matmul")
+      throw TypeError(fmt::format("OperationExecutionOptions '{}': binary32_fused contracts products with their "
+                                  "accumulation; only matmul has products to contract",
+                                  operation_));
+    if (accumulator_dtype_ == &DType::Float64())
+      throw TypeError(fmt::format("OperationExecutionOptions '{}': binary32_fused needs the Float32 accumulator (a "
+                                  "binary32 product is exact in a Float64 accumulator: nothing to contract)",
+                                  operation_));
+  }
 }
 
-OperationExecutionOptions operation_execution_options(std::string operation, const DType* accumulator_dtype) {
-  return OperationExecutionOptions(std::move(operation), accumulator_dtype);
+OperationExecutionOptions operation_execution_options(std::string operation, const DType* accumulator_dtype,
+                                                      std::optional<Arithmetic> arithmetic) {
+  return OperationExecutionOptions(std::move(operation), accumulator_dtype, arithmetic);
 }
 
 // ---------------------------------------------------------------- constants
@@ -404,6 +434,13 @@ OperationPlan resolve_operation_plan(std::string_view operation, std::span<const
                                   plan.to_string()));
     plan = plan.with_accumulator(validated->accumulator_dtype());
   }
+  // 5. an explicit arithmetic (beyond the specification).
+  if (validated && validated->arithmetic()) {
+    if (plan.compute() != Arithmetic::BINARY32 || plan.accumulation() != Accumulation::FLOATING)
+      throw TypeError(fmt::format("{}: arithmetic '{}' cannot apply to this plan ({})", operation,
+                                  value_of(*validated->arithmetic()), plan.to_string()));
+    plan = plan.with_compute(*validated->arithmetic());
+  }
   return plan;
 }
 
@@ -415,9 +452,22 @@ std::vector<OperationPlan> plan_accumulator_variants(const OperationPlan& plan) 
   return out;
 }
 
+std::vector<OperationPlan> plan_arithmetic_variants(const OperationPlan& plan) {
+  std::vector<OperationPlan> out{plan};
+  if (plan.operation() == "matmul" && plan.compute() == Arithmetic::BINARY32 &&
+      plan.accumulation() == Accumulation::FLOATING && plan.accumulator_dtype() == &DType::Float32())
+    out.push_back(plan.with_compute(Arithmetic::BINARY32_FUSED));
+  return out;
+}
+
 std::vector<OperationPlan> executable_plan_set() {
   std::vector<OperationPlan> out = resolvable_plans();
   out.push_back(resolve_operation_plan("select", {DType::Bool(), DType::Float32(), DType::Float32()}));
+  const std::size_t defaults = out.size();
+  for (std::size_t i = 0; i < defaults; ++i) {
+    std::vector<OperationPlan> variants = plan_arithmetic_variants(out[i]);
+    for (std::size_t v = 1; v < variants.size(); ++v) out.push_back(std::move(variants[v]));
+  }
   return out;
 }
 

@@ -103,7 +103,7 @@ struct OperandSpec {
 struct Recipe {
   std::vector<OperandSpec> operands;
   CallOptions options;
-  const DType* accumulator = nullptr;
+  ExecutionRequest execution;
 };
 
 enum class View { Compact, Strided };
@@ -119,7 +119,7 @@ std::vector<CallOperand> build(const Recipe& r, const Maker& make, View view) {
 }
 
 CallResult call(const OperationPlan& plan, const Recipe& r, const std::vector<CallOperand>& operands) {
-  return call_operation(plan.operation(), operands, r.options, r.accumulator);
+  return call_operation(plan.operation(), operands, r.options, r.execution);
 }
 
 // The weak scalars (one per weak operand, jointly) that resolve `plan`.
@@ -143,8 +143,7 @@ std::optional<std::vector<WeakScalar>> selecting_scalars(const OperationPlan& pl
       }
     }
     try {
-      const SimpleDType* acc = plan.accumulation() == Accumulation::FLOATING ? plan.accumulator_dtype() : nullptr;
-      if (resolve_operation_plan(plan.operation(), ops, acc) == plan) return chosen;
+      if (resolve_for_request(plan.operation(), ops, execution_request_of(plan)) == plan) return chosen;
     } catch (const Error&) {
     }
     std::size_t k = 0;
@@ -157,7 +156,7 @@ std::optional<std::vector<WeakScalar>> selecting_scalars(const OperationPlan& pl
 // values deterministic and small (no Int32 overflow in the owned result).
 std::optional<Recipe> recipe_for(const OperationPlan& plan) {
   Recipe r;
-  if (plan.accumulation() == Accumulation::FLOATING) r.accumulator = plan.accumulator_dtype();
+  r.execution = execution_request_of(plan);
   const std::string& op = plan.operation();
   std::vector<std::vector<std::int64_t>> shapes;
   const std::size_t n_ops = plan.operands().size();

@@ -207,6 +207,26 @@ check("--accumulator float64 value", rc == 0 and doc["result"]["values"] == 1677
 rc, doc, out = run_json("matmul", "tensor:float32:[[1,2]]", "tensor:float32:[[3],[4]]", "--accumulator", "float64")
 check("matmul --accumulator float64",
       rc == 0 and doc["plan"]["accumulator_dtype"] == "float64" and doc["result"]["values"] == [[11.0]], out)
+# --arithmetic binary32_fused (beyond the specification): the sum is
+# -1.5 * 1 + 1.5 * (1 + 2**-23), in ascending k. 1.5 + 1.5 * 2**-23 is not a
+# binary32 number; the strict plan rounds that product to 1.5 + 2**-22 before
+# adding it to -1.5 (2**-22), the contracted plan adds the exact product to
+# -1.5 (1.5 * 2**-23). Printed values are binary32 shortest forms: compare
+# them rounded to binary32.
+import struct
+def f32(v):
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+fused_args = ("matmul", "tensor:float32:[[-1.5, 1.5]]", "tensor:float32:[[1], [1.00000011920928955078125]]")
+rc, doc, out = run_json(*fused_args)
+check("matmul strict plan rounds the product",
+      rc == 0 and doc["plan"]["compute"] == "BINARY32" and f32(doc["result"]["values"][0][0]) == 2.0 ** -22, out)
+for carrier in ("cpu", "generic"):
+    rc, doc, out = run_json(*fused_args, "--arithmetic", "binary32_fused", "--carrier", carrier)
+    check(f"matmul --arithmetic binary32_fused on {carrier}",
+          rc == 0 and doc["plan"]["compute"] == "BINARY32_FUSED" and f32(doc["result"]["values"][0][0]) == 1.5 * 2.0 ** -23, out)
+rc, doc, out = run_json(*fused_args, "--arithmetic", "binary32")
+check("matmul --arithmetic binary32 is the default plan",
+      rc == 0 and doc["plan"]["compute"] == "BINARY32" and f32(doc["result"]["values"][0][0]) == 2.0 ** -22, out)
 
 # --- errors ---------------------------------------------------------------------------
 errors = [
@@ -244,6 +264,13 @@ errors = [
     (["add", "tensor:float32:[1]", "tensor:float32:[1]", "--accumulator", "float64"], "TypeError"),
     (["reduce_sum", "tensor:int32:[1]", "--accumulator", "float64"], "TypeError"),
     (["reduce_sum", "tensor:float32:[1]", "--accumulator", "nope"], "LookupError"),
+    (["reduce_sum", "tensor:float32:[1]", "--arithmetic", "binary32_fused"], "TypeError"),
+    (["add", "tensor:float32:[1]", "tensor:float32:[1]", "--arithmetic", "binary32_fused"], "TypeError"),
+    (["matmul", "tensor:float32:[[1]]", "tensor:float32:[[1]]", "--arithmetic", "fused"], "ValueError"),
+    (["matmul", "tensor:float32:[[1]]", "tensor:float32:[[1]]", "--arithmetic", "int32_exact"], "TypeError"),
+    (["matmul", "tensor:int32:[[1]]", "tensor:int32:[[1]]", "--arithmetic", "binary32_fused"], "TypeError"),
+    (["matmul", "tensor:float32:[[1]]", "tensor:float32:[[1]]", "--arithmetic", "binary32_fused",
+      "--accumulator", "float64"], "TypeError"),
 ]
 for args, expected in errors:
     rc, doc, out = run_json(*args)
@@ -272,11 +299,12 @@ check("--list: sorted and unique names", names == sorted(set(names)), names)
 for name in ("add", "elementwise_mul", "mul", "relu", "reduce_sum", "matmul"):
     check(f"--list names {name}", name in names, names)
 for o in ops:
-    check(f"--list entry keys {o.get('name')}", sorted(o) == ["accumulator", "name", "options", "signature"], o)
+    check(f"--list entry keys {o.get('name')}", sorted(o) == ["accumulator", "arithmetic", "name", "options", "signature"], o)
     check(f"--list name {o.get('name')}", isinstance(o.get("name"), str) and o["name"], o)
     check(f"--list signature {o.get('name')}",
           isinstance(o.get("signature"), str) and o["signature"].startswith(o.get("name", "") + "("), o)
     check(f"--list accumulator {o.get('name')}", isinstance(o.get("accumulator"), bool), o)
+    check(f"--list arithmetic {o.get('name')}", o.get("arithmetic") is (o.get("name") == "matmul"), o)
     opts = o.get("options")
     check(f"--list options {o.get('name')}", isinstance(opts, list), o)
     for opt in opts or []:

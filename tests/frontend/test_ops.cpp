@@ -208,6 +208,33 @@ TYPED_TEST(FrontEnd, StrictBinary32MatmulRoundsEveryProduct) {
   EXPECT_EQ(vals<float>(add(elementwise_mul(x, x), y)), (std::vector<float>{0.0f}));
 }
 
+// The contracted plan (beyond the specification, docs/policy.md) is used only
+// when asked for; there each step is one fused multiply-add. Every result
+// element sums -1.5 * 1 + 1.5 * (1 + 2^-23): the strict plan rounds the second
+// product to 1.5 + 2^-22 first (result 2^-22), the contracted plan adds it
+// exactly (1.5 * 2^-23). 130 x 5 results cover the register-blocked strict
+// kernel and its row and column tails; the transposed operand covers the
+// library call's other layouts.
+TYPED_TEST(FrontEnd, ContractedMatmulFusesEachStepOnlyWhenRequested) {
+  const std::int64_t M = 130, N = 5;
+  std::vector<float> av, bv;
+  for (std::int64_t m = 0; m < M; ++m) av.push_back(-1.5f);   // column k = 0 (m fastest)
+  for (std::int64_t m = 0; m < M; ++m) av.push_back(1.5f);    // column k = 1
+  for (std::int64_t n = 0; n < N; ++n) bv.insert(bv.end(), {1.0f, 1.0f + std::ldexp(1.0f, -23)});
+  const Tensor a = make_tensor<TypeParam>(av, Shape{M, 2});
+  const Tensor b = make_tensor<TypeParam>(bv, Shape{2, N});
+  const std::vector<float> strict(static_cast<std::size_t>(M * N), std::ldexp(1.0f, -22));
+  const std::vector<float> fused(static_cast<std::size_t>(M * N), 1.5f * std::ldexp(1.0f, -23));
+  EXPECT_EQ(vals<float>(matmul(a, b)), strict);
+  EXPECT_EQ(vals<float>(matmul(a, b, OperationExecutionOptions("matmul", nullptr, Arithmetic::BINARY32))), strict);
+  const OperationExecutionOptions contracted("matmul", nullptr, Arithmetic::BINARY32_FUSED);
+  EXPECT_EQ(vals<float>(matmul(a, b, contracted)), fused);
+  // Transposed views: (b^T a^T)^T has the same elements.
+  const Tensor bt = b.permute({1, 0}), at = a.permute({1, 0});
+  EXPECT_EQ(vals<float>(matmul(bt, at, contracted).permute({1, 0})), fused);
+  EXPECT_EQ(vals<float>(matmul(bt, at).permute({1, 0})), strict);
+}
+
 TYPED_TEST(FrontEnd, Float64AccumulatorChangesOnlyTheAccumulation) {
   // 2^24 + 1 + 1 + ... : Float32 sequential accumulation loses each 1.
   std::vector<float> v{16777216.0f};

@@ -228,8 +228,11 @@ TEST(OperationDtypePolicy_R1, OutputDifferentiableIffOutputIsExactlyFloat32) {
 
 TEST(OperationDtypePolicy_R2, ArithmeticValuesAreLowerCaseMemberNames) {
   const std::vector<Arithmetic> all(sw::all_arithmetics().begin(), sw::all_arithmetics().end());
+  // The specification's three members, then BINARY32_FUSED, the contracted
+  // arithmetic strideweave adds beyond it (docs/policy.md).
   EXPECT_EQ(all, (std::vector<Arithmetic>{Arithmetic::BINARY32, Arithmetic::INT32_EXACT_CHECKED,
-                                          Arithmetic::INT32_EXACT}));
+                                          Arithmetic::INT32_EXACT, Arithmetic::BINARY32_FUSED}));
+  EXPECT_STREQ(sw::value_of(Arithmetic::BINARY32_FUSED), "binary32_fused");
   EXPECT_STREQ(sw::name_of(Arithmetic::BINARY32), "BINARY32");
   EXPECT_STREQ(sw::value_of(Arithmetic::BINARY32), "binary32");
   EXPECT_STREQ(sw::name_of(Arithmetic::INT32_EXACT_CHECKED), "INT32_EXACT_CHECKED");
@@ -951,6 +954,69 @@ TEST(OperationDtypePolicy_R10, FrontEndOptionsBoundToAnotherOperationRaiseValueE
   const sw::Tensor xi = sw::make_tensor<sw::CPU>(std::vector<std::int32_t>{1, 2}, sw::Shape::of({2}));
   EXPECT_THROW(sw::reduce_sum(xi, sw::ReduceOptions{}, sw::operation_execution_options("reduce_sum", &F64())),
                sw::TypeError);
+}
+
+// ================================================================ Contracted arithmetic
+// Beyond the specification (docs/policy.md, "Contracted arithmetic"):
+// Arithmetic::BINARY32_FUSED, selected only through the execution options.
+
+TEST(PolicyExtension_ContractedArithmetic, DefaultPlansAreNeverFused) {
+  for (const sw::OperationPlan& p : sw::resolvable_plans())
+    EXPECT_NE(p.compute(), Arithmetic::BINARY32_FUSED) << p.to_string();
+  for (const sw::OperationPlan& p : sw::resolvable_plans())
+    for (const sw::OperationPlan& v : sw::plan_accumulator_variants(p))
+      EXPECT_NE(v.compute(), Arithmetic::BINARY32_FUSED) << v.to_string();
+  EXPECT_EQ(sw::resolve_operation_plan("matmul", {F32(), F32()}).compute(), Arithmetic::BINARY32);
+  EXPECT_EQ(sw::resolve_operation_plan("matmul", {F32(), F32()}, &F32()).compute(), Arithmetic::BINARY32);
+  const OperationExecutionOptions strict("matmul", nullptr, Arithmetic::BINARY32);
+  EXPECT_EQ(sw::resolve_operation_plan("matmul", {F32(), F32()}, nullptr, &strict),
+            sw::resolve_operation_plan("matmul", {F32(), F32()}));
+}
+
+TEST(PolicyExtension_ContractedArithmetic, OptionSelectsTheFusedMatmulPlan) {
+  const sw::OperationPlan strict = sw::resolve_operation_plan("matmul", {F32(), I32()});
+  const OperationExecutionOptions fused("matmul", nullptr, Arithmetic::BINARY32_FUSED);
+  const sw::OperationPlan p = sw::resolve_operation_plan("matmul", {F32(), I32()}, nullptr, &fused);
+  EXPECT_EQ(p, strict.with_compute(Arithmetic::BINARY32_FUSED));
+  EXPECT_EQ(p.accumulation(), Accumulation::FLOATING);
+  EXPECT_EQ(p.accumulator_dtype(), &F32());
+  EXPECT_EQ(&p.output(), &F32());
+  EXPECT_TRUE(std::ranges::equal(p.operands(), strict.operands()));  // only the compute arithmetic differs
+  const OperationExecutionOptions fused32("matmul", &F32(), Arithmetic::BINARY32_FUSED);
+  EXPECT_EQ(sw::resolve_operation_plan("matmul", {F32(), F32()}, nullptr, &fused32).compute(),
+            Arithmetic::BINARY32_FUSED);
+  EXPECT_TRUE(fused == sw::operation_execution_options("matmul", nullptr, Arithmetic::BINARY32_FUSED));
+  EXPECT_FALSE(fused == OperationExecutionOptions("matmul"));
+}
+
+TEST(PolicyExtension_ContractedArithmetic, InvalidRequestsRaiseTypedErrors) {
+  EXPECT_THROW(OperationExecutionOptions("reduce_sum", nullptr, Arithmetic::BINARY32_FUSED), sw::TypeError);
+  EXPECT_THROW(OperationExecutionOptions("matmul", &F64(), Arithmetic::BINARY32_FUSED), sw::TypeError);
+  EXPECT_THROW(OperationExecutionOptions("matmul", nullptr, Arithmetic::INT32_EXACT), sw::TypeError);
+  EXPECT_THROW(OperationExecutionOptions("matmul", nullptr, Arithmetic::INT32_EXACT_CHECKED), sw::TypeError);
+  EXPECT_THROW(OperationExecutionOptions("add", nullptr, Arithmetic::BINARY32), sw::TypeError);
+  const OperationExecutionOptions fused("matmul", nullptr, Arithmetic::BINARY32_FUSED);
+  EXPECT_THROW(sw::resolve_operation_plan("matmul", {I32(), I32()}, nullptr, &fused), sw::TypeError);
+  const OperationExecutionOptions strict("matmul", nullptr, Arithmetic::BINARY32);
+  EXPECT_THROW(sw::resolve_operation_plan("matmul", {I32(), I32()}, nullptr, &strict), sw::TypeError);
+  EXPECT_EQ(sw::arithmetic_from_value("binary32_fused"), Arithmetic::BINARY32_FUSED);
+  EXPECT_THROW(sw::arithmetic_from_value("fused"), sw::ValueError);
+  EXPECT_THROW(sw::arithmetic_from_value("BINARY32"), sw::ValueError);  // values, not member names
+}
+
+TEST(PolicyExtension_ContractedArithmetic, ArithmeticVariantsListTheFusedMatmulOnly) {
+  const sw::OperationPlan mm = sw::resolve_operation_plan("matmul", {I32(), F32()});
+  EXPECT_EQ(sw::plan_arithmetic_variants(mm),
+            (std::vector<sw::OperationPlan>{mm, mm.with_compute(Arithmetic::BINARY32_FUSED)}));
+  for (const sw::OperationPlan& p : {mm.with_accumulator(&F64()), sw::resolve_operation_plan("matmul", {I32(), I32()}),
+                                     f32_reduce_sum(&F32()), sw::resolve_operation_plan("add", {F32(), F32()})})
+    EXPECT_EQ(sw::plan_arithmetic_variants(p), (std::vector<sw::OperationPlan>{p})) << p.to_string();
+  // The executable set ends with exactly the three contracted Float32 matmul plans.
+  const std::vector<sw::OperationPlan> all = sw::executable_plan_set();
+  std::size_t fused = 0;
+  for (const sw::OperationPlan& p : all) fused += p.compute() == Arithmetic::BINARY32_FUSED;
+  EXPECT_EQ(fused, 3u);
+  EXPECT_EQ(all.size(), sw::resolvable_plans().size() + 1 + 3);
 }
 
 // ================================================================ R11

@@ -25,6 +25,7 @@ KernelFn arithmetic_kernel(const OperationPlan& plan);   // arithmetic.cpp
 KernelFn unary_kernel(const OperationPlan& plan);        // unary.cpp
 KernelFn reduction_kernel(const OperationPlan& plan);    // reductions.cpp
 KernelFn structured_kernel(const OperationPlan& plan);   // structured.cpp
+KernelFn fused_matmul_kernel(const OperationPlan& plan);  // matmul_fused.cpp (BINARY32_FUSED)
 
 template <class T>
 inline T* out_data(const Tensor& out) {

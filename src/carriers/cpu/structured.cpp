@@ -1,5 +1,6 @@
 // CPU kernels: matmul, conv_general, gather, scatter.
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/matmul_strict.h"
 
 #include <cstring>
 
@@ -12,80 +13,9 @@ namespace {
 // before it is added in Acc (BINARY32 compute, no fused contraction). The
 // per-element order equals Generic's, so Float32 results agree bit for bit.
 
-// The Float32 x Float32 -> Float32 (Float32 accumulator) kernel for one
-// matrix, with A stored column-major (unit stride along m). It computes
-// 4 result columns x 64 rows at a time in vector registers (GCC vector
-// extensions; the function is cloned for AVX-512, AVX2 and baseline and the
-// best clone is chosen at load time). Each element still sums its products
-// in ascending k from +0.0, every product rounded to binary32 before the add
-// (-ffp-contract=off keeps multiply and add separate), so results equal
-// Generic's bit for bit. Written by hand because no BLAS offers an unfused
-// GEMM.
-typedef float v16f __attribute__((vector_size(64)));
-
-// Function multiversioning resolves through an ifunc at load time, before a
-// sanitizer runtime is ready (ThreadSanitizer crashes there): sanitizer
-// builds keep the baseline version only.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SW_CPU_CLONES
-#else
-#define SW_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-
-SW_CPU_CLONES
-void strict_f32_matmul(const float* a, std::int64_t sak, const float* b, std::int64_t sbk, std::int64_t sbn, float* o,
-                       std::int64_t som, std::int64_t son, std::int64_t M, std::int64_t N, std::int64_t K) {
-  constexpr std::int64_t NB = 4, MV = 4, MB = 16 * MV;
-  std::int64_t n0 = 0;
-  for (; n0 + NB <= N; n0 += NB) {
-    std::int64_t m0 = 0;
-    for (; m0 + MB <= M; m0 += MB) {
-      v16f acc[NB][MV] = {};
-      for (std::int64_t k = 0; k < K; ++k) {
-        const float* ak = a + k * sak + m0;
-        v16f av[MV];
-        for (std::int64_t v = 0; v < MV; ++v) std::memcpy(&av[v], ak + 16 * v, sizeof(v16f));
-        for (std::int64_t j = 0; j < NB; ++j) {
-          const float bj = b[k * sbk + (n0 + j) * sbn];
-          for (std::int64_t v = 0; v < MV; ++v) {
-            const v16f product = av[v] * bj;  // rounded to binary32
-            acc[j][v] += product;
-          }
-        }
-      }
-      for (std::int64_t j = 0; j < NB; ++j) {
-        float* col = o + (n0 + j) * son + m0 * som;
-        if (som == 1) {
-          std::memcpy(col, &acc[j][0], sizeof(acc[j]));
-        } else {
-          for (std::int64_t v = 0; v < MV; ++v)
-            for (int l = 0; l < 16; ++l) col[(16 * v + l) * som] = acc[j][v][l];
-        }
-      }
-    }
-    // Remaining rows of these columns, one at a time, same order.
-    for (std::int64_t m = m0; m < M; ++m)
-      for (std::int64_t j = 0; j < NB; ++j) {
-        float s = 0.0f;
-        for (std::int64_t k = 0; k < K; ++k) {
-          const float product = a[k * sak + m] * b[k * sbk + (n0 + j) * sbn];
-          s += product;
-        }
-        o[(n0 + j) * son + m * som] = s;
-      }
-  }
-  // Remaining columns.
-  for (; n0 < N; ++n0)
-    for (std::int64_t m = 0; m < M; ++m) {
-      float s = 0.0f;
-      for (std::int64_t k = 0; k < K; ++k) {
-        const float product = a[k * sak + m] * b[k * sbk + n0 * sbn];
-        s += product;
-      }
-      o[n0 * son + m * som] = s;
-    }
-}
-
+// The Float32 x Float32 -> Float32 (Float32 accumulator) plan runs the
+// blocked, vectorised and threaded kernel of matmul_strict.cpp, which keeps
+// the same per-element order.
 template <class A, class B, class CA, class Acc, class O>
 void matmul(const KernelCall& call) {
   const Tensor& ta = call.tensor(0);
@@ -112,6 +42,8 @@ void matmul(const KernelCall& call) {
   bool bad = false;
   O* o = out_data<O>(call.output);
   if (M == 0 || N == 0) return;
+  constexpr bool strict_f32 = std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<Acc, float>;
+  std::vector<StrictGemmOperands> strict_batch;
   walk<3>(batch, {reinterpret_cast<char*>(o), reinterpret_cast<char*>(a.base), reinterpret_cast<char*>(b.base)},
           {obs.data(), ab.data(), bb.data()},
           [&](const std::array<char*, 3>& p, const std::array<std::int64_t, 3>& st, std::int64_t count) {
@@ -119,17 +51,8 @@ void matmul(const KernelCall& call) {
               O* po = reinterpret_cast<O*>(p[0] + batch_i * st[0]);
               const A* pa = reinterpret_cast<const A*>(p[1] + batch_i * st[1]);
               const B* pb = reinterpret_cast<const B*>(p[2] + batch_i * st[2]);
-              if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<Acc, float>) {
-                // Column-major A (a compact result or operand is): the
-                // register-blocked kernel; otherwise pack A column-major first.
-                if (sam == 1) {
-                  strict_f32_matmul(pa, sak, pb, sbk, sbn, po, som, son, M, N, K);
-                } else {
-                  std::vector<float> packed(static_cast<std::size_t>(M * K));
-                  for (std::int64_t k = 0; k < K; ++k)
-                    for (std::int64_t m = 0; m < M; ++m) packed[static_cast<std::size_t>(k * M + m)] = pa[k * sak + m * sam];
-                  strict_f32_matmul(packed.data(), M, pb, sbk, sbn, po, som, son, M, N, K);
-                }
+              if constexpr (strict_f32) {
+                strict_batch.push_back({pa, pb, po});
                 continue;
               }
               for (std::int64_t n = 0; n < N; ++n) {
@@ -156,6 +79,7 @@ void matmul(const KernelCall& call) {
               }
             }
           });
+  if constexpr (strict_f32) strict_f32_gemm(strict_batch, {M, N, K, sam, sak, sbk, sbn, som, son});
   if (bad)
     throw OverflowError(fmt::format("matmul: the exact Int32 result is outside [{}, {}]", INT32_MIN_VALUE, INT32_MAX_VALUE));
 }
@@ -391,6 +315,7 @@ void scatter(const KernelCall& call) {
 
 KernelFn matmul_kernel(const OperationPlan& p) {
   const SimpleDType &F = DType::Float32(), &I = DType::Int32();
+  if (p.compute() == Arithmetic::BINARY32_FUSED) return fused_matmul_kernel(p);
   if (p.accumulation() == Accumulation::EXACT_INTEGER) return matmul<std::int32_t, std::int32_t, std::int64_t, int128, std::int32_t>;
   const bool wide = p.accumulator_dtype() == &DType::Float64();
 #define SW_MM(TA, TB) (wide ? KernelFn(matmul<TA, TB, float, double, float>) : KernelFn(matmul<TA, TB, float, float, float>))

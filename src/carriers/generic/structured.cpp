@@ -1,12 +1,16 @@
 // Generic reference kernels: matmul, conv_general, gather, scatter.
 #include "carriers/generic/reference.h"
 
+#include <cmath>
+
 namespace strideweave::carriers::generic {
 namespace {
 
 // ---- matmul over aligned operands (..., M, K) x (..., K, N): each result
 // element sums its products in ascending k, each product rounded to binary32
-// (BINARY32) before it is added in the accumulator dtype.
+// (BINARY32) before it is added in the accumulator dtype. The contracted
+// plan (BINARY32_FUSED, Float32 accumulator) instead rounds once per step:
+// sum = fma(x, y, sum), still in ascending k.
 
 void matmul(const KernelCall& call) {
   const Tensor& a = call.tensor(0);
@@ -15,6 +19,7 @@ void matmul(const KernelCall& call) {
   const std::int64_t k_extent = a.shape().extent(r - 1);
   const bool exact = call.plan.accumulation() == Accumulation::EXACT_INTEGER;
   const bool wide = call.plan.accumulator_dtype() == &DType::Float64();
+  const bool fused = call.plan.compute() == Arithmetic::BINARY32_FUSED;
   std::vector<std::int64_t> ca(r), cb(r);
   for_each_coordinate(call.output.shape().extents(), [&](std::span<const std::int64_t> oc) {
     std::copy(oc.begin(), oc.end(), ca.begin());
@@ -29,6 +34,8 @@ void matmul(const KernelCall& call) {
       const Value y = convert(b.at(cb), call.plan.operands()[1].convert_to());
       if (exact) {
         exact_sum += static_cast<int128>(x.i) * y.i;
+      } else if (fused) {
+        f32_sum = std::fma(x.f, y.f, f32_sum);  // fmaf: one rounding per multiply-add
       } else {
         const float product = x.f * y.f;
         if (wide) f64_sum += static_cast<double>(product);
