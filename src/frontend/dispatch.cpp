@@ -153,7 +153,9 @@ Tensor binary(std::string_view op, const Tensor& a, const Tensor& b) {
   const OperationPlan plan = resolve_operation_plan(op, {a.dtype(), b.dtype()});
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
   const Carrier& prototype = common_carrier(op, {&a, &b});
-  return execute(plan, {a.broadcast_to(shape), b.broadcast_to(shape)}, Attributes{}, shape, prototype);
+  // An operand already of the result's shape is passed as it is (no view).
+  return execute(plan, {a.shape() == shape ? a : a.broadcast_to(shape), b.shape() == shape ? b : b.broadcast_to(shape)},
+                 Attributes{}, shape, prototype);
 }
 
 Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s) {
