@@ -256,6 +256,17 @@ void Shape::init() {
   std::vector<std::int64_t> all;
   extents_.clear();
   extents_.reserve(modes_.size());
+  if (is_flat()) {  // the common case, without per-mode leaf vectors
+    for (std::size_t i = 0; i < modes_.size(); ++i) {
+      const std::int64_t e = modes_[i].value();
+      if (e < 0)
+        throw ValueError(fmt::format("Shape: extent {} in mode {} ({}) is negative; extents must be >= 0", e, i,
+                                     modes_[i].to_string()));
+      extents_.push_back(e);
+    }
+    size_ = checked_product(extents_, "Shape");
+    return;
+  }
   for (std::size_t i = 0; i < modes_.size(); ++i) {
     std::vector<std::int64_t> leaves = modes_[i].leaves();
     for (std::int64_t e : leaves)
@@ -331,6 +342,16 @@ Layout::Layout(Shape shape, Stride stride) : shape_(std::move(shape)), stride_(s
 Layout Layout::compact(const Shape& shape) {
   // Strides skip zero extents (numpy convention), so they stay meaningful and
   // representable for empty shapes.
+  if (shape.is_flat()) {  // the common case, without intermediate vectors
+    std::vector<IntTuple> modes;
+    modes.reserve(shape.rank());
+    std::int64_t s = 1;
+    for (std::int64_t e : shape.extents()) {
+      modes.emplace_back(s);
+      if (e > 1) s = checked_mul(s, e, "Layout.compact");
+    }
+    return Layout(shape, Stride(std::move(modes)));
+  }
   std::vector<std::int64_t> strides;
   std::int64_t s = 1;
   for (std::int64_t e : shape.as_tuple().leaves()) {
