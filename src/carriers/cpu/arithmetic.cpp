@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/simd.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
@@ -154,6 +155,36 @@ inline typename In::conv load(const char* base, std::int64_t i) noexcept {
   }
 }
 
+// ---- the vectorised fast path (simd.h): Float32 add/sub/mul/div whose
+// operands are Float32 tensors or a weak scalar, on the one-run layout case.
+// SimdBinary<Op> maps an op functor to simd::Binary; every other functor has
+// no fast path.
+
+template <class Op>
+struct SimdBinary {
+  static constexpr bool exists = false;
+};
+template <simd::Binary B>
+struct SimdBinaryIs {
+  static constexpr bool exists = true;
+  static constexpr simd::Binary op = B;
+};
+template <>
+struct SimdBinary<AddF32> : SimdBinaryIs<simd::Binary::Add> {};
+template <>
+struct SimdBinary<SubF32> : SimdBinaryIs<simd::Binary::Sub> {};
+template <>
+struct SimdBinary<MulF32> : SimdBinaryIs<simd::Binary::Mul> {};
+template <>
+struct SimdBinary<DivF32> : SimdBinaryIs<simd::Binary::Div> {};
+
+template <class In>
+constexpr bool kFloat32Operand = std::is_same_v<typename In::src, float> && std::is_same_v<typename In::conv, float>;
+
+template <class O, class Op, class... Ins>
+constexpr bool kSimdPath = SimdBinary<Op>::exists && std::is_same_v<O, float> && sizeof...(Ins) == 2 &&
+                           (kFloat32Operand<Ins> && ...) && !(Ins::scalar && ...);
+
 // out = op(load(operands)...) over the result's index space.
 template <class O, class Op, class... Ins>
 void elementwise(const KernelCall& call) {
@@ -178,6 +209,21 @@ void elementwise(const KernelCall& call) {
                          ((Ins::scalar || std::get<I>(sources).view.strides == compact) && ...);
     const std::array<std::int64_t, K + 1> unit{std::int64_t{sizeof(O)},
                                                (Ins::scalar ? 0 : std::int64_t{sizeof(typename Ins::src)})...};
+    if constexpr (kSimdPath<O, Op, Ins...>) {
+      if (one_run) {
+        // Vectorised and split across threads inside simd::.
+        using A = std::tuple_element_t<0, std::tuple<Ins...>>;
+        using B = std::tuple_element_t<1, std::tuple<Ins...>>;
+        constexpr simd::Binary kOp = SimdBinary<Op>::op;
+        const auto* a = reinterpret_cast<const float*>(bases[1]);
+        const auto* b = reinterpret_cast<const float*>(bases[2]);
+        float* o = reinterpret_cast<float*>(bases[0]);
+        if constexpr (A::scalar) simd::binary_f32_scalar(kOp, b, *a, o, out.size(), true);
+        else if constexpr (B::scalar) simd::binary_f32_scalar(kOp, a, *b, o, out.size(), false);
+        else simd::binary_f32(kOp, a, b, o, out.size());
+        return;
+      }
+    }
     std::array<const std::int64_t*, K + 1> unit_ptrs{};
     if (one_run) {
       extents = {out.size()};

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/simd.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
@@ -176,6 +177,10 @@ void unary(const KernelCall& call) {
     // Both physical indices equal the logical key: one flat loop.
     const In* a = static_cast<const CPU&>(*x.carrier()).data<In>() + x.offset();
     const std::int64_t n = out.size();
+    if constexpr (std::is_same_v<Op, ExpF32> && std::is_same_v<In, float>) {
+      simd::exp_f32(a, o, n);  // vectorised, split across threads (simd.h)
+      return;
+    }
     for (std::int64_t i = 0; i < n; ++i) o[i] = op(convert<C>(a[i]));
     return;
   }
