@@ -74,10 +74,23 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- elementwise binary
 
+// x86 returns the first NaN operand (quieted) when both are NaN, and so
+// does the scalar `a op b` (docs/operations/arithmetic.md). The compiler
+// treats a vector add or multiply as commutative and may swap the operands
+// of the instruction, so for those two a lane whose `a` is NaN takes a,
+// quieted, explicitly. (sub and div cannot be swapped.)
+template <class V>
+HWY_INLINE V FirstNaN(V a, V r) {
+  const hn::DFromV<V> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const V quiet_a = hn::BitCast(d, hn::Or(hn::BitCast(du, a), hn::Set(du, 0x00400000u)));
+  return hn::IfThenElse(hn::IsNaN(a), quiet_a, r);
+}
+
 struct AddOp {
   template <class V>
   HWY_INLINE V operator()(V a, V b) const {
-    return hn::Add(a, b);
+    return FirstNaN(a, hn::Add(a, b));
   }
 };
 struct SubOp {
@@ -89,7 +102,7 @@ struct SubOp {
 struct MulOp {
   template <class V>
   HWY_INLINE V operator()(V a, V b) const {
-    return hn::Mul(a, b);
+    return FirstNaN(a, hn::Mul(a, b));
   }
 };
 struct DivOp {

@@ -31,8 +31,9 @@ enum class Binary { Add, Sub, Mul, Div };
 
 // out[i] = a[i] op b[i] for i in [0, n). Each result is the single IEEE
 // binary32 add/sub/mul/div (never fused, never an estimate), so it is bit for
-// bit the scalar `a op b`, signed zeros included; a NaN operand gives a NaN
-// (x86: the first NaN operand, quieted). The tail past the last full vector
+// bit the scalar `a op b`, signed zeros included; a NaN operand gives the
+// first NaN operand, quieted (as x86's scalar instructions do; add and mul
+// enforce the operand order explicitly). The tail past the last full vector
 // runs through the same vector instruction on a padded copy.
 void binary_f32(Binary op, const float* a, const float* b, float* out, std::int64_t n);
 
