@@ -6,14 +6,18 @@
 // scalar materialised by the front end (read through a stride-0 "pointer" to
 // a local copy). The factory picks the instantiation once per plan. The
 // layout case is chosen once per call: output and tensor operands all compact
-// -> one flat run; otherwise the strided walk of strided.h, whose rows take a
-// unit-stride loop when every operand is unit-stride along axis 0.
+// -> one flat run, split across threads with parallel_for (Float32
+// add/sub/mul/div with Float32 operands take simd.h's vector kernels there);
+// otherwise the strided walk of strided.h, whose rows take a unit-stride loop
+// when every operand is unit-stride along axis 0.
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <tuple>
 #include <utility>
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/parallel.h"
 #include "carriers/cpu/simd.h"
 
 namespace strideweave::carriers::cpu {
@@ -185,6 +189,12 @@ template <class O, class Op, class... Ins>
 constexpr bool kSimdPath = SimdBinary<Op>::exists && std::is_same_v<O, float> && sizeof...(Ins) == 2 &&
                            (kFloat32Operand<Ins> && ...) && !(Ins::scalar && ...);
 
+// The one-run case's parallel_for grain (elements): a result shorter than
+// twice this runs on the calling thread, where starting a thread team would
+// cost more than it saves (the scalar loops here take ~1 ns per element or
+// more; simd.cpp has the vectorised ops' own grains).
+constexpr std::int64_t kElementwiseGrain = std::int64_t{64} * 1024;
+
 // out = op(load(operands)...) over the result's index space.
 template <class O, class Op, class... Ins>
 void elementwise(const KernelCall& call) {
@@ -207,8 +217,6 @@ void elementwise(const KernelCall& call) {
     const std::vector<std::int64_t> compact = *Layout::compact(Shape::of(extents)).flat_strides();
     const bool one_run = *out.layout().flat_strides() == compact &&
                          ((Ins::scalar || std::get<I>(sources).view.strides == compact) && ...);
-    const std::array<std::int64_t, K + 1> unit{std::int64_t{sizeof(O)},
-                                               (Ins::scalar ? 0 : std::int64_t{sizeof(typename Ins::src)})...};
     if constexpr (kSimdPath<O, Op, Ins...>) {
       if (one_run) {
         // Vectorised and split across threads inside simd::.
@@ -224,12 +232,20 @@ void elementwise(const KernelCall& call) {
         return;
       }
     }
-    std::array<const std::int64_t*, K + 1> unit_ptrs{};
     if (one_run) {
-      extents = {out.size()};
-      for (std::size_t k = 0; k < K + 1; ++k) unit_ptrs[k] = &unit[k];
+      // One flat run, split across threads; each range keeps its own
+      // overflow flag, OR-ed once all ranges have finished.
+      O* po = reinterpret_cast<O*>(bases[0]);
+      std::atomic<bool> any_bad{false};
+      parallel_for(out.size(), kElementwiseGrain, [&](std::int64_t first, std::int64_t last) {
+        bool range_bad = false;
+        for (std::int64_t i = first; i < last; ++i) put(po + i, op(load<Ins>(bases[I + 1], i)...), range_bad);
+        if (range_bad) any_bad.store(true, std::memory_order_relaxed);
+      });
+      bad = any_bad.load(std::memory_order_relaxed);
+      return;
     }
-    walk<K + 1>(extents, bases, one_run ? unit_ptrs : strides,
+    walk<K + 1>(extents, bases, strides,
                 [&](const std::array<char*, K + 1>& p, const std::array<std::int64_t, K + 1>& st, std::int64_t n) {
                   O* po = reinterpret_cast<O*>(p[0]);
                   const std::int64_t so = st[0] / std::int64_t{sizeof(O)};
