@@ -13,7 +13,8 @@
 // library's float functions (expf, erff, ...), like Generic, so both carriers
 // agree bit for bit today; the conformance rule allows a few ulps for the
 // transcendental ones (docs/numerics.md) so that a vectorised version can
-// replace them.
+// replace them: exp on a compact Float32 operand does (simd.h's exp_f32,
+// Highway's Exp within its safe range, expf elsewhere).
 #include <cmath>
 #include <limits>
 #include <type_traits>
