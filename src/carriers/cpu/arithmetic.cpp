@@ -6,14 +6,19 @@
 // scalar materialised by the front end (read through a stride-0 "pointer" to
 // a local copy). The factory picks the instantiation once per plan. The
 // layout case is chosen once per call: output and tensor operands all compact
-// -> one flat run; otherwise the strided walk of strided.h, whose rows take a
-// unit-stride loop when every operand is unit-stride along axis 0.
+// -> one flat run, split across threads with parallel_for (Float32
+// add/sub/mul/div with Float32 operands take simd.h's vector kernels there);
+// otherwise the strided walk of strided.h, whose rows take a unit-stride loop
+// when every operand is unit-stride along axis 0.
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <tuple>
 #include <utility>
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/parallel.h"
+#include "carriers/cpu/simd.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
@@ -154,6 +159,42 @@ inline typename In::conv load(const char* base, std::int64_t i) noexcept {
   }
 }
 
+// ---- the vectorised fast path (simd.h): Float32 add/sub/mul/div whose
+// operands are Float32 tensors or a weak scalar, on the one-run layout case.
+// SimdBinary<Op> maps an op functor to simd::Binary; every other functor has
+// no fast path.
+
+template <class Op>
+struct SimdBinary {
+  static constexpr bool exists = false;
+};
+template <simd::Binary B>
+struct SimdBinaryIs {
+  static constexpr bool exists = true;
+  static constexpr simd::Binary op = B;
+};
+template <>
+struct SimdBinary<AddF32> : SimdBinaryIs<simd::Binary::Add> {};
+template <>
+struct SimdBinary<SubF32> : SimdBinaryIs<simd::Binary::Sub> {};
+template <>
+struct SimdBinary<MulF32> : SimdBinaryIs<simd::Binary::Mul> {};
+template <>
+struct SimdBinary<DivF32> : SimdBinaryIs<simd::Binary::Div> {};
+
+template <class In>
+constexpr bool kFloat32Operand = std::is_same_v<typename In::src, float> && std::is_same_v<typename In::conv, float>;
+
+template <class O, class Op, class... Ins>
+constexpr bool kSimdPath = SimdBinary<Op>::exists && std::is_same_v<O, float> && sizeof...(Ins) == 2 &&
+                           (kFloat32Operand<Ins> && ...) && !(Ins::scalar && ...);
+
+// The one-run case's parallel_for grain (elements): a result shorter than
+// twice this runs on the calling thread, where starting a thread team would
+// cost more than it saves (the scalar loops here take ~1 ns per element or
+// more; simd.cpp has the vectorised ops' own grains).
+constexpr std::int64_t kElementwiseGrain = std::int64_t{64} * 1024;
+
 // out = op(load(operands)...) over the result's index space.
 template <class O, class Op, class... Ins>
 void elementwise(const KernelCall& call) {
@@ -176,14 +217,35 @@ void elementwise(const KernelCall& call) {
     const std::vector<std::int64_t> compact = *Layout::compact(Shape::of(extents)).flat_strides();
     const bool one_run = *out.layout().flat_strides() == compact &&
                          ((Ins::scalar || std::get<I>(sources).view.strides == compact) && ...);
-    const std::array<std::int64_t, K + 1> unit{std::int64_t{sizeof(O)},
-                                               (Ins::scalar ? 0 : std::int64_t{sizeof(typename Ins::src)})...};
-    std::array<const std::int64_t*, K + 1> unit_ptrs{};
-    if (one_run) {
-      extents = {out.size()};
-      for (std::size_t k = 0; k < K + 1; ++k) unit_ptrs[k] = &unit[k];
+    if constexpr (kSimdPath<O, Op, Ins...>) {
+      if (one_run) {
+        // Vectorised and split across threads inside simd::.
+        using A = std::tuple_element_t<0, std::tuple<Ins...>>;
+        using B = std::tuple_element_t<1, std::tuple<Ins...>>;
+        constexpr simd::Binary kOp = SimdBinary<Op>::op;
+        const auto* a = reinterpret_cast<const float*>(bases[1]);
+        const auto* b = reinterpret_cast<const float*>(bases[2]);
+        float* o = reinterpret_cast<float*>(bases[0]);
+        if constexpr (A::scalar) simd::binary_f32_scalar(kOp, b, *a, o, out.size(), true);
+        else if constexpr (B::scalar) simd::binary_f32_scalar(kOp, a, *b, o, out.size(), false);
+        else simd::binary_f32(kOp, a, b, o, out.size());
+        return;
+      }
     }
-    walk<K + 1>(extents, bases, one_run ? unit_ptrs : strides,
+    if (one_run) {
+      // One flat run, split across threads; each range keeps its own
+      // overflow flag, OR-ed once all ranges have finished.
+      O* po = reinterpret_cast<O*>(bases[0]);
+      std::atomic<bool> any_bad{false};
+      parallel_for(out.size(), kElementwiseGrain, [&](std::int64_t first, std::int64_t last) {
+        bool range_bad = false;
+        for (std::int64_t i = first; i < last; ++i) put(po + i, op(load<Ins>(bases[I + 1], i)...), range_bad);
+        if (range_bad) any_bad.store(true, std::memory_order_relaxed);
+      });
+      bad = any_bad.load(std::memory_order_relaxed);
+      return;
+    }
+    walk<K + 1>(extents, bases, strides,
                 [&](const std::array<char*, K + 1>& p, const std::array<std::int64_t, K + 1>& st, std::int64_t n) {
                   O* po = reinterpret_cast<O*>(p[0]);
                   const std::int64_t so = st[0] / std::int64_t{sizeof(O)};

@@ -9,8 +9,8 @@
 // neighbouring results fold through their blocks together (see fold()). The
 // result is written through the output's flat strides. Every plan except
 // FLOATING reduce_sum follows the normative order of Generic exactly
-// (bit-identical results); FLOATING reduce_sum uses eight interleaved partial
-// sums over a contiguous block (docs/numerics.md).
+// (bit-identical results); FLOATING reduce_sum over a contiguous block uses
+// the vectorised blocked sum of simd.h (docs/numerics.md).
 //
 // Lines (cumsum, sort, topk) walk the other axes and handle one line along
 // the axis at a time; cumsum along an axis that is not the innermost one
@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/simd.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
@@ -125,20 +126,16 @@ void for_each_run(const Reduction<T>& r, const std::vector<std::int64_t>& block_
 }
 
 // ---- reduce_sum. Exact Int32 sums accumulate in 64 (or 128) bits and narrow
-// once. FLOATING sums over a contiguous block use eight interleaved partial
-// sums combined pairwise (a blocked order); other blocks add sequentially.
+// once. FLOATING sums over a contiguous block use simd::sum_f32(_wide):
+// fixed blocks of vector partial sums combined pairwise (a blocked order);
+// other blocks add sequentially.
 
+// FLOATING sum of one contiguous block: simd.h's blocked vector sum in the
+// accumulator dtype (split across threads for long blocks).
 template <class Acc>
 Acc sum_contiguous(const float* x, std::int64_t n) {
-  Acc lanes[8] = {};
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) lanes[l] += static_cast<Acc>(x[i + l]);
-  Acc tail = 0;
-  for (; i < n; ++i) tail += static_cast<Acc>(x[i]);
-  // Pairwise combination of the lanes.
-  const Acc s01 = lanes[0] + lanes[1], s23 = lanes[2] + lanes[3], s45 = lanes[4] + lanes[5], s67 = lanes[6] + lanes[7];
-  return ((s01 + s23) + (s45 + s67)) + tail;
+  if constexpr (std::is_same_v<Acc, double>) return simd::sum_f32_wide(x, n);
+  else return simd::sum_f32(x, n);
 }
 
 template <class T, class Acc, class O>

@@ -13,12 +13,14 @@
 // library's float functions (expf, erff, ...), like Generic, so both carriers
 // agree bit for bit today; the conformance rule allows a few ulps for the
 // transcendental ones (docs/numerics.md) so that a vectorised version can
-// replace them.
+// replace them: exp on a compact Float32 operand does (simd.h's exp_f32,
+// Highway's Exp within its safe range, expf elsewhere).
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/simd.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
@@ -176,6 +178,10 @@ void unary(const KernelCall& call) {
     // Both physical indices equal the logical key: one flat loop.
     const In* a = static_cast<const CPU&>(*x.carrier()).data<In>() + x.offset();
     const std::int64_t n = out.size();
+    if constexpr (std::is_same_v<Op, ExpF32> && std::is_same_v<In, float>) {
+      simd::exp_f32(a, o, n);  // vectorised, split across threads (simd.h)
+      return;
+    }
     for (std::int64_t i = 0; i < n; ++i) o[i] = op(convert<C>(a[i]));
     return;
   }
