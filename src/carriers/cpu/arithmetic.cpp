@@ -214,7 +214,7 @@ void elementwise(const KernelCall& call) {
     // The layout case, once per call: when the output and every tensor
     // operand are compact over the same extents, the index space is one run.
     std::vector<std::int64_t> extents(out.shape().extents().begin(), out.shape().extents().end());
-    const std::vector<std::int64_t> compact = *Layout::compact(Shape::of(extents)).flat_strides();
+    const std::vector<std::int64_t> compact = compact_strides(extents);
     const bool one_run = *out.layout().flat_strides() == compact &&
                          ((Ins::scalar || std::get<I>(sources).view.strides == compact) && ...);
     if constexpr (kSimdPath<O, Op, Ins...>) {

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace strideweave::carriers::cpu {
@@ -26,6 +27,20 @@ struct Strided {
   std::vector<std::int64_t> strides;  // one per axis, in elements
   std::shared_ptr<Carrier> keep_alive;  // the temporary of a FallbackCopy
 };
+
+// The element strides of the compact layout of `extents` (Layout::compact's
+// convention: first axis fastest, extents <= 1 do not scale), without
+// building a Layout.
+inline std::vector<std::int64_t> compact_strides(std::span<const std::int64_t> extents) {
+  std::vector<std::int64_t> out;
+  out.reserve(extents.size());
+  std::int64_t s = 1;
+  for (std::int64_t e : extents) {
+    out.push_back(s);
+    if (e > 1) s *= e;  // cannot overflow: the extents' product fits (Shape checks it)
+  }
+  return out;
+}
 
 // True when every axis of `layout` has one plain stride.
 bool has_plain_strides(const Layout& layout);
