@@ -222,7 +222,9 @@ class DependentCarrier : public Carrier {
   std::span<const OperationCapability> capability_snapshot() const;
 
  protected:
-  DependentCarrier(const SimpleDType& dtype, bool mutable_) noexcept : Carrier(dtype, mutable_) {}
+  DependentCarrier(const SimpleDType& dtype, bool mutable_) noexcept : Carrier(dtype, mutable_) {
+    dependent_instance_ = true;
+  }
   virtual std::vector<OperationCapability> _generate_operation_capabilities() const;
   void finalize_operation_capabilities();
 

@@ -96,7 +96,7 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   virtual ~Carrier() = default;
 
   CarrierClass exact_class() const noexcept {
-    return CarrierClass(typeid(*this), CarrierClass::Traits{true, false, detail::is_dependent_instance(*this)});
+    return CarrierClass(typeid(*this), CarrierClass::Traits{true, false, dependent_instance_});
   }
   // The class's public name ("Generic", "CPU").
   virtual std::string class_name() const = 0;
@@ -178,6 +178,10 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
 
   // For composites (Evictable, TiledEvictable) that take ownership.
   void set_owned(bool owned) noexcept { owned_.store(owned); }
+
+  // Set once by DependentCarrier's constructor, so exact_class() needs no
+  // dynamic_cast on the dispatch path.
+  bool dependent_instance_ = false;
 
  private:
   const SimpleDType* dtype_;

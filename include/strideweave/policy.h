@@ -156,16 +156,20 @@ class OperationPlan {
   bool output_differentiable() const noexcept { return output_ == &DType::Float32(); }
 
   friend bool operator==(const OperationPlan& a, const OperationPlan& b) noexcept;
-  std::size_t hash() const noexcept;
+  // Computed once at construction (plans are immutable; lookups hash often).
+  std::size_t hash() const noexcept { return hash_; }
   std::string to_string() const;
 
  private:
+  std::size_t compute_hash() const noexcept;
+
   std::string operation_;
   std::vector<OperandPlan> operands_;
   Arithmetic compute_;
   std::optional<Accumulation> accumulation_;
   const SimpleDType* accumulator_dtype_;
   const SimpleDType* output_;
+  std::size_t hash_ = 0;
 };
 
 // ---------------------------------------------------------------- specifications (R3)

@@ -86,6 +86,18 @@ std::optional<std::string> Carrier::unsupported_plan_reason(const OperationPlan&
   return capability_registry::instance_reason(*this, plan);
 }
 
+namespace capability_registry {
+const OperationCapability& gate(const Carrier& carrier, const OperationPlan& plan) {
+  if (carrier.exact_class().traits().is_dependent) {
+    const auto& d = static_cast<const DependentCarrier&>(carrier);
+    for (const OperationCapability& x : d.capability_snapshot())  // lives as long as the instance
+      if (x.matches(plan)) return x;
+    throw UnsupportedOperationPlan(*strideweave::instance_reason(carrier, d.capability_snapshot(), plan), plan);
+  }
+  return instance_require_ref(carrier, plan);
+}
+}  // namespace capability_registry
+
 OperationCapability Carrier::require_operation_plan(const OperationPlan& plan) const {
   if (const auto* d = dynamic_cast<const DependentCarrier*>(this)) {
     for (const OperationCapability& x : d->capability_snapshot())

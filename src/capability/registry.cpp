@@ -166,6 +166,12 @@ std::optional<std::string> instance_reason(const Carrier& carrier, const Operati
   return reason(*observe(carrier.exact_class(), "Carrier.unsupported_plan_reason"), plan, carrier.class_name());
 }
 
+const OperationCapability& instance_require_ref(const Carrier& carrier, const OperationPlan& plan) {
+  const auto c = observe(carrier.exact_class(), "Carrier.require_operation_plan");
+  if (const OperationCapability* m = find_plan(*c, plan)) return *m;
+  throw UnsupportedOperationPlan(*reason(*c, plan, carrier.class_name()), plan);
+}
+
 OperationCapability instance_require(const Carrier& carrier, const OperationPlan& plan) {
   const auto c = observe(carrier.exact_class(), "Carrier.require_operation_plan");
   if (const OperationCapability* m = find_plan(*c, plan)) return *m;

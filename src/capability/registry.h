@@ -19,5 +19,12 @@ void declare_kernel_backed(CarrierClass cls, std::string name, std::vector<Opera
 // class_name(), as the dependent-instance queries do.
 std::optional<std::string> instance_reason(const Carrier& carrier, const OperationPlan& plan);
 OperationCapability instance_require(const Carrier& carrier, const OperationPlan& plan);
+// The same answer by reference, for the dispatch gate: class entries are
+// immutable and every published snapshot is retained, so the reference is
+// valid for the life of the process.
+const OperationCapability& instance_require_ref(const Carrier& carrier, const OperationPlan& plan);
+// Carrier::require_operation_plan by reference (dependent.cpp): the gate of
+// the dispatch path. The reference lives as long as `carrier`.
+const OperationCapability& gate(const Carrier& carrier, const OperationPlan& plan);
 
 }  // namespace strideweave::capability_registry

@@ -2,6 +2,7 @@
 #include "frontend/dispatch.h"
 
 #include "autograd/record.h"  // autograd hook: graph recording at the one dispatch point
+#include "capability/registry.h"
 
 #include <strideweave/errors.h>
 #include <strideweave/ops.h>
@@ -9,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <deque>
 
 namespace strideweave {
 namespace frontend {
@@ -99,7 +102,7 @@ const Carrier& common_carrier(std::string_view operation, std::initializer_list<
 Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
                const Shape& result_shape, const Carrier& prototype) {
   // The gate: an exact capability, before any allocation or kernel entry.
-  const OperationCapability cap = prototype.require_operation_plan(plan);
+  const OperationCapability& cap = capability_registry::gate(prototype, plan);
   const KernelTable* table = kernel_table(prototype.exact_class());
   const KernelFn* kernel = table ? table->find(plan) : nullptr;
   if (!kernel)
@@ -149,8 +152,31 @@ Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::str
   return Value::from_float32(scalar.to_float32());
 }
 
+const OperationPlan& tensor_plan(std::string_view op, std::initializer_list<const DType*> dtypes,
+                                 std::optional<OperationPlan>& scratch) {
+  struct Entry {
+    std::string op;
+    std::array<const DType*, 4> dtypes;
+    OperationPlan plan;
+  };
+  thread_local std::deque<Entry> cache;  // node-stable: references stay valid
+  std::array<const DType*, 4> key{};
+  if (dtypes.size() <= key.size()) {
+    std::copy(dtypes.begin(), dtypes.end(), key.begin());
+    for (const Entry& e : cache)
+      if (e.dtypes == key && e.op == op) return e.plan;
+  }
+  std::vector<PlanOperand> operands;
+  for (const DType* d : dtypes) operands.emplace_back(*d);
+  OperationPlan plan = resolve_operation_plan(op, operands);
+  if (dtypes.size() > key.size() || cache.size() >= 256) return scratch.emplace(std::move(plan));
+  cache.push_back(Entry{std::string(op), key, std::move(plan)});
+  return cache.back().plan;
+}
+
 Tensor binary(std::string_view op, const Tensor& a, const Tensor& b) {
-  const OperationPlan plan = resolve_operation_plan(op, {a.dtype(), b.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = tensor_plan(op, {&a.dtype(), &b.dtype()}, scratch);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
   const Carrier& prototype = common_carrier(op, {&a, &b});
   // An operand already of the result's shape is passed as it is (no view).

@@ -24,6 +24,15 @@ Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::str
 // The common shapes of front-end families.
 // Tensor/tensor elementwise with broadcasting; the plan is resolved here.
 Tensor binary(std::string_view op, const Tensor& a, const Tensor& b);
+
+// resolve_operation_plan(op, dtypes) for tensor-only operands with default
+// options, remembered per thread: resolution is a pure function of the
+// operation and the dtypes, so a repeated call returns the same immutable
+// plan without running the rule again. Errors are never remembered (each
+// failing call re-raises). The reference is valid for the thread's life, or
+// refers to `scratch` once the per-thread table is full (256 entries).
+const OperationPlan& tensor_plan(std::string_view op, std::initializer_list<const DType*> dtypes,
+                                 std::optional<OperationPlan>& scratch);
 // Tensor/weak-scalar elementwise; the result has the tensor's (flat) shape.
 Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s);
 // Normalised, sorted, duplicate-free axes (ValueError otherwise); nullopt =

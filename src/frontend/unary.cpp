@@ -26,7 +26,8 @@ namespace {
 // before anything is allocated.
 template <class Options>
 Tensor unary_call(const char* op, const Tensor& x, Options&& options) {
-  const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::tensor_plan(op, {&x.dtype()}, scratch);
   const Attributes attributes = options();
   const Carrier& prototype = common_carrier(op, {&x});
   return execute(plan, {x}, attributes, flat(x.shape()), prototype);

@@ -163,6 +163,7 @@ OperationPlan::OperationPlan(std::string operation, std::vector<OperandPlan> ope
       accumulator_dtype_(accumulator_dtype),
       output_(&output) {
   if (operands_.empty()) throw ValueError(fmt::format("OperationPlan '{}': operands must be non-empty", operation_));
+  hash_ = compute_hash();
 }
 
 std::vector<OperandRole> OperationPlan::roles() const {
@@ -174,21 +175,24 @@ std::vector<OperandRole> OperationPlan::roles() const {
 OperationPlan OperationPlan::with_compute(Arithmetic compute) const {
   OperationPlan copy = *this;
   copy.compute_ = compute;
+  copy.hash_ = copy.compute_hash();
   return copy;
 }
 
 OperationPlan OperationPlan::with_accumulator(const SimpleDType* accumulator_dtype) const {
   OperationPlan copy = *this;
   copy.accumulator_dtype_ = accumulator_dtype;
+  copy.hash_ = copy.compute_hash();
   return copy;
 }
 
 bool operator==(const OperationPlan& a, const OperationPlan& b) noexcept {
+  if (a.hash_ != b.hash_) return false;
   return a.operation_ == b.operation_ && a.operands_ == b.operands_ && a.compute_ == b.compute_ &&
          a.accumulation_ == b.accumulation_ && a.accumulator_dtype_ == b.accumulator_dtype_ && a.output_ == b.output_;
 }
 
-std::size_t OperationPlan::hash() const noexcept {
+std::size_t OperationPlan::compute_hash() const noexcept {
   std::size_t h = std::hash<std::string>()(operation_);
   for (const OperandPlan& o : operands_) h = mix(h, o.hash());
   h = mix(h, static_cast<std::size_t>(compute_));

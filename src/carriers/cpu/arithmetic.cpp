@@ -150,6 +150,19 @@ void prepare(const KernelCall& call, std::size_t i, Source<In>& s, char*& base, 
   }
 }
 
+// The base pointer of an operand whose layout is one contiguous run (or of a
+// scalar), without building its strided view.
+template <class In>
+void prepare_run(const KernelCall& call, std::size_t i, Source<In>& s, char*& base) {
+  if constexpr (In::scalar) {
+    s.value = call.scalar(i).as<typename In::conv>();
+    base = reinterpret_cast<char*>(&s.value);
+  } else {
+    const Tensor& t = call.tensor(i);
+    base = reinterpret_cast<char*>(static_cast<const CPU&>(*t.carrier()).data<typename In::src>() + t.offset());
+  }
+}
+
 template <class In>
 inline typename In::conv load(const char* base, std::int64_t i) noexcept {
   if constexpr (In::scalar) {
@@ -200,23 +213,31 @@ template <class O, class Op, class... Ins>
 void elementwise(const KernelCall& call) {
   constexpr std::size_t K = sizeof...(Ins);
   const Tensor& out = call.output;
-  const std::vector<std::int64_t> os = byte_strides<O>(*out.layout().flat_strides());
-  const std::vector<std::int64_t> zeros(out.rank(), 0);
+  std::vector<std::int64_t> os, zeros;  // the strided case's output strides and scalar strides
   std::tuple<Source<Ins>...> sources;
   std::array<char*, K + 1> bases{};
   std::array<const std::int64_t*, K + 1> strides{};
   bases[0] = reinterpret_cast<char*>(out_data<O>(out));
-  strides[0] = os.data();
   const Op op{};
   bool bad = false;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (prepare<Ins>(call, I, std::get<I>(sources), bases[I + 1], strides[I + 1], zeros), ...);
     // The layout case, once per call: when the output and every tensor
-    // operand are compact over the same extents, the index space is one run.
-    std::vector<std::int64_t> extents(out.shape().extents().begin(), out.shape().extents().end());
-    const std::vector<std::int64_t> compact = compact_strides(extents);
-    const bool one_run = *out.layout().flat_strides() == compact &&
-                         ((Ins::scalar || std::get<I>(sources).view.strides == compact) && ...);
+    // operand are one contiguous run over the same extents, the index space
+    // is one run (checked first without building any strided view, which is
+    // most of a tiny operation's cost).
+    const std::span<const std::int64_t> ext = out.shape().extents();
+    const bool one_run =
+        compact_over(out.layout(), ext) && ((Ins::scalar || compact_over(call.tensor(I).layout(), ext)) && ...);
+    std::vector<std::int64_t> extents;
+    if (one_run) {
+      (prepare_run<Ins>(call, I, std::get<I>(sources), bases[I + 1]), ...);
+    } else {
+      os = byte_strides<O>(*out.layout().flat_strides());
+      zeros.assign(out.rank(), 0);
+      strides[0] = os.data();
+      (prepare<Ins>(call, I, std::get<I>(sources), bases[I + 1], strides[I + 1], zeros), ...);
+      extents.assign(ext.begin(), ext.end());
+    }
     if constexpr (kSimdPath<O, Op, Ins...>) {
       if (one_run) {
         // Vectorised and split across threads inside simd::.

@@ -42,6 +42,24 @@ inline std::vector<std::int64_t> compact_strides(std::span<const std::int64_t> e
   return out;
 }
 
+// True when `layout` is flat with exactly `extents` and each axis of extent
+// > 1 has the compact stride (axes of extent <= 1 are never stepped), i.e. its
+// elements are one contiguous run in logical order. Allocates nothing.
+inline bool compact_over(const Layout& layout, std::span<const std::int64_t> extents) {
+  if (layout.rank() != extents.size()) return false;
+  const std::span<const std::int64_t> own = layout.shape().extents();
+  const auto modes = layout.stride().modes();
+  std::int64_t s = 1;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (own[i] != extents[i] || !modes[i].is_leaf()) return false;
+    if (extents[i] > 1) {
+      if (modes[i].value() != s) return false;
+      s *= extents[i];
+    }
+  }
+  return true;
+}
+
 // True when every axis of `layout` has one plain stride.
 bool has_plain_strides(const Layout& layout);
 
