@@ -119,6 +119,11 @@ class Stride {
   std::size_t hash() const noexcept;
 
  private:
+  friend class Layout;
+  struct Trusted {};
+  // Strides already known to be valid (Layout::compact): no re-check.
+  Stride(std::vector<IntTuple> modes, Trusted) noexcept : modes_(std::move(modes)) {}
+
   std::vector<IntTuple> modes_;
 };
 
@@ -218,6 +223,12 @@ class Layout {
   std::size_t hash() const noexcept;
 
  private:
+  struct Trusted {};
+  // A layout already known to be valid, with its cosize (Layout::compact of a
+  // flat shape): none of the public constructor's checks are repeated.
+  Layout(Shape shape, Stride stride, std::int64_t cosize, Trusted) noexcept
+      : shape_(std::move(shape)), stride_(std::move(stride)), cosize_(cosize) {}
+
   Shape shape_;
   Stride stride_;
   std::int64_t cosize_ = 1;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <typeindex>
 #include <unordered_map>
 #include <vector>
@@ -167,7 +168,21 @@ std::optional<std::string> instance_reason(const Carrier& carrier, const Operati
 }
 
 const OperationCapability& instance_require_ref(const Carrier& carrier, const OperationPlan& plan) {
-  const auto c = observe(carrier.exact_class(), "Carrier.require_operation_plan");
+  // A class's sealed answer never changes and every entry is retained for
+  // the life of the process: the last class a thread gated is answered again
+  // without hashing its type or copying the entry's shared pointer.
+  thread_local std::optional<std::type_index> last_class;
+  thread_local const ClassCapabilities* last_entry = nullptr;
+  const CarrierClass cls = carrier.exact_class();
+  const ClassCapabilities* c = nullptr;
+  if (last_class && *last_class == cls.type_index()) {
+    c = last_entry;
+  } else {
+    const std::shared_ptr<const ClassCapabilities> observed = observe(cls, "Carrier.require_operation_plan");
+    c = observed.get();
+    last_class = cls.type_index();
+    last_entry = c;
+  }
   if (const OperationCapability* m = find_plan(*c, plan)) return *m;
   throw UnsupportedOperationPlan(*reason(*c, plan, carrier.class_name()), plan);
 }

@@ -2,6 +2,7 @@
 // carrier adds its folder under src/carriers/ and one line here.
 #include "carriers/carrier_list.h"
 
+#include <atomic>
 #include <mutex>
 
 #include "carriers/cpu/cpu_kernels.h"
@@ -24,7 +25,12 @@ void register_shipped_carriers() {
 
 void ensure_registered() {
   static std::once_flag once;
+  // A fast acquire check first: std::call_once costs a TLS round trip on
+  // every call, and this runs on every dispatch.
+  static std::atomic<bool> done{false};
+  if (done.load(std::memory_order_acquire)) return;
   std::call_once(once, register_shipped_carriers);
+  done.store(true, std::memory_order_release);
 }
 
 }  // namespace strideweave::carriers

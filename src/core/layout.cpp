@@ -350,7 +350,9 @@ Layout Layout::compact(const Shape& shape) {
       modes.emplace_back(s);
       if (e > 1) s = checked_mul(s, e, "Layout.compact");
     }
-    return Layout(shape, Stride(std::move(modes)));
+    // Non-negative strides congruent with the flat shape; a compact layout's
+    // cosize is its size.
+    return Layout(shape, Stride(std::move(modes), Stride::Trusted{}), shape.size(), Trusted{});
   }
   std::vector<std::int64_t> strides;
   std::int64_t s = 1;

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
+#include <typeindex>
 
 #include "capability/registry.h"
 #include "carriers/carrier_list.h"
@@ -71,11 +73,21 @@ void register_kernel_table(CarrierClass cls, std::string class_name, KernelTable
 }
 
 const KernelTable* kernel_table(CarrierClass cls) {
+  // A table, once registered, is never replaced or freed: the last class a
+  // thread asked about is answered again without the lock (a class without
+  // a table is never remembered, as it may register one later).
+  thread_local std::optional<std::type_index> last_class;
+  thread_local const KernelTable* last_table = nullptr;
+  if (last_class && *last_class == cls.type_index()) return last_table;
   ensure_shipped();
   Registry& r = registry();
   std::shared_lock lock(r.mutex);
   for (const Entry& e : r.entries)
-    if (e.cls == cls) return e.table.get();
+    if (e.cls == cls) {
+      last_class = cls.type_index();
+      last_table = e.table.get();
+      return last_table;
+    }
   return nullptr;
 }
 

@@ -226,6 +226,7 @@ Tensor compute_into(const Tensor& out, const std::function<Tensor()>& op, Output
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation) {
+  if (a.rank() == b.rank() && std::ranges::equal(a.extents(), b.extents())) return Shape::of(a.extents());
   const std::size_t rank = std::max(a.rank(), b.rank());
   std::vector<std::int64_t> out(rank);
   for (std::size_t i = 0; i < rank; ++i) {
