@@ -177,7 +177,11 @@ const OperationPlan& tensor_plan(std::string_view op, std::initializer_list<cons
 Tensor binary(std::string_view op, const Tensor& a, const Tensor& b) {
   std::optional<OperationPlan> scratch;
   const OperationPlan& plan = tensor_plan(op, {&a.dtype(), &b.dtype()}, scratch);
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  // Equal shapes (the common case) need no broadcast shape to be built.
+  std::optional<Shape> broadcast;
+  const bool same = a.shape() == b.shape() && a.shape().is_flat();  // broadcast_shapes is flat
+  if (!same) broadcast.emplace(broadcast_shapes(a.shape(), b.shape(), op));
+  const Shape& shape = same ? a.shape() : *broadcast;
   const Carrier& prototype = common_carrier(op, {&a, &b});
   // An operand already of the result's shape is passed as it is (no view).
   return execute(plan, {a.shape() == shape ? a : a.broadcast_to(shape), b.shape() == shape ? b : b.broadcast_to(shape)},
