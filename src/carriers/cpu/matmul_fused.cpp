@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/matmul_batch.h"
 #include "carriers/cpu/parallel.h"
 
 namespace strideweave::carriers::cpu {
@@ -104,43 +105,17 @@ void gemm_into(const Mat& a, const Mat& b, float* c, std::int64_t som, std::int6
 
 template <class A, class B>
 void fused_matmul(const KernelCall& call) {
-  const Tensor& ta = call.tensor(0);
-  const Tensor& tb = call.tensor(1);
-  const Strided<A> a = strided<A>(ta);
-  const Strided<B> b = strided<B>(tb);
-  const std::size_t r = ta.rank();
-  const std::int64_t M = ta.shape().extent(r - 2), K = ta.shape().extent(r - 1), N = tb.shape().extent(r - 1);
-  const std::int64_t sam = a.strides[r - 2], sak = a.strides[r - 1], sbk = b.strides[r - 2], sbn = b.strides[r - 1];
-  const auto o_strides = *call.output.layout().flat_strides();
-  const std::int64_t som = o_strides[r - 2], son = o_strides[r - 1];
-  std::vector<std::int64_t> batch(ta.shape().extents().begin(), ta.shape().extents().end() - 2);
-  std::vector<std::int64_t> ab = byte_strides<A>({a.strides.begin(), a.strides.end() - 2});
-  std::vector<std::int64_t> bb = byte_strides<B>({b.strides.begin(), b.strides.end() - 2});
-  std::vector<std::int64_t> obs = byte_strides<float>({o_strides.begin(), o_strides.end() - 2});
-  if (batch.empty()) {
-    batch.push_back(1);
-    ab.push_back(0);
-    bb.push_back(0);
-    obs.push_back(0);
-  }
-  if (M == 0 || N == 0) return;
-  float* o = out_data<float>(call.output);
+  const MatmulBatch<A, B, float> mm(call);
+  if (mm.M == 0 || mm.N == 0) return;
   std::vector<float> pa, pb;
-  walk<3>(batch, {reinterpret_cast<char*>(o), reinterpret_cast<char*>(a.base), reinterpret_cast<char*>(b.base)},
-          {obs.data(), ab.data(), bb.data()},
-          [&](const std::array<char*, 3>& p, const std::array<std::int64_t, 3>& st, std::int64_t count) {
-            for (std::int64_t i = 0; i < count; ++i) {
-              float* po = reinterpret_cast<float*>(p[0] + i * st[0]);
-              const A* qa = reinterpret_cast<const A*>(p[1] + i * st[1]);
-              const B* qb = reinterpret_cast<const B*>(p[2] + i * st[2]);
-              Mat ma, mb;
-              if constexpr (std::is_same_v<A, float>) ma = {qa, M, K, sam, sak};
-              else ma = packed(qa, M, K, sam, sak, pa);
-              if constexpr (std::is_same_v<B, float>) mb = {qb, K, N, sbk, sbn};
-              else mb = packed(qb, K, N, sbk, sbn, pb);
-              gemm_into(ma, mb, po, som, son);
-            }
-          });
+  mm.for_each([&](float* po, const A* qa, const B* qb) {
+    Mat ma, mb;
+    if constexpr (std::is_same_v<A, float>) ma = {qa, mm.M, mm.K, mm.sam, mm.sak};
+    else ma = packed(qa, mm.M, mm.K, mm.sam, mm.sak, pa);
+    if constexpr (std::is_same_v<B, float>) mb = {qb, mm.K, mm.N, mm.sbk, mm.sbn};
+    else mb = packed(qb, mm.K, mm.N, mm.sbk, mm.sbn, pb);
+    gemm_into(ma, mb, po, mm.som, mm.son);
+  });
 }
 
 }  // namespace
