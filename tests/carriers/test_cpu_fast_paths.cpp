@@ -6,6 +6,7 @@
 
 #include <strideweave/strideweave.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
@@ -117,6 +118,49 @@ TEST(CpuFastPaths, ContractedMatmulAgreesWithItsReferenceAcrossThreadCounts) {
             << m << "," << n << " threads " << threads;
       }
   }
+}
+
+// Elementwise, analytic and FLOATING reduction kernels split their work
+// across threads (above a grain); their bits must not depend on the count.
+TEST(CpuFastPaths, ThreadedKernelsGiveTheSameBitsAtEveryThreadCount) {
+  ThreadGuard guard;
+  const std::int64_t n = 300001;  // several ranges and a ragged tail
+  const Tensor x = make_tensor<CPU>(random_values(n, 7), Shape{n});
+  const Tensor y = make_tensor<CPU>(random_values(n, 8), Shape{n});
+  std::vector<std::vector<float>> first;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    std::vector<std::vector<float>> got = {
+        TypedTensor<float>(add(x, y)).values(),         TypedTensor<float>(mul(x, 0.5)).values(),
+        TypedTensor<float>(div(x, y)).values(),         TypedTensor<float>(exp(x)).values(),
+        TypedTensor<float>(tanh(x)).values(),           TypedTensor<float>(maximum(x, y)).values(),
+        TypedTensor<float>(reduce_sum(x)).values(),
+        TypedTensor<float>(reduce_sum(x, ReduceOptions{}, OperationExecutionOptions("reduce_sum", &DType::Float64())))
+            .values(),
+    };
+    if (first.empty()) first = got;
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got[k].size(), first[k].size());
+      for (std::size_t i = 0; i < got[k].size(); ++i)
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[k][i]), std::bit_cast<std::uint32_t>(first[k][i]))
+            << "kernel " << k << " element " << i << " threads " << threads;
+    }
+  }
+}
+
+// A checked Int32 overflow found by any thread's range raises, and a
+// caller-provided output is left as it was.
+TEST(CpuFastPaths, Int32OverflowInAnyRangeRaisesAndChangesNothing) {
+  ThreadGuard guard;
+  set_num_threads(2);
+  const std::int64_t n = 300000;
+  std::vector<std::int32_t> big(static_cast<std::size_t>(n), 1);
+  big.back() = 2147483647;  // the last range overflows
+  const Tensor a = make_tensor<CPU>(big, Shape{n});
+  const Tensor out = make_tensor<CPU>(std::vector<std::int32_t>(static_cast<std::size_t>(n), -5), Shape{n});
+  EXPECT_THROW(add(a, a), OverflowError);
+  EXPECT_THROW(compute_into(out, [&] { return add(a, a); }), OverflowError);
+  EXPECT_EQ(TypedTensor<std::int32_t>(out).values(), std::vector<std::int32_t>(static_cast<std::size_t>(n), -5));
 }
 
 TEST(CpuFastPaths, ThreadSettingValidatesAndPersists) {

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/parallel.h"
 #include "carriers/cpu/simd.h"
 
 namespace strideweave::carriers::cpu {
@@ -166,6 +167,11 @@ Op make_op(const Attributes& a) {
   else return Op{};
 }
 
+// The compact case's parallel_for grain (elements): below twice this, the
+// loop stays on the calling thread (a thread team costs a few microseconds;
+// these ops take ~1-20 ns per element).
+constexpr std::int64_t kUnaryGrain = std::int64_t{32} * 1024;
+
 // out[k] = op(convert<C>(x[k])) over the result's index space.
 template <class In, class C, class Op>
 void unary(const KernelCall& call) {
@@ -182,7 +188,11 @@ void unary(const KernelCall& call) {
       simd::exp_f32(a, o, n);  // vectorised, split across threads (simd.h)
       return;
     }
-    for (std::int64_t i = 0; i < n; ++i) o[i] = op(convert<C>(a[i]));
+    // Split across threads: every op here is one C-library call or a few
+    // binary32 steps per element, none fails.
+    parallel_for(n, kUnaryGrain, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t i = first; i < last; ++i) o[i] = op(convert<C>(a[i]));
+    });
     return;
   }
   const Strided<In> a = strided<In>(x);
