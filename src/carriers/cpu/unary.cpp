@@ -180,7 +180,8 @@ void unary(const KernelCall& call) {
   const Tensor& x = call.tensor(0);
   const Op op = make_op<Op>(call.attributes);
   Out* o = out_data<Out>(out);
-  if (x.layout().is_compact() && out.layout().is_compact()) {
+  const std::span<const std::int64_t> ext = out.shape().extents();
+  if (compact_over(x.layout(), ext) && compact_over(out.layout(), ext)) {
     // Both physical indices equal the logical key: one flat loop.
     const In* a = static_cast<const CPU&>(*x.carrier()).data<In>() + x.offset();
     const std::int64_t n = out.size();
