@@ -25,7 +25,8 @@ int run_tour() {
   std::cout << "Carriers with kernels:\n";
   for (const auto& [cls, name] : registered_kernel_classes())
     std::cout << fmt::format("  {:<8} {} plans\n", name, kernel_table(cls)->plans().size());
-  std::cout << "\n";
+  std::cout << fmt::format("CPU kernels use {} thread(s) (set_num_threads, STRIDEWEAVE_NUM_THREADS{})\n\n", num_threads(),
+                           threading_available() ? "" : "; this build runs them on the calling thread");
 
   const Tensor a = make_tensor<CPU>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, Shape{2, 3});
   const Tensor b = make_tensor<CPU>(std::initializer_list<std::int32_t>{10, 20, 30}, Shape{1, 3});
@@ -48,6 +49,9 @@ int run_tour() {
   step("reduce_sum(a) with the Float64 accumulator", resolve_operation_plan("reduce_sum", {a.dtype()}, nullptr, &wide),
        reduce_sum(a, ReduceOptions{}, wide));
   step("matmul(a, permute(a))", resolve_operation_plan("matmul", {a.dtype(), a.dtype()}), matmul(a, a.permute({1, 0})));
+  const OperationExecutionOptions fused("matmul", nullptr, Arithmetic::BINARY32_FUSED);
+  step("matmul(a, permute(a)) contracted on request (beyond the specification)",
+       resolve_operation_plan("matmul", {a.dtype(), a.dtype()}, nullptr, &fused), matmul(a, a.permute({1, 0}), fused));
   try {
     mul(b, 1LL << 31);
   } catch (const OverflowError& e) {
