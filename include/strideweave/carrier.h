@@ -75,11 +75,6 @@ class CarrierClass {
   Traits traits_;
 };
 
-namespace detail {
-// Defined in src/capability (needs the complete DependentCarrier type).
-bool is_dependent_instance(const Carrier& carrier) noexcept;
-}  // namespace detail
-
 template <class T>
 CarrierClass carrier_class() noexcept {
   CarrierClass::Traits traits;

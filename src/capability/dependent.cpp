@@ -10,11 +10,6 @@
 
 namespace strideweave {
 
-namespace detail {
-bool is_dependent_instance(const Carrier& carrier) noexcept {
-  return dynamic_cast<const DependentCarrier*>(&carrier) != nullptr;
-}
-}  // namespace detail
 
 std::vector<OperationCapability> DependentCarrier::_generate_operation_capabilities() const {
   throw NotImplementedError(fmt::format(
@@ -99,12 +94,7 @@ const OperationCapability& gate(const Carrier& carrier, const OperationPlan& pla
 }  // namespace capability_registry
 
 OperationCapability Carrier::require_operation_plan(const OperationPlan& plan) const {
-  if (const auto* d = dynamic_cast<const DependentCarrier*>(this)) {
-    for (const OperationCapability& x : d->capability_snapshot())
-      if (x.matches(plan)) return x;
-    throw UnsupportedOperationPlan(*instance_reason(*this, d->capability_snapshot(), plan), plan);
-  }
-  return capability_registry::instance_require(*this, plan);
+  return capability_registry::gate(*this, plan);  // the public query hands back a copy
 }
 
 }  // namespace strideweave

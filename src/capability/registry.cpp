@@ -187,12 +187,6 @@ const OperationCapability& instance_require_ref(const Carrier& carrier, const Op
   throw UnsupportedOperationPlan(*reason(*c, plan, carrier.class_name()), plan);
 }
 
-OperationCapability instance_require(const Carrier& carrier, const OperationPlan& plan) {
-  const auto c = observe(carrier.exact_class(), "Carrier.require_operation_plan");
-  if (const OperationCapability* m = find_plan(*c, plan)) return *m;
-  throw UnsupportedOperationPlan(*reason(*c, plan, carrier.class_name()), plan);
-}
-
 }  // namespace capability_registry
 
 void register_operation_capabilities(CarrierClass cls, std::span<const OperationCapability> capabilities) {

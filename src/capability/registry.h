@@ -18,8 +18,7 @@ void declare_kernel_backed(CarrierClass cls, std::string name, std::vector<Opera
 // answer (observing it), with the sentence naming the carrier by its public
 // class_name(), as the dependent-instance queries do.
 std::optional<std::string> instance_reason(const Carrier& carrier, const OperationPlan& plan);
-OperationCapability instance_require(const Carrier& carrier, const OperationPlan& plan);
-// The same answer by reference, for the dispatch gate: class entries are
+// The sealed answer of the carrier's class for `plan`, by reference: class entries are
 // immutable and every published snapshot is retained, so the reference is
 // valid for the life of the process.
 const OperationCapability& instance_require_ref(const Carrier& carrier, const OperationPlan& plan);

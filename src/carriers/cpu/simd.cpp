@@ -262,8 +262,6 @@ void BlockSumsWide(const float* x, std::int64_t n, std::int64_t first, std::int6
   }
 }
 
-const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
-
 }  // namespace HWY_NAMESPACE
 }  // namespace strideweave::carriers::cpu::simd
 HWY_AFTER_NAMESPACE();
@@ -278,7 +276,6 @@ HWY_EXPORT(BlockSumF32);
 HWY_EXPORT(BlockSumWide);
 HWY_EXPORT(BlockSumsF32);
 HWY_EXPORT(BlockSumsWide);
-HWY_EXPORT(TargetName);
 
 namespace {
 
@@ -347,8 +344,6 @@ double sum_f32_wide(const float* x, std::int64_t n) {
         HWY_DYNAMIC_DISPATCH(BlockSumsWide)(p, m, first, last, sums);
       });
 }
-
-const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 }  // namespace strideweave::carriers::cpu::simd
 #endif  // HWY_ONCE

@@ -64,7 +64,4 @@ float sum_f32(const float* x, std::int64_t n);
 // (PromoteTo) before it is added.
 double sum_f32_wide(const float* x, std::int64_t n);
 
-// The Highway target chosen at run time ("AVX3", "AVX2", "SSE4", ...).
-const char* target_name();
-
 }  // namespace strideweave::carriers::cpu::simd

@@ -28,20 +28,6 @@ struct Strided {
   std::shared_ptr<Carrier> keep_alive;  // the temporary of a FallbackCopy
 };
 
-// The element strides of the compact layout of `extents` (Layout::compact's
-// convention: first axis fastest, extents <= 1 do not scale), without
-// building a Layout.
-inline std::vector<std::int64_t> compact_strides(std::span<const std::int64_t> extents) {
-  std::vector<std::int64_t> out;
-  out.reserve(extents.size());
-  std::int64_t s = 1;
-  for (std::int64_t e : extents) {
-    out.push_back(s);
-    if (e > 1) s *= e;  // cannot overflow: the extents' product fits (Shape checks it)
-  }
-  return out;
-}
-
 // True when `layout` is flat with exactly `extents` and each axis of extent
 // > 1 has the compact stride (axes of extent <= 1 are never stepped), i.e. its
 // elements are one contiguous run in logical order. Allocates nothing.
