@@ -172,7 +172,7 @@ std::shared_ptr<Carrier>& carrier_under_test() {
 ConformanceReport run_conformance(const std::shared_ptr<Carrier>& prototype, std::uint32_t seed) {
   ConformanceReport report;
   const CarrierClass cls = prototype->exact_class();
-  report.name = carrier_class_name(cls);
+  report.name = cls.name();
   const std::shared_ptr<Carrier> previous = carrier_under_test();
   set_carrier_under_test(prototype);
   std::mt19937 rng(seed);

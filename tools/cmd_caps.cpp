@@ -18,8 +18,8 @@ std::vector<std::pair<CarrierClass, std::string>> select_carriers(const std::str
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return s;
   };
-  for (const auto& entry : shipped_kernel_classes())
-    if (wanted.empty() || lower(entry.second) == lower(wanted)) out.push_back(entry);
+  for (const ShippedCarrier& c : shipped_carriers())
+    if (wanted.empty() || lower(std::string(c.name)) == lower(wanted)) out.emplace_back(c.cls, std::string(c.name));
   if (out.empty()) throw ValueError(fmt::format("no carrier named '{}' (known: generic, cpu)", wanted));
   return out;
 }

@@ -23,8 +23,8 @@ int run_tour() {
   std::cout << "Registered operations: " << registered_operations().size() << " ("
             << resolvable_plans().size() << " resolvable plans with the default probes)\n";
   std::cout << "Carriers with kernels:\n";
-  for (const auto& [cls, name] : registered_kernel_classes())
-    std::cout << fmt::format("  {:<8} {} plans\n", name, kernel_table(cls)->plans().size());
+  for (const ShippedCarrier& c : shipped_carriers())
+    std::cout << fmt::format("  {:<8} {} plans\n", c.name, capabilities_for_carrier_class(c.cls).size());
   std::cout << fmt::format("CPU kernels use {} thread(s) (set_num_threads, STRIDEWEAVE_NUM_THREADS{})\n\n", num_threads(),
                            threading_available() ? "" : "; this build runs them on the calling thread");
 

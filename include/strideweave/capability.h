@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include <strideweave/carrier.h>
+#include <strideweave/carrier_class.h>
 #include <strideweave/errors.h>
 #include <strideweave/policy.h>
 
@@ -201,38 +201,6 @@ OperationCapability require_capability(CarrierClass carrier_class, std::string_v
                                        std::optional<ExecutionAxis> axis = std::nullopt);
 // By exact plan with a requested axis (UnsupportedOpDType when Unsupported).
 OperationCapability require_capability(CarrierClass carrier_class, const OperationPlan& plan, ExecutionAxis axis);
-
-// The public name of a class: the shipped/registered name, else its C++ name.
-std::string carrier_class_name(CarrierClass carrier_class);
-
-// ---------------------------------------------------------------- dependent carriers
-
-// A carrier whose executable plans depend on the carriers it composes. Open
-// for subclassing. A concrete subclass implements
-// _generate_operation_capabilities() (the legacy definition-free path; the
-// base raises NotImplementedError) and calls finalize_operation_capabilities()
-// once in its constructor, after its dependencies are valid. Before that
-// every capability query raises RuntimeError; a second finalisation raises
-// RuntimeError and keeps the first snapshot; a failing generator or a
-// duplicate shape (ValueError) publishes nothing.
-class DependentCarrier : public Carrier {
- public:
-  bool is_capability_finalized() const noexcept;
-  // The frozen snapshot, sorted; RuntimeError before finalisation.
-  std::span<const OperationCapability> capability_snapshot() const;
-
- protected:
-  DependentCarrier(const SimpleDType& dtype, bool mutable_) noexcept : Carrier(dtype, mutable_) {
-    dependent_instance_ = true;
-  }
-  virtual std::vector<OperationCapability> _generate_operation_capabilities() const;
-  void finalize_operation_capabilities();
-
- private:
-  std::atomic<const std::vector<OperationCapability>*> snapshot_{nullptr};
-  std::shared_ptr<const std::vector<OperationCapability>> owned_snapshot_;
-  std::mutex finalize_mutex_;
-};
 
 }  // namespace strideweave
 

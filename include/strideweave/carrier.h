@@ -39,6 +39,7 @@
 #include <typeindex>
 #include <typeinfo>
 
+#include <strideweave/carrier_class.h>
 #include <strideweave/dtype.h>
 #include <strideweave/value.h>
 
@@ -49,39 +50,18 @@ class DependentCarrier;
 class OperationCapability;
 class OperationPlan;
 
-// The identity of one exact C++ class, as the capability, kernel and movement
-// registries see it. Obtained from a type (carrier_class<T>(), for any T so
-// that registries can reject a class that is not a carrier) or from an
-// instance (carrier.exact_class()). Compared by identity of the exact type;
-// lookups never walk base classes.
-class CarrierClass {
- public:
-  struct Traits {
-    bool derives_carrier = false;  // T is Carrier or derives from it
-    bool is_root = false;          // T is Carrier itself
-    bool is_dependent = false;     // T is DependentCarrier or derives from it
-  };
-  CarrierClass(const std::type_info& info, Traits traits) noexcept : index_(info), traits_(traits) {}
-  // Demangled C++ name ("strideweave::CPU").
-  std::string cpp_name() const;
-  std::type_index type_index() const noexcept { return index_; }
-  const Traits& traits() const noexcept { return traits_; }
-  friend bool operator==(const CarrierClass& a, const CarrierClass& b) noexcept { return a.index_ == b.index_; }
-  friend bool operator<(const CarrierClass& a, const CarrierClass& b) noexcept { return a.index_ < b.index_; }
-  std::size_t hash() const noexcept { return index_.hash_code(); }
-
- private:
-  std::type_index index_;
-  Traits traits_;
-};
-
+// The identity of T (carrier-class.h): for any T, so that registries can
+// reject a type that is not a carrier. The traits come from the type.
 template <class T>
-CarrierClass carrier_class() noexcept {
-  CarrierClass::Traits traits;
-  traits.derives_carrier = std::is_base_of_v<Carrier, T>;
-  traits.is_root = std::is_same_v<T, Carrier>;
-  if constexpr (std::is_base_of_v<Carrier, T>) traits.is_dependent = std::is_base_of_v<DependentCarrier, T>;
-  return CarrierClass(typeid(T), traits);
+CarrierClass carrier_class() {
+  static const CarrierClass identity = [] {
+    CarrierClass::Traits traits;
+    traits.derives_carrier = std::is_base_of_v<Carrier, T>;
+    traits.is_root = std::is_same_v<std::remove_cv_t<T>, Carrier>;
+    if constexpr (std::is_base_of_v<Carrier, T>) traits.is_dependent = std::is_base_of_v<DependentCarrier, T>;
+    return CarrierClass::of_type(typeid(T), traits);
+  }();
+  return identity;
 }
 
 class Carrier : public std::enable_shared_from_this<Carrier> {
@@ -90,11 +70,14 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   Carrier& operator=(const Carrier&) = delete;
   virtual ~Carrier() = default;
 
-  CarrierClass exact_class() const noexcept {
-    return CarrierClass(typeid(*this), CarrierClass::Traits{true, false, dependent_instance_});
-  }
-  // The class's public name ("Generic", "CPU").
-  virtual std::string class_name() const = 0;
+  // The identity of this instance's exact (most-derived) class; a run-time
+  // class's instances answer the identity they were constructed with. Not
+  // meaningful inside a base-class constructor (the object is not yet of its
+  // final type); TypeError for an instance bound to a run-time class whose
+  // host is not its exact type.
+  CarrierClass exact_class() const;
+  // The class's one public name: exact_class().name() ("Generic", "CPU").
+  std::string class_name() const { return exact_class().name(); }
 
   std::int64_t size() const;
   const SimpleDType& dtype() const noexcept { return *dtype_; }
@@ -132,7 +115,7 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // class's sealed declaration, a dependent carrier from its own frozen
   // snapshot (RuntimeError before finalisation). They describe the
   // implementation's reach, not the current dtype, size, mutability or
-  // release state. Defined in src/capability/carrier_queries.cpp.
+  // release state. Defined in src/storage/carrier_queries.cpp.
   std::vector<OperationCapability> operation_capabilities(std::optional<std::string_view> operation_name = std::nullopt) const;
   bool supports_operation_plan(const OperationPlan& plan) const;
   std::optional<std::string> unsupported_plan_reason(const OperationPlan& plan) const;
@@ -157,6 +140,11 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
  protected:
   // Subclass constructors validate `dtype` with check_storage_dtype first.
   Carrier(const SimpleDType& dtype, bool mutable_) noexcept : dtype_(&dtype), intrinsic_mutable_(mutable_) {}
+  // The constructor of a run-time class's host (a Python subclass's C++
+  // trampoline): the instance answers `runtime_class` as its exact class.
+  // TypeError unless `runtime_class` was minted by
+  // CarrierClass::define_runtime_class for a non-dependent host.
+  Carrier(const SimpleDType& dtype, bool mutable_, CarrierClass runtime_class);
   // core-concepts.md 1.2: non-simple or unsupported -> ValueError naming the
   // class; a non-DType is impossible in C++.
   static const SimpleDType& check_storage_dtype(const DType& dtype, const char* class_name,
@@ -174,21 +162,30 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // For composites (Evictable, TiledEvictable) that take ownership.
   void set_owned(bool owned) noexcept { owned_.store(owned); }
 
-  // Set once by DependentCarrier's constructor, so exact_class() needs no
-  // dynamic_cast on the dispatch path.
-  bool dependent_instance_ = false;
 
  private:
+  friend class DependentCarrier;
+  struct DependentTag {};
+  // DependentCarrier's constructors: the only way to mark an instance
+  // dependent, so a subclass cannot send the capability gate into a
+  // DependentCarrier cast.
+  Carrier(const SimpleDType& dtype, bool mutable_, DependentTag) noexcept
+      : dtype_(&dtype), intrinsic_mutable_(mutable_), dependent_instance_(true) {}
+  Carrier(const SimpleDType& dtype, bool mutable_, DependentTag, CarrierClass runtime_class);
+
   const SimpleDType* dtype_;
   bool intrinsic_mutable_;
   std::atomic<bool> owned_{false};
   std::atomic<bool> released_{false};
   std::atomic<std::uint64_t> version_{0};
+  bool dependent_instance_ = false;
+  // A run-time class's identity, or null (the exact C++ type's identity).
+  const detail::CarrierClassRecord* runtime_class_ = nullptr;
+  // The identity last resolved, and the type it was resolved for.
+  mutable std::atomic<const detail::CarrierClassRecord*> class_record_{nullptr};
+  mutable std::atomic<const std::type_info*> class_type_{nullptr};
 };
 
 }  // namespace strideweave
 
-template <>
-struct std::hash<strideweave::CarrierClass> {
-  std::size_t operator()(const strideweave::CarrierClass& c) const noexcept { return c.hash(); }
-};
+

@@ -6,10 +6,11 @@
 // KernelCall to the kernel that the executing carrier class registered for
 // exactly that plan.
 //
-// A carrier class declares what it executes by registering kernels keyed by
-// exact OperationPlan in a KernelTable. That registration is the single source
-// of the class's executable set: the capability tables (backend-capabilities)
-// are derived from it, never kept as a second list. Lookup is by exact
+// A shipped carrier class declares what it executes by registering kernels
+// keyed by exact OperationPlan in its kernel table (internal:
+// src/execution/kernel_table.h). That registration is the single source of
+// the class's executable set: its capabilities (backend-capabilities) are
+// derived from it, never kept as a second list. Lookup is by exact
 // CarrierClass and exact plan: never a base class, never a nearby plan.
 //
 // The plan lookup is the dtype-stripping seam: each registered kernel is a
@@ -76,42 +77,6 @@ struct KernelCall {
 };
 
 using KernelFn = std::function<void(const KernelCall&)>;
-
-// The kernels one exact carrier class registered, keyed by exact plan.
-// Registration is complete before the table is published (see
-// register_kernel_table); a duplicate plan is a ValueError.
-class KernelTable {
- public:
-  // `axes` is what this kernel really offers on each execution axis
-  // (capability.h); it becomes the class's capability entry for `plan`.
-  void add(const OperationPlan& plan, KernelFn kernel, ExecutionAxes axes = {});
-  const KernelFn* find(const OperationPlan& plan) const noexcept;
-  // The plans in registration order.
-  const std::vector<OperationPlan>& plans() const noexcept { return order_; }
-  const ExecutionAxes& axes(const OperationPlan& plan) const { return kernels_.at(plan).axes; }
-
- private:
-  struct Entry {
-    KernelFn kernel;
-    ExecutionAxes axes;
-  };
-  std::unordered_map<OperationPlan, Entry> kernels_;
-  std::vector<OperationPlan> order_;
-};
-
-// Publishes the kernel table of `cls` (once; a second call is a
-// RuntimeError) and, derived from it, the class's sealed capability
-// declaration (one OperationCapability per registered plan, with the axes
-// its kernel registered). Called from the central carrier list
-// (src/carriers/carrier_list.cpp) for the shipped carriers.
-void register_kernel_table(CarrierClass cls, std::string class_name, KernelTable table);
-// The published table of exactly `cls`, or nullptr.
-const KernelTable* kernel_table(CarrierClass cls);
-// Every carrier class with a published table, in registration order.
-std::vector<std::pair<CarrierClass, std::string>> registered_kernel_classes();
-// The shipped carriers' classes (those the central carrier list registers),
-// in list order: the ones whose tables docs/capabilities.md must hold.
-std::vector<std::pair<CarrierClass, std::string>> shipped_kernel_classes();
 
 }  // namespace strideweave
 

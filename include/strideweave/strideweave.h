@@ -2,8 +2,10 @@
 #pragma once
 
 #include <strideweave/carrier.h>
+#include <strideweave/carrier_class.h>
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/carriers/generic.h>
+#include <strideweave/carriers/shipped.h>
 #include <strideweave/dtype.h>
 #include <strideweave/errors.h>
 #include <strideweave/execution.h>
@@ -13,6 +15,7 @@
 #include <strideweave/autograd.h>
 #include <strideweave/call.h>
 #include <strideweave/capability.h>
+#include <strideweave/dependent_carrier.h>
 #include <strideweave/ops.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "autograd/gradcheck_cases.h"
+#include "execution/kernel_table.h"
 #include "autograd/graph.h"
 
 namespace strideweave::autograd {

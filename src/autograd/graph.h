@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "core/tensor_impl.h"
+#include "storage/tensor_impl.h"
 
 namespace strideweave::autograd {
 

@@ -16,19 +16,19 @@
 #include <vector>
 
 #include "capability/registry.h"
-#include "carriers/carrier_list.h"
+#include "core/bootstrap.h"
 
 namespace strideweave {
 namespace {
 
 struct ClassCapabilities {
   enum class Origin { KernelBacked, Declared, ObservedEmpty } origin;
-  std::string name;
+  CarrierClass cls;
   std::vector<OperationCapability> sorted;
   std::unordered_map<OperationPlan, std::size_t> by_plan;
 };
 
-using Snapshot = std::unordered_map<std::type_index, std::shared_ptr<const ClassCapabilities>>;
+using Snapshot = std::unordered_map<CarrierClass, std::shared_ptr<const ClassCapabilities>>;
 
 // The current map is published through a plain atomic pointer (release
 // store, acquire load). Every published map is immutable and kept for the
@@ -41,6 +41,7 @@ using Snapshot = std::unordered_map<std::type_index, std::shared_ptr<const Class
 struct Registry {
   std::mutex write;
   std::vector<std::unique_ptr<const Snapshot>> published;  // guarded by `write`
+  std::vector<CarrierClass> kernel_backed;                 // guarded by `write`, in declaration order
   std::atomic<const Snapshot*> current{nullptr};
   Registry() {
     published.push_back(std::make_unique<const Snapshot>());
@@ -53,11 +54,9 @@ Registry& registry() {
   return *r;
 }
 
-std::shared_ptr<const ClassCapabilities> make_entry(ClassCapabilities::Origin origin, std::string name,
+std::shared_ptr<const ClassCapabilities> make_entry(ClassCapabilities::Origin origin, CarrierClass cls,
                                                     std::vector<OperationCapability> caps) {
-  auto e = std::make_shared<ClassCapabilities>();
-  e->origin = origin;
-  e->name = std::move(name);
+  auto e = std::make_shared<ClassCapabilities>(ClassCapabilities{origin, cls, {}, {}});
   std::sort(caps.begin(), caps.end());
   for (std::size_t i = 0; i < caps.size(); ++i) e->by_plan.emplace(caps[i].to_plan(), i);
   e->sorted = std::move(caps);
@@ -72,7 +71,7 @@ void reject_duplicates(std::span<const OperationCapability> caps, const std::str
 }
 
 // Precondition: the caller holds r.write.
-void publish(Registry& r, std::type_index key, std::shared_ptr<const ClassCapabilities> entry) {
+void publish(Registry& r, CarrierClass key, std::shared_ptr<const ClassCapabilities> entry) {
   auto next = std::make_unique<Snapshot>(*r.current.load(std::memory_order_acquire));
   (*next)[key] = std::move(entry);
   r.published.push_back(std::move(next));  // may throw: then nothing is published
@@ -80,29 +79,28 @@ void publish(Registry& r, std::type_index key, std::shared_ptr<const ClassCapabi
 }
 
 void check_queryable_class(CarrierClass cls, const char* what) {
-  if (!cls.traits().derives_carrier)
-    throw TypeError(fmt::format("{}: {} is not a Carrier class", what, cls.cpp_name()));
+  if (!cls.traits().derives_carrier) throw TypeError(fmt::format("{}: {} is not a Carrier class", what, cls.name()));
   if (cls.traits().is_dependent)
     throw TypeError(fmt::format("{}: {} is a DependentCarrier class; its capabilities belong to each instance", what,
-                                cls.cpp_name()));
+                                cls.name()));
 }
 
 // The sealed answer of `cls`, observing (sealing empty) an undeclared class.
 std::shared_ptr<const ClassCapabilities> observe(CarrierClass cls, const char* what) {
   check_queryable_class(cls, what);
-  carriers::ensure_registered();
+  detail::ensure_bootstrapped();
   Registry& r = registry();
   {
     const auto snap = r.current.load();
-    auto it = snap->find(cls.type_index());
+    auto it = snap->find(cls);
     if (it != snap->end()) return it->second;
   }
   std::lock_guard lock(r.write);
   const auto snap = r.current.load();
-  auto it = snap->find(cls.type_index());
+  auto it = snap->find(cls);
   if (it != snap->end()) return it->second;
-  auto entry = make_entry(ClassCapabilities::Origin::ObservedEmpty, cls.cpp_name(), {});
-  publish(r, cls.type_index(), entry);
+  auto entry = make_entry(ClassCapabilities::Origin::ObservedEmpty, cls, {});
+  publish(r, cls, entry);
   return entry;
 }
 
@@ -111,18 +109,15 @@ const OperationCapability* find_plan(const ClassCapabilities& c, const Operation
   return it == c.by_plan.end() ? nullptr : &c.sorted[it->second];
 }
 
-// `name` names the class in the sentence: the class's registry name for a
-// class-level query, the carrier's public class_name() for an instance query.
-std::optional<std::string> reason(const ClassCapabilities& c, const OperationPlan& plan, const std::string& name) {
+// The stable sentence, naming the class by its one public name.
+std::optional<std::string> reason(const ClassCapabilities& c, const OperationPlan& plan) {
   if (find_plan(c, plan)) return std::nullopt;
+  const std::string& name = c.cls.name();
   const bool has_operation = std::any_of(c.sorted.begin(), c.sorted.end(),
                                          [&](const OperationCapability& x) { return x.operation() == plan.operation(); });
   if (!has_operation) return fmt::format("{} has no capability for operation '{}'.", name, plan.operation());
   return fmt::format("{} has capabilities for operation '{}' but none matches the plan {}.", name, plan.operation(),
                      plan.to_string());
-}
-std::optional<std::string> reason(const ClassCapabilities& c, const OperationPlan& plan) {
-  return reason(c, plan, c.name);
 }
 
 const OperationCapability* representative(const ClassCapabilities& c, std::string_view operation,
@@ -154,62 +149,79 @@ const OperationCapability* representative(const ClassCapabilities& c, std::strin
 
 namespace capability_registry {
 
-void declare_kernel_backed(CarrierClass cls, std::string name, std::vector<OperationCapability> capabilities) {
-  reject_duplicates(capabilities, "register_kernel_table(" + name + ")");
+void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities) {
+  reject_duplicates(capabilities, "register_kernel_table(" + cls.name() + ")");
   Registry& r = registry();
   std::lock_guard lock(r.write);
-  if (r.current.load()->count(cls.type_index()))
-    throw RuntimeError(fmt::format("register_kernel_table: {} already has a capability answer", name));
-  publish(r, cls.type_index(), make_entry(ClassCapabilities::Origin::KernelBacked, std::move(name), std::move(capabilities)));
+  if (r.current.load()->count(cls))
+    throw TypeError(fmt::format("register_kernel_table: {} already has a capability answer", cls.name()));
+  r.kernel_backed.reserve(r.kernel_backed.size() + 1);  // may throw: then nothing is published
+  publish(r, cls, make_entry(ClassCapabilities::Origin::KernelBacked, cls, std::move(capabilities)));
+  r.kernel_backed.push_back(cls);
 }
 
-std::optional<std::string> instance_reason(const Carrier& carrier, const OperationPlan& plan) {
-  return reason(*observe(carrier.exact_class(), "Carrier.unsupported_plan_reason"), plan, carrier.class_name());
+std::optional<std::string> closed_reason(CarrierClass cls) {
+  detail::ensure_bootstrapped();
+  const auto snap = registry().current.load();
+  auto it = snap->find(cls);
+  if (it == snap->end()) return std::nullopt;
+  switch (it->second->origin) {
+    case ClassCapabilities::Origin::KernelBacked: return "is a kernel-backed (shipped) class";
+    case ClassCapabilities::Origin::Declared: return "has already declared its capabilities";
+    case ClassCapabilities::Origin::ObservedEmpty: return "was already observed (sealed empty)";
+  }
+  return std::nullopt;
 }
 
-const OperationCapability& instance_require_ref(const Carrier& carrier, const OperationPlan& plan) {
+std::vector<CarrierClass> kernel_backed_classes() {
+  detail::ensure_bootstrapped();
+  Registry& r = registry();
+  std::lock_guard lock(r.write);
+  return r.kernel_backed;
+}
+
+const OperationCapability& require_ref(CarrierClass cls, const OperationPlan& plan) {
   // A class's sealed answer never changes and every entry is retained for
   // the life of the process: the last class a thread gated is answered again
-  // without hashing its type or copying the entry's shared pointer.
-  thread_local std::optional<std::type_index> last_class;
+  // without hashing it or copying the entry's shared pointer.
+  thread_local std::optional<CarrierClass> last_class;
   thread_local const ClassCapabilities* last_entry = nullptr;
-  const CarrierClass cls = carrier.exact_class();
   const ClassCapabilities* c = nullptr;
-  if (last_class && *last_class == cls.type_index()) {
+  if (last_class && *last_class == cls) {
     c = last_entry;
   } else {
     const std::shared_ptr<const ClassCapabilities> observed = observe(cls, "Carrier.require_operation_plan");
     c = observed.get();
-    last_class = cls.type_index();
+    last_class = cls;
     last_entry = c;
   }
   if (const OperationCapability* m = find_plan(*c, plan)) return *m;
-  throw UnsupportedOperationPlan(*reason(*c, plan, carrier.class_name()), plan);
+  throw UnsupportedOperationPlan(*reason(*c, plan), plan);
 }
 
 }  // namespace capability_registry
 
 void register_operation_capabilities(CarrierClass cls, std::span<const OperationCapability> capabilities) {
   const char* what = "register_operation_capabilities";
-  if (!cls.traits().derives_carrier) throw TypeError(fmt::format("{}: {} is not a Carrier class", what, cls.cpp_name()));
+  if (!cls.traits().derives_carrier) throw TypeError(fmt::format("{}: {} is not a Carrier class", what, cls.name()));
   if (cls.traits().is_root) throw TypeError(fmt::format("{}: the Carrier root cannot declare capabilities", what));
   if (cls.traits().is_dependent)
     throw TypeError(fmt::format("{}: {} is a DependentCarrier class; its capabilities belong to each instance", what,
-                                cls.cpp_name()));
-  carriers::ensure_registered();
+                                cls.name()));
+  detail::ensure_bootstrapped();
   reject_duplicates(capabilities, what);
   Registry& r = registry();
   std::lock_guard lock(r.write);
   const auto snap = r.current.load();
-  auto it = snap->find(cls.type_index());
+  auto it = snap->find(cls);
   if (it != snap->end()) {
     const char* why = it->second->origin == ClassCapabilities::Origin::KernelBacked ? "is a kernel-backed (shipped) class"
                       : it->second->origin == ClassCapabilities::Origin::Declared  ? "has already declared its capabilities"
                                                                                    : "was already observed (sealed empty)";
-    throw TypeError(fmt::format("{}: {} {}", what, it->second->name, why));
+    throw TypeError(fmt::format("{}: {} {}", what, cls.name(), why));
   }
-  publish(r, cls.type_index(),
-          make_entry(ClassCapabilities::Origin::Declared, cls.cpp_name(),
+  publish(r, cls,
+          make_entry(ClassCapabilities::Origin::Declared, cls,
                      std::vector<OperationCapability>(capabilities.begin(), capabilities.end())));
 }
 
@@ -252,9 +264,9 @@ namespace {
 OperationCapability require_axis(const ClassCapabilities& c, const OperationCapability& m, const SimpleDType& dtype,
                                  std::optional<ExecutionAxis> axis) {
   if (axis && m.axes().level(*axis) == SupportLevel::Unsupported)
-    throw UnsupportedOpDType(c.name, m.operation(), &dtype, axis,
+    throw UnsupportedOpDType(c.cls.name(), m.operation(), &dtype, axis,
                              fmt::format("{} does not support the {} axis for operation '{}' with input dtype {}.",
-                                         c.name, name_of(*axis), m.operation(), dtype.name()),
+                                         c.cls.name(), name_of(*axis), m.operation(), dtype.name()),
                              m.to_plan());
   return m;
 }
@@ -265,8 +277,8 @@ OperationCapability require_capability(CarrierClass cls, std::string_view operat
   const auto c = observe(cls, "require_capability");
   const OperationCapability* m = representative(*c, operation, dtype);
   if (!m)
-    throw UnsupportedOpDType(c->name, std::string(operation), &dtype, axis,
-                             fmt::format("{} has no capability for operation '{}' with input dtype {}.", c->name,
+    throw UnsupportedOpDType(cls.name(), std::string(operation), &dtype, axis,
+                             fmt::format("{} has no capability for operation '{}' with input dtype {}.", cls.name(),
                                          operation, dtype.name()),
                              std::nullopt);
   return require_axis(*c, *m, dtype, axis);
@@ -280,13 +292,6 @@ OperationCapability require_capability(CarrierClass cls, const OperationPlan& pl
   for (const OperandPlan& o : plan.operands())
     if (o.role() == OperandRole::TENSOR && !first) first = o.dtype();
   return require_axis(*c, *m, *first, axis);
-}
-
-std::string carrier_class_name(CarrierClass cls) {
-  carriers::ensure_registered();
-  const auto snap = registry().current.load();
-  auto it = snap->find(cls.type_index());
-  return it == snap->end() ? cls.cpp_name() : it->second->name;
 }
 
 }  // namespace strideweave

@@ -1,5 +1,6 @@
-// Internal: the class-level capability registry's entry for kernel-backed
-// classes (execution/kernel_table.cpp declares through it).
+// Internal: the class-level capability registry's entries for the layers
+// above it (the kernel registry declares kernel-backed classes through it;
+// the storage layer's capability gate reads it).
 #pragma once
 
 #include <strideweave/capability.h>
@@ -10,20 +11,24 @@
 
 namespace strideweave::capability_registry {
 
-// Declares the sealed set of a kernel-backed class (shipped carriers). A
-// class already declared or observed -> RuntimeError.
-void declare_kernel_backed(CarrierClass cls, std::string name, std::vector<OperationCapability> capabilities);
+// Declares the sealed set of a kernel-backed class. TypeError when the class
+// already has an answer (declared or observed); ValueError for a duplicate
+// shape. All or nothing.
+void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities);
 
-// The instance queries of an independent carrier: its exact class's sealed
-// answer (observing it), with the sentence naming the carrier by its public
-// class_name(), as the dependent-instance queries do.
-std::optional<std::string> instance_reason(const Carrier& carrier, const OperationPlan& plan);
-// The sealed answer of the carrier's class for `plan`, by reference: class entries are
-// immutable and every published snapshot is retained, so the reference is
-// valid for the life of the process.
-const OperationCapability& instance_require_ref(const Carrier& carrier, const OperationPlan& plan);
-// Carrier::require_operation_plan by reference (dependent.cpp): the gate of
-// the dispatch path. The reference lives as long as `carrier`.
-const OperationCapability& gate(const Carrier& carrier, const OperationPlan& plan);
+// Why `cls` can no longer declare ("is a kernel-backed (shipped) class",
+// "has already declared its capabilities", "was already observed (sealed
+// empty)"), or nullopt while it is open. Observes nothing.
+std::optional<std::string> closed_reason(CarrierClass cls);
+
+// The kernel-backed classes, in declaration order.
+std::vector<CarrierClass> kernel_backed_classes();
+
+// The sealed answer of `cls` for `plan`, by reference (observing an
+// undeclared class), or UnsupportedOperationPlan with the stable sentence.
+// Class entries are immutable and retained for the life of the process, so
+// the reference stays valid. Precondition: `cls` is a queryable class (a
+// Carrier class that is not dependent).
+const OperationCapability& require_ref(CarrierClass cls, const OperationPlan& plan);
 
 }  // namespace strideweave::capability_registry

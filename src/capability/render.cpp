@@ -1,9 +1,10 @@
 // Rendering capability descriptors as the markdown tables of
 // docs/capabilities.md, so documentation is generated, never hand-kept.
 #include <strideweave/capability.h>
-#include <strideweave/execution.h>
 
 #include <fmt/format.h>
+
+#include "capability/registry.h"
 
 namespace strideweave {
 namespace {
@@ -42,7 +43,8 @@ std::string render_capability_table(CarrierClass cls) {
 
 std::string render_capability_tables_into(const std::string& document) {
   std::string out = document;
-  for (const auto& [cls, name] : shipped_kernel_classes()) {
+  for (const CarrierClass& cls : capability_registry::kernel_backed_classes()) {
+    const std::string& name = cls.name();
     const std::string begin = fmt::format("<!-- BEGIN CAPABILITIES: {} -->\n", name);
     const std::string end = fmt::format("<!-- END CAPABILITIES: {} -->", name);
     const auto b = out.find(begin);

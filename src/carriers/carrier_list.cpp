@@ -1,36 +1,65 @@
-// The central list of shipped carriers: one registration line each. A new
-// carrier adds its folder under src/carriers/ and one line here.
+// The shipped carriers' records and registration, derived from the one list
+// in <strideweave/carriers/shipped.h>.
 #include "carriers/carrier_list.h"
 
-#include <atomic>
-#include <mutex>
+#include <strideweave/carriers/shipped.h>
 
-#include "carriers/cpu/cpu_kernels.h"
-#include "carriers/generic/generic_kernels.h"
+#include <algorithm>
+#include <string>
+#include <vector>
 
-namespace strideweave::detail {
-void mark_shipped_registration(bool on);  // src/execution/kernel_table.cpp
-}  // namespace strideweave::detail
+#include "core/carrier_class_internal.h"
 
-namespace strideweave::carriers {
+namespace strideweave {
+namespace detail {
+
+// The bootstrap's access to each shipped class's private registration.
+struct ShippedCarrierAccess {
+  template <class C>
+  static void register_kernels() {
+    C::register_kernels();
+  }
+};
+
+}  // namespace detail
 
 namespace {
-void register_shipped_carriers() {
-  detail::mark_shipped_registration(true);
-  generic::register_generic();
-  cpu::register_cpu();
-  detail::mark_shipped_registration(false);
+
+template <class C>
+ShippedCarrier record_of() {
+  return ShippedCarrier{C::public_name, carrier_class<C>(), C::description,
+                        [](std::span<const Value> values, const DType& dtype) -> std::shared_ptr<Carrier> {
+                          return C::from_values(values, dtype, true);
+                        }};
 }
+
+template <class... C>
+std::vector<ShippedCarrier> records_of(CarrierTypeList<C...>) {
+  return {record_of<C>()...};
+}
+
+template <class... C>
+void register_each(CarrierTypeList<C...>) {
+  ((detail::CarrierClassAccess::name_shipped_class(carrier_class<C>(), std::string(C::public_name)),
+    detail::ShippedCarrierAccess::register_kernels<C>()),
+   ...);
+}
+
 }  // namespace
 
-void ensure_registered() {
-  static std::once_flag once;
-  // A fast acquire check first: std::call_once costs a TLS round trip on
-  // every call, and this runs on every dispatch.
-  static std::atomic<bool> done{false};
-  if (done.load(std::memory_order_acquire)) return;
-  std::call_once(once, register_shipped_carriers);
-  done.store(true, std::memory_order_release);
+std::span<const ShippedCarrier> shipped_carriers() {
+  static const std::vector<ShippedCarrier> records = records_of(ShippedCarrierTypes{});
+  return records;
 }
 
-}  // namespace strideweave::carriers
+const ShippedCarrier* find_shipped_carrier(std::string_view name) {
+  const auto all = shipped_carriers();
+  const auto it = std::find_if(all.begin(), all.end(), [&](const ShippedCarrier& c) { return c.name == name; });
+  return it == all.end() ? nullptr : &*it;
+}
+
+namespace carriers {
+void register_shipped_carriers() { register_each(ShippedCarrierTypes{}); }
+}  // namespace carriers
+
+}  // namespace strideweave

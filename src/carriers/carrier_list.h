@@ -1,12 +1,12 @@
-// Internal: the one central list of shipped carriers (carrier_list.cpp).
+// Internal: registering the central list of shipped carriers
+// (<strideweave/carriers/shipped.h>).
 #pragma once
 
 namespace strideweave::carriers {
 
-// Publishes every shipped carrier's kernel table (and with it the class's
-// capability declaration), once, in list order. Safe to call from any
-// thread; the registries call it before their first answer so that a
-// shipped class is never observed before it declared.
-void ensure_registered();
+// Names every shipped class and publishes its kernel table (and with it the
+// class's capability declaration), in list order. Called once, by the
+// library bootstrap (src/library/bootstrap.cpp).
+void register_shipped_carriers();
 
 }  // namespace strideweave::carriers

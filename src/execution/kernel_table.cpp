@@ -1,16 +1,16 @@
-// Per-class kernel tables. See include/strideweave/execution.h.
+// Per-class kernel tables. See src/execution/kernel_table.h.
+#include "execution/kernel_table.h"
+
 #include <strideweave/errors.h>
-#include <strideweave/execution.h>
 
 #include <fmt/format.h>
 
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <shared_mutex>
-#include <typeindex>
 
 #include "capability/registry.h"
-#include "carriers/carrier_list.h"
+#include "core/bootstrap.h"
 
 namespace strideweave {
 
@@ -30,13 +30,8 @@ namespace {
 
 struct Entry {
   CarrierClass cls;
-  std::string name;
   std::unique_ptr<const KernelTable> table;
-  bool shipped;
 };
-
-// Set while the central carrier list registers (on the registering thread).
-thread_local bool registering_shipped = false;
 
 struct Registry {
   std::shared_mutex mutex;
@@ -44,73 +39,63 @@ struct Registry {
 };
 
 Registry& registry() {
-  static Registry* r = [] {
-    auto* reg = new Registry();
-    return reg;
-  }();
+  static Registry* r = new Registry();  // lives for the program (tables outlive statics)
   return *r;
 }
 
-void ensure_shipped() { carriers::ensure_registered(); }
-
-
-
 }  // namespace
 
-void register_kernel_table(CarrierClass cls, std::string class_name, KernelTable table) {
-  Registry& r = registry();
-  std::unique_lock lock(r.mutex);
-  for (const Entry& e : r.entries)
-    if (e.cls == cls)
-      throw RuntimeError(fmt::format("register_kernel_table: {} already has a kernel table", class_name));
+void register_kernel_table(CarrierClass cls, KernelTable table) {
+  const char* what = "register_kernel_table";
+  const CarrierClass::Traits& t = cls.traits();
+  if (!t.derives_carrier) throw TypeError(fmt::format("{}: {} is not a Carrier class", what, cls.name()));
+  if (t.is_root) throw TypeError(fmt::format("{}: the Carrier root cannot register kernels", what));
+  if (t.is_dependent)
+    throw TypeError(fmt::format("{}: {} is a DependentCarrier class; its capabilities belong to each instance", what,
+                                cls.name()));
   // The class's capability declaration is derived from the table: one entry
   // per registered plan, with the axes its kernel registered.
   std::vector<OperationCapability> caps;
+  caps.reserve(table.plans().size());
   for (const OperationPlan& plan : table.plans()) caps.push_back(OperationCapability::from_plan(plan, table.axes(plan)));
-  capability_registry::declare_kernel_backed(cls, class_name, std::move(caps));
-  r.entries.push_back(
-      Entry{cls, std::move(class_name), std::make_unique<const KernelTable>(std::move(table)), registering_shipped});
+  auto owned = std::make_unique<const KernelTable>(std::move(table));
+  detail::ensure_bootstrapped();  // the shipped classes first (a no-op inside the bootstrap)
+  Registry& r = registry();
+  std::unique_lock lock(r.mutex);
+  for (const Entry& e : r.entries)
+    if (e.cls == cls) throw TypeError(fmt::format("{}: {} already has a kernel table", what, cls.name()));
+  if (const std::optional<std::string> closed = capability_registry::closed_reason(cls))
+    throw TypeError(fmt::format("{}: {} {}", what, cls.name(), *closed));
+  r.entries.reserve(r.entries.size() + 1);  // nothing below throws once the capabilities are declared
+  capability_registry::declare_kernel_backed(cls, std::move(caps));
+  r.entries.push_back(Entry{cls, std::move(owned)});
 }
 
 const KernelTable* kernel_table(CarrierClass cls) {
   // A table, once registered, is never replaced or freed: the last class a
   // thread asked about is answered again without the lock (a class without
   // a table is never remembered, as it may register one later).
-  thread_local std::optional<std::type_index> last_class;
+  thread_local std::optional<CarrierClass> last_class;
   thread_local const KernelTable* last_table = nullptr;
-  if (last_class && *last_class == cls.type_index()) return last_table;
-  ensure_shipped();
+  if (last_class && *last_class == cls) return last_table;
+  detail::ensure_bootstrapped();
   Registry& r = registry();
   std::shared_lock lock(r.mutex);
   for (const Entry& e : r.entries)
     if (e.cls == cls) {
-      last_class = cls.type_index();
+      last_class = cls;
       last_table = e.table.get();
       return last_table;
     }
   return nullptr;
 }
 
-std::vector<std::pair<CarrierClass, std::string>> shipped_kernel_classes() {
-  ensure_shipped();
+std::vector<CarrierClass> registered_kernel_classes() {
+  detail::ensure_bootstrapped();
   Registry& r = registry();
   std::shared_lock lock(r.mutex);
-  std::vector<std::pair<CarrierClass, std::string>> out;
-  for (const Entry& e : r.entries)
-    if (e.shipped) out.emplace_back(e.cls, e.name);
-  return out;
-}
-
-namespace detail {
-void mark_shipped_registration(bool on) { registering_shipped = on; }
-}  // namespace detail
-
-std::vector<std::pair<CarrierClass, std::string>> registered_kernel_classes() {
-  ensure_shipped();
-  Registry& r = registry();
-  std::shared_lock lock(r.mutex);
-  std::vector<std::pair<CarrierClass, std::string>> out;
-  for (const Entry& e : r.entries) out.emplace_back(e.cls, e.name);
+  std::vector<CarrierClass> out;
+  for (const Entry& e : r.entries) out.push_back(e.cls);
   return out;
 }
 

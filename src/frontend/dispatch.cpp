@@ -1,8 +1,10 @@
 // The single dispatch path. See dispatch.h and include/strideweave/ops.h.
 #include "frontend/dispatch.h"
 
-#include "autograd/record.h"  // autograd hook: graph recording at the one dispatch point
-#include "capability/registry.h"
+#include "core/bootstrap.h"
+#include "execution/kernel_table.h"
+#include "frontend/autograd_hooks.h"
+#include "storage/gate.h"
 
 #include <strideweave/errors.h>
 #include <strideweave/ops.h>
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <deque>
 
 namespace strideweave {
@@ -23,6 +26,8 @@ struct OutputRequest {
   bool consumed = false;
 };
 thread_local OutputRequest* pending_output = nullptr;
+
+std::atomic<const AutogradHooks*> installed_hooks{nullptr};
 
 // The plan output arithmetic used to accumulate a fallback result into `out`.
 Value accumulate_value(const Value& old, const Value& add, const std::string& op) {
@@ -85,6 +90,20 @@ bool admit_output(const OperationPlan& plan, const OperationCapability& cap, con
 
 }  // namespace
 
+void install_autograd_hooks(const AutogradHooks* hooks) noexcept {
+  installed_hooks.store(hooks, std::memory_order_release);
+}
+
+const AutogradHooks& autograd_hooks() {
+  const AutogradHooks* h = installed_hooks.load(std::memory_order_acquire);
+  if (!h) {
+    detail::ensure_bootstrapped();
+    h = installed_hooks.load(std::memory_order_acquire);
+    if (!h) throw RuntimeError("strideweave: autograd's recording hooks are not installed (the library bootstrap is missing)");
+  }
+  return *h;
+}
+
 const Carrier& common_carrier(std::string_view operation, std::initializer_list<const Tensor*> tensors) {
   const Carrier* first = nullptr;
   for (const Tensor* t : tensors) {
@@ -102,7 +121,7 @@ const Carrier& common_carrier(std::string_view operation, std::initializer_list<
 Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
                const Shape& result_shape, const Carrier& prototype) {
   // The gate: an exact capability, before any allocation or kernel entry.
-  const OperationCapability& cap = capability_registry::gate(prototype, plan);
+  const OperationCapability& cap = storage::gate(prototype, plan);
   const KernelTable* table = kernel_table(prototype.exact_class());
   const KernelFn* kernel = table ? table->find(plan) : nullptr;
   if (!kernel)
@@ -113,11 +132,11 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
     std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
     Tensor result(std::move(storage), 0, Layout::compact(result_shape));
     (*kernel)(KernelCall{plan, operands, attributes, result});
-    autograd::record_operation(plan, operands, attributes, result);  // autograd hook
+    autograd_hooks().record_operation(plan, operands, attributes, result);  // autograd hook
     return result;
   }
   bool native = admit_output(plan, cap, *req, operands, result_shape, prototype);
-  autograd::refuse_caller_output(plan, operands);  // autograd hook: before anything is written
+  autograd_hooks().refuse_caller_output(plan, operands);  // autograd hook: before anything is written
   req->consumed = true;
   const Tensor& out = req->out;
   // The output viewed with the result's shape (only extent-1 axes differ).

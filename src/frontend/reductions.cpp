@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "execution/kernel_table.h"
 #include "frontend/call_support.h"
 #include "frontend/dispatch.h"
 

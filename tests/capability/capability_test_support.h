@@ -8,6 +8,7 @@
 //   test_backend_capabilities.cpp   1 .. 199
 //   test_execution_axes.cpp         200 .. 299
 //   test_capability_concurrency.cpp 300 .. 999
+//   test_kernel_registration.cpp    1000 .. 1099
 #pragma once
 
 #include <strideweave/strideweave.h>
@@ -77,7 +78,6 @@ class Custom final : public ValueCarrier {
     return std::make_shared<Custom>(dtype, std::move(values), mutable_);
   }
   static CarrierClass cls() { return carrier_class<Custom>(); }
-  std::string class_name() const override { return "Custom" + std::to_string(N); }
   static inline std::atomic<int> allocations{0};
 
  protected:
@@ -93,7 +93,6 @@ template <int N>
 class Base : public ValueCarrier {
  public:
   using ValueCarrier::ValueCarrier;
-  std::string class_name() const override { return "Base" + std::to_string(N); }
 
  protected:
   std::shared_ptr<Carrier> make_same(const SimpleDType& dtype, std::vector<Value> values,
@@ -106,7 +105,6 @@ template <int N>
 class Sub final : public Base<N> {
  public:
   using Base<N>::Base;
-  std::string class_name() const override { return "Sub" + std::to_string(N); }
 
  protected:
   std::shared_ptr<Carrier> make_same(const SimpleDType& dtype, std::vector<Value> values,
@@ -119,7 +117,6 @@ template <int N>
 class Sibling final : public Base<N> {
  public:
   using Base<N>::Base;
-  std::string class_name() const override { return "Sibling" + std::to_string(N); }
 
  protected:
   std::shared_ptr<Carrier> make_same(const SimpleDType& dtype, std::vector<Value> values,
@@ -141,7 +138,6 @@ class TestDependent : public DependentCarrier {
   void finalize() { finalize_operation_capabilities(); }
   void set_generator(Generator g) { generator_ = std::move(g); }
   int generator_calls() const { return calls_.load(); }
-  std::string class_name() const override { return "TestDependent"; }
   bool supports_storage_dtype(const DType& d) const noexcept override { return stored_element_kind(d).has_value(); }
   static inline std::atomic<int> allocations{0};
 
@@ -170,7 +166,6 @@ class DependentWithoutGenerator final : public DependentCarrier {
  public:
   DependentWithoutGenerator() : DependentCarrier(DType::Float32(), true) {}
   void finalize() { finalize_operation_capabilities(); }
-  std::string class_name() const override { return "DependentWithoutGenerator"; }
   bool supports_storage_dtype(const DType& d) const noexcept override { return &d == &DType::Float32(); }
 
  protected:

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "capability/capability_test_support.h"
+#include "execution/kernel_table.h"
 
 namespace sw_caps {
 namespace {
@@ -458,7 +459,7 @@ TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringWithSuppor
 TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringWithUnsupportedPlanReason) {
   const std::optional<std::string> r = unsupported_plan_reason(Custom<24>::cls(), f32_add_plan());
   ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(*r, carrier_class_name(Custom<24>::cls()) + " has no capability for operation 'add'.");
+  EXPECT_EQ(*r, Custom<24>::cls().name() + " has no capability for operation 'add'.");
   EXPECT_THROW(register_operation_capabilities(Custom<24>::cls(), caps_of({f32_add_plan()})), TypeError);
   EXPECT_EQ(unsupported_plan_reason(Custom<24>::cls(), f32_add_plan()), r);
 }
@@ -688,12 +689,12 @@ TEST(BackendCapabilities_CarrierQueries, IndependentInstanceReadsItsExactClassDe
   // The instance's sentences name the carrier by its public class_name(); the
   // class-level sentence (no instance) by the class's registry name.
   EXPECT_EQ(c->unsupported_plan_reason(f32_relu_plan()),
-            std::optional<std::string>("Custom44 has no capability for operation 'relu'."));
+            std::optional<std::string>(Custom<44>::cls().name() + " has no capability for operation 'relu'."));
   EXPECT_EQ(c->unsupported_plan_reason(i32_add_plan()),
-            std::optional<std::string>("Custom44 has capabilities for operation 'add' but none matches the plan " +
+            std::optional<std::string>(Custom<44>::cls().name() + " has capabilities for operation 'add' but none matches the plan " +
                                        i32_add_plan().to_string() + "."));
   EXPECT_EQ(unsupported_plan_reason(Custom<44>::cls(), f32_relu_plan()),
-            std::optional<std::string>(carrier_class_name(Custom<44>::cls()) +
+            std::optional<std::string>(Custom<44>::cls().name() +
                                        " has no capability for operation 'relu'."));
   try {
     c->require_operation_plan(i32_add_plan());
@@ -711,9 +712,9 @@ TEST(BackendCapabilities_CarrierQueries, DependentInstanceReadsItsSnapshot) {
   EXPECT_FALSE(d->supports_operation_plan(i32_add_plan()));
   EXPECT_EQ(d->unsupported_plan_reason(f32_add_plan()), std::nullopt);
   EXPECT_EQ(d->unsupported_plan_reason(f32_mul_scalar_plan()),
-            std::optional<std::string>("TestDependent has no capability for operation 'mul'."));
+            std::optional<std::string>(carrier_class<TestDependent>().name() + " has no capability for operation 'mul'."));
   EXPECT_EQ(d->unsupported_plan_reason(i32_add_plan()),
-            std::optional<std::string>("TestDependent has capabilities for operation 'add' but none matches the plan " +
+            std::optional<std::string>(carrier_class<TestDependent>().name() + " has capabilities for operation 'add' but none matches the plan " +
                                        i32_add_plan().to_string() + "."));
   EXPECT_EQ(d->require_operation_plan(f32_relu_plan()).to_plan(), f32_relu_plan());
   EXPECT_THROW(d->require_operation_plan(i32_add_plan()), UnsupportedOperationPlan);
@@ -736,7 +737,7 @@ TEST(BackendCapabilities_UnsupportedPlansFailBeforeExecution, GateBackendExecuti
     ASSERT_TRUE(e.plan().has_value());
     EXPECT_EQ(*e.plan(), f32_add_plan());
     // The gate's sentence names the executing carrier by its public name.
-    EXPECT_EQ(std::string(e.what()), "Custom40 has no capability for operation 'add'.");
+    EXPECT_EQ(std::string(e.what()), Custom<40>::cls().name() + " has no capability for operation 'add'.");
   }
   EXPECT_THROW(relu(t), UnsupportedOperationPlan);
   EXPECT_THROW(reduce_sum(t), UnsupportedOperationPlan);
@@ -756,7 +757,7 @@ TEST(BackendCapabilities_UnsupportedPlansFailBeforeExecution, GateRefusesNearbyS
     ADD_FAILURE() << "a nearby shape executed";
   } catch (const UnsupportedOperationPlan& e) {
     EXPECT_EQ(std::string(e.what()),
-              "Custom41 has capabilities for operation 'add' but none matches the plan add(tensor:int32->int32, "
+              Custom<41>::cls().name() + " has capabilities for operation 'add' but none matches the plan add(tensor:int32->int32, "
               "tensor:int32->int32) compute=INT32_EXACT_CHECKED accumulation=None accumulator=None -> int32.");
   }
   EXPECT_EQ(Custom<41>::allocations.load(), 0);
@@ -819,7 +820,7 @@ void expect_declaration_equals_kernel_table(CarrierClass cls, const char* name) 
     ASSERT_NE(table->find(p), nullptr) << p.to_string();
     EXPECT_EQ(c.axes(), table->axes(p)) << p.to_string();
   }
-  EXPECT_EQ(carrier_class_name(cls), name);
+  EXPECT_EQ(cls.name(), name);
 }
 
 TEST(BackendCapabilities_ShippedDeclarations, GenericSetEqualsItsKernelTable) {
@@ -952,7 +953,7 @@ TEST(BackendCapabilities_DependentCarrier, EmptySnapshotIsValid) {
   EXPECT_TRUE(d->is_capability_finalized());
   EXPECT_TRUE(d->operation_capabilities().empty());
   EXPECT_EQ(d->unsupported_plan_reason(f32_add_plan()),
-            std::optional<std::string>("TestDependent has no capability for operation 'add'."));
+            std::optional<std::string>(carrier_class<TestDependent>().name() + " has no capability for operation 'add'."));
 }
 
 TEST(BackendCapabilities_DependentCarrier, DependentClassRejectedByClassLevelRegistrationAndQueries) {

@@ -15,6 +15,7 @@
 
 #include "capability/capability_test_support.h"
 #include "carriers/kernel_axes.h"
+#include "execution/kernel_table.h"
 
 namespace sw_caps {
 namespace {
@@ -573,7 +574,7 @@ TEST(ExecutionAxes_DescriptorQueries, CustomClassAxesAreDeclared) {
     require_capability(Custom<200>::cls(), "add", DType::Float32(), ExecutionAxis::strided_output);
     ADD_FAILURE() << "an Unsupported axis was accepted";
   } catch (const UnsupportedOpDType& e) {
-    EXPECT_EQ(e.backend(), carrier_class_name(Custom<200>::cls()));
+    EXPECT_EQ(e.backend(), Custom<200>::cls().name());
     EXPECT_EQ(e.axis(), std::optional<ExecutionAxis>(ExecutionAxis::strided_output));
   }
 }
@@ -606,7 +607,7 @@ struct KernelProbe {
   static void install(const ExecutionAxes& axes) {
     KernelTable table;
     table.add(f32_add_plan(), add_kernel, axes);
-    register_kernel_table(Custom<N>::cls(), "Custom" + std::to_string(N), std::move(table));
+    register_kernel_table(Custom<N>::cls(), std::move(table));
   }
   static void reset() {
     calls = 0;
@@ -835,7 +836,7 @@ TYPED_TEST(ExecutionAxes_CallerOutput, BoolAccumulationIsRejectedBeforeTouchingO
     compute_into(out, [&] { return eq(a, b); }, OutputMode::Accumulate);
     ADD_FAILURE() << "accumulating a Bool result was accepted";
   } catch (const UnsupportedOpDType& e) {
-    EXPECT_EQ(e.backend(), carrier_class_name(carrier_class<C>()));
+    EXPECT_EQ(e.backend(), carrier_class<C>().name());
     EXPECT_EQ(e.operation(), "eq");
     EXPECT_EQ(e.dtype(), &DType::Float32());
     EXPECT_EQ(e.axis(), std::optional<ExecutionAxis>(ExecutionAxis::accumulation));

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "execution/kernel_table.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -23,7 +25,9 @@ std::string read_file(const std::string& path) {
 TEST(CapabilityTables, RenderedDocsMatchTheDescriptors) {
   const std::string doc = read_file(std::string(STRIDEWEAVE_SOURCE_DIR) + "/docs/capabilities.md");
   ASSERT_FALSE(doc.empty());
-  for (const auto& [cls, name] : shipped_kernel_classes()) {
+  for (const ShippedCarrier& c : shipped_carriers()) {
+    const CarrierClass cls = c.cls;
+    const std::string name(c.name);
     const std::string begin = "<!-- BEGIN CAPABILITIES: " + name + " -->\n";
     const std::string end = "<!-- END CAPABILITIES: " + name + " -->";
     const auto b = doc.find(begin);
@@ -38,7 +42,9 @@ TEST(CapabilityTables, RenderedDocsMatchTheDescriptors) {
 }
 
 TEST(CapabilityTables, EveryRenderedRowIsOneDescriptorEntry) {
-  for (const auto& [cls, name] : shipped_kernel_classes()) {
+  for (const ShippedCarrier& c : shipped_carriers()) {
+    const CarrierClass cls = c.cls;
+    const std::string_view name = c.name;
     const std::string table = render_capability_table(cls);
     const auto rows = static_cast<std::size_t>(std::count(table.begin(), table.end(), '\n')) - 2;  // minus header lines
     EXPECT_EQ(rows, capabilities_for_carrier_class(cls).size()) << name;

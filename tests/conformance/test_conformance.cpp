@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "conformance/harness.h"
+#include "execution/kernel_table.h"
 
 namespace sw_test {
 
@@ -20,9 +21,9 @@ TEST(Conformance, EveryPublicOperationExecutesOnGenericAndCpu) {
 }
 
 TEST(Conformance, EveryPlanOfEveryCarrierHasCaseGenerator) {
-  for (const auto& [cls, name] : registered_kernel_classes())
+  for (const CarrierClass& cls : registered_kernel_classes())
     for (const OperationPlan& plan : kernel_table(cls)->plans())
-      EXPECT_TRUE(case_generators().count(plan.operation())) << name << ": no conformance cases for " << plan.operation();
+      EXPECT_TRUE(case_generators().count(plan.operation())) << cls.name() << ": no conformance cases for " << plan.operation();
 }
 
 TEST(Conformance, CpuAgreesWithGenericOnEveryPlan) {

@@ -162,7 +162,6 @@ class ProbeCarrier final : public Carrier {
  public:
   ProbeCarrier(const sw::SimpleDType& dtype, bool mutable_, std::vector<Value> values)
       : Carrier(dtype, mutable_), values_(std::move(values)) {}
-  std::string class_name() const override { return "ProbeCarrier"; }
   bool supports_storage_dtype(const DType& d) const noexcept override {
     return sw::stored_element_kind(d).has_value();
   }

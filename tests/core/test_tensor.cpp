@@ -90,7 +90,6 @@ Tensor example_2x3() {
 class UnstoredProbe final : public Carrier {
  public:
   explicit UnstoredProbe(const sw::SimpleDType& dtype) : Carrier(dtype, true) {}
-  std::string class_name() const override { return "UnstoredProbe"; }
   bool supports_storage_dtype(const DType&) const noexcept override { return false; }
 
  protected:

@@ -11,14 +11,22 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include <strideweave/carrier.h>
 #include <strideweave/tensor.h>
 
 namespace strideweave {
 
+namespace detail {
+struct ShippedCarrierAccess;  // src/carriers/carrier_list.cpp
+}  // namespace detail
+
 class CPU final : public Carrier {
  public:
+  // The class's public name (the central carrier list registers it).
+  static constexpr std::string_view description = "native host storage with typed kernels (Highway vectors, OpenMP threads, blocked matmul); always built";
+  static constexpr std::string_view public_name = "CPU";
   // CPU(size, *, mutable=True, dtype=Float32, empty=False). size >= 0
   // (ValueError); an unsupported dtype -> ValueError.
   static std::shared_ptr<CPU> create(std::int64_t size, const DType& dtype = DType::Float32(), bool mutable_ = true,
@@ -32,7 +40,6 @@ class CPU final : public Carrier {
   static std::shared_ptr<CPU> from_values(std::span<const Value> values, const DType& dtype, bool mutable_ = true);
   static bool supports(const DType& dtype) noexcept;
 
-  std::string class_name() const override { return "CPU"; }
   bool supports_storage_dtype(const DType& dtype) const noexcept override { return supports(dtype); }
 
   // Typed raw access for CPU kernels and interop. Precondition: T matches
@@ -54,6 +61,10 @@ class CPU final : public Carrier {
                                      bool empty) const override;
 
  private:
+  friend struct detail::ShippedCarrierAccess;
+  // Publishes the class's kernel table (src/carriers/cpu/cpu_kernels.cpp), once,
+  // from the library bootstrap.
+  static void register_kernels();
   struct Token {};
 
  public:

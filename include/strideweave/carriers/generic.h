@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <strideweave/carrier.h>
@@ -18,8 +19,15 @@
 
 namespace strideweave {
 
+namespace detail {
+struct ShippedCarrierAccess;  // src/carriers/carrier_list.cpp
+}  // namespace detail
+
 class Generic final : public Carrier {
  public:
+  // The class's public name (the central carrier list registers it).
+  static constexpr std::string_view description = "the executable reference: one Value per slot, one obvious kernel per plan; always built";
+  static constexpr std::string_view public_name = "Generic";
   // Generic(values, *, mutable=True, dtype): dtype required; every value must
   // be of that dtype (TypeError); an unsupported dtype -> ValueError.
   static std::shared_ptr<Generic> create(std::span<const Value> values, const DType& dtype, bool mutable_ = true);
@@ -31,7 +39,6 @@ class Generic final : public Carrier {
   static std::shared_ptr<Generic> zeros(std::int64_t size, const DType& dtype, bool mutable_ = true);
   static bool supports(const DType& dtype) noexcept;
 
-  std::string class_name() const override { return "Generic"; }
   bool supports_storage_dtype(const DType& dtype) const noexcept override { return supports(dtype); }
 
   // Unchecked slot access for Generic's own kernels (no version bump): the
@@ -48,6 +55,10 @@ class Generic final : public Carrier {
                                      bool empty) const override;
 
  private:
+  friend struct detail::ShippedCarrierAccess;
+  // Publishes the class's kernel table (src/carriers/generic/generic_kernels.cpp), once,
+  // from the library bootstrap.
+  static void register_kernels();
   struct Token {};
 
  public:

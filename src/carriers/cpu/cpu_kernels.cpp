@@ -3,14 +3,18 @@
 // instantiation. Mapping plans to types here, once, is the dtype-stripping
 // seam: no kernel branches on dtype at run time. Each kernel chooses its
 // layout case once per call (strided.h).
-#include "carriers/cpu/cpu_kernels.h"
+#include <strideweave/carriers/cpu.h>
 
 #include "carriers/cpu/kernels.h"
 #include "carriers/kernel_axes.h"
+#include "execution/kernel_table.h"
 
-namespace strideweave::carriers::cpu {
+namespace strideweave {
 
-void register_cpu() {
+using namespace carriers;
+using namespace carriers::cpu;
+
+void CPU::register_kernels() {
   KernelTable table;
   for (const OperationPlan& plan : executable_plan_set()) {
     for (KernelFn (*family)(const OperationPlan&) : {arithmetic_kernel, unary_kernel, reduction_kernel, structured_kernel}) {
@@ -20,7 +24,7 @@ void register_cpu() {
       }
     }
   }
-  register_kernel_table(carrier_class<CPU>(), "CPU", std::move(table));
+  register_kernel_table(carrier_class<CPU>(), std::move(table));
 }
 
-}  // namespace strideweave::carriers::cpu
+}  // namespace strideweave

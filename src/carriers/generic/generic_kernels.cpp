@@ -3,14 +3,18 @@
 // operand through Tensor::at and computes exactly what the plan says, one
 // element at a time. Slow and obvious on purpose (STYLE.md habit 6). The
 // kernels live in one file per operation family.
-#include "carriers/generic/generic_kernels.h"
+#include <strideweave/carriers/generic.h>
 
 #include "carriers/generic/reference.h"
 #include "carriers/kernel_axes.h"
+#include "execution/kernel_table.h"
 
-namespace strideweave::carriers::generic {
+namespace strideweave {
 
-void register_generic() {
+using namespace carriers;
+using namespace carriers::generic;
+
+void Generic::register_kernels() {
   ReferenceKernels kernels;
   add_arithmetic_kernels(kernels);
   add_unary_kernels(kernels);
@@ -21,7 +25,7 @@ void register_generic() {
     auto it = kernels.find(plan.operation());
     if (it != kernels.end()) table.add(plan, it->second, direct_write_axes(plan));
   }
-  register_kernel_table(carrier_class<Generic>(), "Generic", std::move(table));
+  register_kernel_table(carrier_class<Generic>(), std::move(table));
 }
 
-}  // namespace strideweave::carriers::generic
+}  // namespace strideweave

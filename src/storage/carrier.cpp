@@ -2,19 +2,58 @@
 #include <strideweave/carrier.h>
 #include <strideweave/errors.h>
 
-#include <cxxabi.h>
 #include <fmt/format.h>
 
-#include <cstdlib>
+#include <typeindex>
+
+#include "core/carrier_class_internal.h"
 
 namespace strideweave {
 
-std::string CarrierClass::cpp_name() const {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(index_.name(), nullptr, nullptr, &status);
-  std::string out = status == 0 && demangled ? demangled : index_.name();
-  std::free(demangled);
-  return out;
+namespace {
+const detail::CarrierClassRecord& checked_runtime_class(const CarrierClass& cls, bool dependent) {
+  if (!cls.is_runtime_defined())
+    throw TypeError(fmt::format("Carrier: {} is not a run-time class identity (CarrierClass.define_runtime_class "
+                                "mints one); a C++ class's identity is its type's",
+                                cls.name()));
+  if (cls.traits().is_dependent != dependent)
+    throw TypeError(fmt::format("Carrier: the run-time class {} has a {} host; construct it through {}", cls.name(),
+                                dependent ? "non-dependent" : "dependent",
+                                dependent ? "the Carrier constructor" : "the DependentCarrier constructor"));
+  return detail::CarrierClassAccess::record(cls);
+}
+}  // namespace
+
+Carrier::Carrier(const SimpleDType& dtype, bool mutable_, CarrierClass runtime_class)
+    : dtype_(&dtype), intrinsic_mutable_(mutable_), runtime_class_(&checked_runtime_class(runtime_class, false)) {}
+
+Carrier::Carrier(const SimpleDType& dtype, bool mutable_, DependentTag, CarrierClass runtime_class)
+    : dtype_(&dtype),
+      intrinsic_mutable_(mutable_),
+      dependent_instance_(true),
+      runtime_class_(&checked_runtime_class(runtime_class, true)) {}
+
+CarrierClass Carrier::exact_class() const {
+  const std::type_info& type = typeid(*this);
+  // Resolved once per type the object has had (a base constructor sees a
+  // base type); later calls compare one pointer. The record is stored before
+  // the type it belongs to, and for one type it is always the same record.
+  if (class_type_.load(std::memory_order_acquire) == &type)
+    return detail::CarrierClassAccess::from_record(*class_record_.load(std::memory_order_relaxed));
+  const detail::CarrierClassRecord* resolved;
+  if (runtime_class_) {
+    if (runtime_class_->type_key != std::type_index(type))
+      throw TypeError(fmt::format("Carrier: an instance of {} claims the run-time class {}, whose instances are {}",
+                                  detail::CarrierClassAccess::of_type(type, {true, false, dependent_instance_}).name(),
+                                  runtime_class_->name, runtime_class_->cpp_name));
+    resolved = runtime_class_;
+  } else {
+    resolved = &detail::CarrierClassAccess::record(
+        detail::CarrierClassAccess::of_type(type, CarrierClass::Traits{true, false, dependent_instance_}));
+  }
+  class_record_.store(resolved, std::memory_order_relaxed);
+  class_type_.store(&type, std::memory_order_release);
+  return detail::CarrierClassAccess::from_record(*resolved);
 }
 
 const SimpleDType& Carrier::check_storage_dtype(const DType& dtype, const char* class_name,

@@ -1,5 +1,5 @@
 // Tensor and its views. See include/strideweave/tensor.h.
-#include "core/tensor_impl.h"
+#include "storage/tensor_impl.h"
 
 #include <strideweave/errors.h>
 

@@ -1,0 +1,76 @@
+# One OBJECT library per layer of cmake/layers.txt (strideweave_layer_<name>),
+# and the per-layer link check.
+#
+# Defines STRIDEWEAVE_LAYER_OBJECTS (every layer's objects, for the library)
+# and STRIDEWEAVE_THIRD_PARTY (what the library links), and the function
+# strideweave_add_layer_link_checks().
+
+# Third-party libraries by layer: only the CPU carrier uses Highway, oneDNN
+# and OpenMP.
+set(STRIDEWEAVE_LAYER_LIBS_carriers hwy::hwy strideweave_dnnl)
+if(STRIDEWEAVE_OPENMP)
+  list(APPEND STRIDEWEAVE_LAYER_LIBS_carriers OpenMP::OpenMP_CXX)
+endif()
+
+file(STRINGS ${PROJECT_SOURCE_DIR}/cmake/layers.txt strideweave_layer_lines)
+set(strideweave_section "")
+set(STRIDEWEAVE_LAYERS "")
+foreach(line IN LISTS strideweave_layer_lines)
+  string(REGEX REPLACE "#.*" "" line "${line}")
+  string(STRIP "${line}" line)
+  if(line STREQUAL "")
+    continue()
+  endif()
+  if(line MATCHES "^\\[(.*)\\]$")
+    set(strideweave_section "${CMAKE_MATCH_1}")
+    continue()
+  endif()
+  if(strideweave_section STREQUAL "layers" AND line MATCHES "^([a-z_]+):(.*)$")
+    set(name "${CMAKE_MATCH_1}")
+    string(STRIP "${CMAKE_MATCH_2}" below)
+    separate_arguments(below UNIX_COMMAND "${below}")
+    # conformance/ and tools/ are layers of their own CMake projects.
+    if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/src/${name})
+      list(APPEND STRIDEWEAVE_LAYERS ${name})
+      set(STRIDEWEAVE_LAYER_BELOW_${name} ${below})
+    endif()
+  endif()
+endforeach()
+
+set(STRIDEWEAVE_LAYER_OBJECTS "")
+set(STRIDEWEAVE_THIRD_PARTY fmt::fmt)
+foreach(layer IN LISTS STRIDEWEAVE_LAYERS)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${layer}/*.cpp)
+  add_library(strideweave_layer_${layer} OBJECT ${sources})
+  target_include_directories(strideweave_layer_${layer} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(strideweave_layer_${layer} PRIVATE fmt::fmt ${STRIDEWEAVE_LAYER_LIBS_${layer}} strideweave_flags)
+  set_target_properties(strideweave_layer_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  if(STRIDEWEAVE_SHARED)
+    target_compile_definitions(strideweave_layer_${layer} PRIVATE strideweave_EXPORTS)
+  endif()
+  list(APPEND STRIDEWEAVE_LAYER_OBJECTS $<TARGET_OBJECTS:strideweave_layer_${layer}>)
+  foreach(lib IN LISTS STRIDEWEAVE_LAYER_LIBS_${layer})
+    list(APPEND STRIDEWEAVE_THIRD_PARTY $<BUILD_INTERFACE:${lib}>)
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES STRIDEWEAVE_THIRD_PARTY)
+
+# Each layer linked alone as a shared object with --no-undefined, against
+# the check objects of the layers it names only: a symbol that a layer uses
+# but only a higher layer defines fails the build. (Sanitizer runtimes leave
+# symbols undefined in shared objects, so sanitized builds skip the check.)
+function(strideweave_add_layer_link_checks)
+  if(STRIDEWEAVE_SANITIZE)
+    return()
+  endif()
+  foreach(layer IN LISTS STRIDEWEAVE_LAYERS)
+    add_library(strideweave_layercheck_${layer} SHARED $<TARGET_OBJECTS:strideweave_layer_${layer}>)
+    set(lower "")
+    foreach(b IN LISTS STRIDEWEAVE_LAYER_BELOW_${layer})
+      list(APPEND lower strideweave_layercheck_${b})
+    endforeach()
+    target_link_libraries(strideweave_layercheck_${layer} PUBLIC ${lower} PRIVATE fmt::fmt ${STRIDEWEAVE_LAYER_LIBS_${layer}})
+    target_link_options(strideweave_layercheck_${layer} PRIVATE -Wl,--no-undefined)
+    set_target_properties(strideweave_layercheck_${layer} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/layercheck)
+  endforeach()
+endfunction()

@@ -1,0 +1,51 @@
+// Internal: per-class kernel tables, keyed by exact OperationPlan. See
+// include/strideweave/execution.h for the kernel call and docs/design.md.
+#pragma once
+
+#include <strideweave/capability.h>
+#include <strideweave/execution.h>
+
+#include <unordered_map>
+#include <vector>
+
+namespace strideweave {
+
+// The kernels one exact carrier class registered, keyed by exact plan.
+// Registration is complete before the table is published (see
+// register_kernel_table); a duplicate plan is a ValueError.
+class KernelTable {
+ public:
+  // `axes` is what this kernel really offers on each execution axis
+  // (capability.h); it becomes the class's capability entry for `plan`.
+  void add(const OperationPlan& plan, KernelFn kernel, ExecutionAxes axes = {});
+  const KernelFn* find(const OperationPlan& plan) const noexcept;
+  // The plans in registration order.
+  const std::vector<OperationPlan>& plans() const noexcept { return order_; }
+  const ExecutionAxes& axes(const OperationPlan& plan) const { return kernels_.at(plan).axes; }
+
+ private:
+  struct Entry {
+    KernelFn kernel;
+    ExecutionAxes axes;
+  };
+  std::unordered_map<OperationPlan, Entry> kernels_;
+  std::vector<OperationPlan> order_;
+};
+
+// Publishes the kernel table of `cls` and, derived from it, the class's
+// sealed capability declaration (one OperationCapability per registered
+// plan, with the axes its kernel registered). Internal to the library: the
+// shipped carriers register through the central carrier list; the public
+// extension surface for other carriers is the operation-definition issue's
+// CarrierDefinition. The eligibility rules are register_operation_capabilities'
+// (TypeError): a type that is not a Carrier class, the Carrier root, a
+// DependentCarrier class (dependent instances are never answered from a class
+// table), a class that already has a table, declared or was observed. All or
+// nothing.
+void register_kernel_table(CarrierClass cls, KernelTable table);
+// The published table of exactly `cls`, or nullptr.
+const KernelTable* kernel_table(CarrierClass cls);
+// Every carrier class with a published table, in registration order.
+std::vector<CarrierClass> registered_kernel_classes();
+
+}  // namespace strideweave

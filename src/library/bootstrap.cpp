@@ -1,0 +1,25 @@
+// The composition root: the one translation unit that sees every layer and
+// wires the upper ones into the lower ones (docs/design.md, "Layers"). It
+// installs the library bootstrap during static initialisation; the bootstrap
+// itself runs lazily, before the first answer of any registry (core/bootstrap.h).
+#include "autograd/record.h"
+#include "carriers/carrier_list.h"
+#include "core/bootstrap.h"
+#include "frontend/autograd_hooks.h"
+
+namespace strideweave {
+namespace {
+
+constexpr frontend::AutogradHooks autograd_recording{&autograd::record_operation, &autograd::refuse_caller_output};
+
+void bootstrap() {
+  frontend::install_autograd_hooks(&autograd_recording);
+  carriers::register_shipped_carriers();
+}
+
+// Static initialisation of the library installs the bootstrap (a pointer
+// store: safe in any initialisation order).
+[[maybe_unused]] const bool installed = (detail::install_bootstrap(&bootstrap), true);
+
+}  // namespace
+}  // namespace strideweave

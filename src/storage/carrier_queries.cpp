@@ -1,0 +1,75 @@
+// The carrier-instance capability queries (backend-capabilities.md, "Carrier
+// queries select the correct ownership model") and the dispatch gate. An
+// independent carrier answers from its exact class's sealed declaration, a
+// dependent one from its own frozen snapshot.
+#include <strideweave/dependent_carrier.h>
+
+#include <fmt/format.h>
+
+#include "capability/registry.h"
+#include "storage/gate.h"
+
+namespace strideweave {
+namespace {
+
+// A dependent instance's snapshot. The dependent trait is set only by
+// DependentCarrier's constructors (Carrier keeps it private), so the cast is
+// exact.
+const DependentCarrier* as_dependent(const Carrier& c) {
+  return c.exact_class().traits().is_dependent ? static_cast<const DependentCarrier*>(&c) : nullptr;
+}
+
+std::optional<std::string> snapshot_reason(const Carrier& c, std::span<const OperationCapability> caps,
+                                           const OperationPlan& plan) {
+  bool has_operation = false;
+  for (const OperationCapability& x : caps) {
+    if (x.matches(plan)) return std::nullopt;
+    has_operation = has_operation || x.operation() == plan.operation();
+  }
+  if (!has_operation) return fmt::format("{} has no capability for operation '{}'.", c.class_name(), plan.operation());
+  return fmt::format("{} has capabilities for operation '{}' but none matches the plan {}.", c.class_name(),
+                     plan.operation(), plan.to_string());
+}
+
+}  // namespace
+
+std::vector<OperationCapability> Carrier::operation_capabilities(std::optional<std::string_view> operation_name) const {
+  std::vector<OperationCapability> all;
+  if (const DependentCarrier* d = as_dependent(*this)) {
+    auto s = d->capability_snapshot();
+    all.assign(s.begin(), s.end());
+  } else {
+    all = capabilities_for_carrier_class(exact_class());
+  }
+  if (!operation_name) return all;
+  std::vector<OperationCapability> out;
+  for (const OperationCapability& x : all)
+    if (x.operation() == *operation_name) out.push_back(x);
+  return out;
+}
+
+bool Carrier::supports_operation_plan(const OperationPlan& plan) const { return !unsupported_plan_reason(plan); }
+
+std::optional<std::string> Carrier::unsupported_plan_reason(const OperationPlan& plan) const {
+  if (const DependentCarrier* d = as_dependent(*this)) return snapshot_reason(*this, d->capability_snapshot(), plan);
+  return strideweave::unsupported_plan_reason(exact_class(), plan);
+}
+
+OperationCapability Carrier::require_operation_plan(const OperationPlan& plan) const {
+  return storage::gate(*this, plan);  // the public query hands back a copy
+}
+
+namespace storage {
+const OperationCapability& gate(const Carrier& carrier, const OperationPlan& plan) {
+  const CarrierClass cls = carrier.exact_class();
+  if (cls.traits().is_dependent) {
+    const auto& d = static_cast<const DependentCarrier&>(carrier);
+    for (const OperationCapability& x : d.capability_snapshot())  // lives as long as the instance
+      if (x.matches(plan)) return x;
+    throw UnsupportedOperationPlan(*snapshot_reason(carrier, d.capability_snapshot(), plan), plan);
+  }
+  return capability_registry::require_ref(cls, plan);
+}
+}  // namespace storage
+
+}  // namespace strideweave
