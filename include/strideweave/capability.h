@@ -189,12 +189,12 @@ std::optional<std::string> unsupported_plan_reason(CarrierClass carrier_class, c
 // The exact match, or UnsupportedOperationPlan with that reason.
 OperationCapability require_capability(CarrierClass carrier_class, const OperationPlan& plan);
 
-// Descriptor-style queries by (operation, representative input dtype): the
-// entry whose plan has `dtype` as its first tensor operand's source dtype,
-// preferring the plan where every tensor operand has that dtype, then the
-// default accumulator. capability() returns nullopt when there is none;
-// require_capability() raises UnsupportedOpDType when there is none or when
-// `axis` is Unsupported in it.
+// Descriptor-style queries by (operation, representative input dtype)
+// (backend-capability-descriptor.md): the class's entry for exactly the
+// policy's representative plan of (operation, dtype) — representative_plan
+// in policy.h, docs/capabilities.md "Representative dtype". capability()
+// returns nullopt when there is none; require_capability() raises
+// UnsupportedOpDType when there is none or when `axis` is Unsupported in it.
 std::optional<OperationCapability> capability(CarrierClass carrier_class, std::string_view operation,
                                               const SimpleDType& dtype);
 OperationCapability require_capability(CarrierClass carrier_class, std::string_view operation, const SimpleDType& dtype,

@@ -330,6 +330,18 @@ std::vector<OperationPlan> plan_arithmetic_variants(const OperationPlan& plan);
 // plan_arithmetic_variants() (explicitly requested only).
 std::vector<OperationPlan> executable_plan_set();
 
+// The representative plan of (operation, dtype), the key of the descriptor
+// note's backend table (docs/capabilities.md, "Representative dtype"): the
+// plan the policy resolves, with default options, for the operation's
+// overload with the most tensor operands, where every tensor slot that
+// admits `dtype` receives it, a slot restricted to one other dtype (an
+// index, a condition) receives that dtype, and weak scalars are of dtype's
+// kind (3 for Int32, 0.5 otherwise). nullopt when the operation is unknown,
+// no slot admits `dtype`, or the policy refuses those operands. ValueError
+// when two overloads tie for the most tensor operands (no registered
+// operation does).
+std::optional<OperationPlan> representative_plan(std::string_view operation, const SimpleDType& dtype);
+
 }  // namespace strideweave
 
 template <>

@@ -120,29 +120,12 @@ std::optional<std::string> reason(const ClassCapabilities& c, const OperationPla
                      plan.to_string());
 }
 
+// The entry for (operation, representative dtype): exactly the class's entry
+// for the policy's representative plan (policy.h, representative_plan).
 const OperationCapability* representative(const ClassCapabilities& c, std::string_view operation,
                                           const SimpleDType& dtype) {
-  const OperationCapability* best = nullptr;
-  int best_score = -1;
-  for (const OperationCapability& x : c.sorted) {
-    if (x.operation() != operation) continue;
-    const OperandCapability* first = nullptr;
-    bool homogeneous = true;
-    for (const OperandCapability& o : x.operands()) {
-      if (o.role() != OperandRole::TENSOR) continue;
-      if (!first) first = &o;
-      homogeneous = homogeneous && o.dtype() == &dtype;
-    }
-    if (!first || first->dtype() != &dtype) continue;
-    const bool default_acc = x.accumulator_dtype() == nullptr || x.accumulator_dtype() == &DType::Float32();
-    const bool default_compute = x.compute() != Arithmetic::BINARY32_FUSED;  // never the contracted variant
-    const int score = (homogeneous ? 4 : 0) + (default_acc ? 2 : 0) + (default_compute ? 1 : 0);
-    if (score > best_score) {
-      best = &x;
-      best_score = score;
-    }
-  }
-  return best;
+  const std::optional<OperationPlan> plan = representative_plan(operation, dtype);
+  return plan ? find_plan(c, *plan) : nullptr;
 }
 
 }  // namespace

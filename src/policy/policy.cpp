@@ -4,6 +4,7 @@
 #include <strideweave/policy.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -516,6 +517,69 @@ std::vector<OperationPlan> resolvable_plans(std::span<const SimpleDType* const> 
     }
   }
   return out;
+}
+
+// ---------------------------------------------------------------- representative plans (descriptor note)
+
+std::optional<OperationPlan> representative_plan(std::string_view operation, const SimpleDType& dtype) {
+  const OperationSpec* spec = find_operation(operation);
+  if (!spec) return std::nullopt;
+  auto tensor_count = [](const OperationOverload& o) {
+    return std::count(o.roles().begin(), o.roles().end(), OperandRole::TENSOR);
+  };
+  // The overload with the most tensor operands: unique for every registered
+  // operation (a tie is a defect of the table, reported by name).
+  const OperationOverload* chosen = nullptr;
+  std::vector<const OperationOverload*> tied;
+  for (const OperationOverload& o : spec->overloads()) {
+    if (!chosen || tensor_count(o) > tensor_count(*chosen)) {
+      chosen = &o;
+      tied = {&o};
+    } else if (tensor_count(o) == tensor_count(*chosen)) {
+      tied.push_back(&o);
+    }
+  }
+  if (tied.size() > 1) {
+    std::vector<std::string> names;
+    for (const OperationOverload* o : tied) {
+      std::vector<std::string> roles;
+      for (OperandRole r : o->roles()) roles.emplace_back(name_of(r));
+      names.push_back("(" + fmt::format("{}", fmt::join(roles, ", ")) + ")");
+    }
+    throw ValueError(fmt::format("representative_plan: operation '{}' has several overloads with {} tensor operands: {}",
+                                 operation, tensor_count(*chosen), fmt::join(names, ", ")));
+  }
+  // Every tensor slot that admits `dtype` receives it; a slot restricted to
+  // one other dtype (an index, a condition) receives that one; weak scalars
+  // are of dtype's kind.
+  const std::optional<std::vector<DTypeDomain>>& domains = chosen->tensor_domains();
+  std::vector<PlanOperand> operands;
+  bool placed = false;
+  std::size_t tensor_slot = 0;
+  for (OperandRole r : chosen->roles()) {
+    if (r == OperandRole::WEAK_SCALAR) {
+      operands.emplace_back(&dtype == &DType::Int32() ? WeakScalar(std::int64_t{3}) : WeakScalar(0.5));
+      continue;
+    }
+    const DTypeDomain* domain = domains ? &(*domains)[tensor_slot] : nullptr;
+    ++tensor_slot;
+    if (!domain || std::find(domain->begin(), domain->end(), &dtype) != domain->end()) {
+      operands.emplace_back(dtype);
+      placed = true;
+    } else if (domain->size() == 1) {
+      operands.emplace_back(*domain->front());
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!placed) return std::nullopt;
+  try {
+    return resolve_operation_plan(operation, operands);
+  } catch (const TypeError&) {
+    return std::nullopt;  // outside the operation's domain
+  } catch (const NotImplementedError&) {
+    return std::nullopt;  // a dtype not implemented in that slot
+  }
 }
 
 }  // namespace strideweave

@@ -503,6 +503,84 @@ TEST(ExecutionAxes_DescriptorQueries, CapabilityByRepresentativeInputDtype) {
   }
 }
 
+// docs/capabilities.md "Representative dtype" (issue 10 item 2): the entry
+// for (operation, dtype) is exactly the class's entry for the plan the
+// central policy resolves for that key. capability(CPU, "mul", Int32) used to
+// answer mul(tensor:int32->float32, weak_scalar->float32), the first entry
+// whose first operand was Int32.
+TEST(ExecutionAxes_DescriptorQueries, RepresentativeEntryIsThePolicysHomogeneousPlan) {
+  EXPECT_EQ(capability(carrier_class<CPU>(), "mul", DType::Int32())->to_plan(),
+            resolve_operation_plan("mul", {DType::Int32(), DType::Int32()}));
+  EXPECT_EQ(capability(carrier_class<CPU>(), "mul", DType::Int32())->output(), DType::Int32());
+  EXPECT_EQ(capability(carrier_class<CPU>(), "pow", DType::Int32())->to_plan(),
+            resolve_operation_plan("pow", {DType::Int32(), DType::Int32()}));
+  EXPECT_EQ(capability(carrier_class<CPU>(), "gather", DType::Float32())->to_plan(),
+            resolve_operation_plan("gather", {DType::Float32(), DType::Int32()}));
+  EXPECT_EQ(capability(carrier_class<CPU>(), "exp", DType::Int32())->output(), DType::Float32());
+
+  // Every (operation, dtype) pair against the policy, computed here from the
+  // specification's overloads rather than from the table.
+  const std::vector<const SimpleDType*> dtypes{&DType::Float32(), &DType::Int32(), &DType::Bool()};
+  for (const OperationSpec& spec : registered_operations()) {
+    const OperationOverload* widest = nullptr;
+    auto tensors = [](const OperationOverload& o) { return std::count(o.roles().begin(), o.roles().end(), OperandRole::TENSOR); };
+    int ties = 0;
+    for (const OperationOverload& o : spec.overloads()) {
+      if (!widest || tensors(o) > tensors(*widest)) {
+        widest = &o;
+        ties = 1;
+      } else if (tensors(o) == tensors(*widest)) {
+        ++ties;
+      }
+    }
+    ASSERT_EQ(ties, 1) << spec.name() << ": two overloads tie for the most tensor operands";
+    for (const SimpleDType* d : dtypes) {
+      std::vector<PlanOperand> operands;
+      bool placed = false, possible = true;
+      std::size_t slot = 0;
+      for (OperandRole r : widest->roles()) {
+        if (r == OperandRole::WEAK_SCALAR) {
+          operands.emplace_back(d == &DType::Int32() ? WeakScalar(std::int64_t{3}) : WeakScalar(0.5));
+          continue;
+        }
+        const auto& domains = widest->tensor_domains();
+        const DTypeDomain* domain = domains ? &(*domains)[slot] : nullptr;
+        ++slot;
+        if (!domain || std::find(domain->begin(), domain->end(), d) != domain->end()) {
+          operands.emplace_back(*d);
+          placed = true;
+        } else if (domain->size() == 1) {
+          operands.emplace_back(*domain->front());
+        } else {
+          possible = false;
+        }
+      }
+      std::optional<OperationPlan> expected;
+      if (placed && possible) {
+        try {
+          expected = resolve_operation_plan(spec.name(), operands);
+        } catch (const TypeError&) {
+        } catch (const NotImplementedError&) {
+        }
+      }
+      EXPECT_EQ(representative_plan(spec.name(), *d), expected) << spec.name() << " " << d->name();
+      for (CarrierClass cls : {carrier_class<Generic>(), carrier_class<CPU>()}) {
+        const std::optional<OperationCapability> got = capability(cls, spec.name(), *d);
+        if (!expected) {
+          EXPECT_EQ(got, std::nullopt) << cls.name() << " " << spec.name() << " " << d->name();
+          EXPECT_THROW(require_capability(cls, spec.name(), *d), UnsupportedOpDType);
+          continue;
+        }
+        const std::optional<OperationCapability> entry = matching_capability(cls, *expected);
+        EXPECT_EQ(got, entry) << cls.name() << " " << spec.name() << " " << d->name();
+        if (got) {
+          EXPECT_EQ(got->to_plan(), *expected);
+        }
+      }
+    }
+  }
+}
+
 TEST(ExecutionAxes_DescriptorQueries, RequireCapabilityByAxis) {
   const CarrierClass cpu = carrier_class<CPU>();
   EXPECT_EQ(require_capability(cpu, "add", DType::Float32(), ExecutionAxis::caller_output).to_plan(), f32_add_plan());
