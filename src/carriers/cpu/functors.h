@@ -1,5 +1,6 @@
 // Internal: CPU op math as small functors (STYLE.md habit 4). Each takes
-// already-converted operands; loops live in cpu_kernels.cpp.
+// already-converted operands; the loops that apply them live in the family
+// files (arithmetic.cpp, unary.cpp) over the layout cases of strided.h.
 //
 // BINARY32 functors are plain float expressions: the library is compiled with
 // -ffp-contract=off and without -ffast-math, so each step rounds to binary32.
