@@ -6,6 +6,8 @@
 // Custom classes use indices 200 .. 299 (capability_test_support.h).
 #include <gtest/gtest.h>
 
+#include "support/shipped_types.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -865,7 +867,7 @@ Tensor i32(std::initializer_list<std::int32_t> v, const Shape& s) {
 
 template <class C>
 class ExecutionAxes_CallerOutput : public ::testing::Test {};
-using Shipped = ::testing::Types<Generic, CPU>;
+using Shipped = sw_support::ShippedCarrierTypes;  // every shipped carrier (tests/support/shipped_types.h)
 TYPED_TEST_SUITE(ExecutionAxes_CallerOutput, Shipped);
 
 TYPED_TEST(ExecutionAxes_CallerOutput, CheckedInt32OverflowLeavesOutputUnchanged) {

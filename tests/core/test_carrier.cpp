@@ -4,8 +4,8 @@
 //
 // The storage contract is one shared suite: every suite below named
 // CoreConcepts_<section>_Carrier* is a typed test over `ShippedCarriers`.
-// A carrier joins the whole contract by specialising CarrierUnderTest<C>
-// (how to build one) and adding itself to ShippedCarriers: one line each.
+// Every carrier of the central list (<strideweave/carriers/shipped.h>) runs
+// the whole contract; CarrierUnderTest<C> builds one through its factory.
 // Behaviour that only one class has (CPU::wrap) and base-class behaviour that
 // no shipped carrier exposes (ownership) have their own suites at the end.
 //
@@ -20,6 +20,8 @@
 #include <strideweave/value.h>
 
 #include <gtest/gtest.h>
+
+#include "support/shipped_types.h"
 
 #include <cmath>
 #include <cstdint>
@@ -49,41 +51,24 @@ constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 // ---------------------------------------------------------------------------
 // The shared contract suite's registration point.
 
+// How the suite builds a carrier of class C: through the factory every
+// shipped carrier provides (<strideweave/carriers/shipped.h>), so each one in
+// the central list joins the whole contract with no line here.
 template <class C>
-struct CarrierUnderTest;
-
-template <>
-struct CarrierUnderTest<sw::Generic> {
-  static constexpr const char* kName = "Generic";
+struct CarrierUnderTest {
+  static constexpr std::string_view kName = C::public_name;
   static std::shared_ptr<Carrier> from_values(const std::vector<Value>& values, const DType& dtype,
                                               bool mutable_ = true) {
-    return sw::Generic::create(values, dtype, mutable_);
+    return C::from_values(values, dtype, mutable_);
   }
+  // Zero-initialised storage of `size` slots, allocated like a result.
   static std::shared_ptr<Carrier> allocate(std::int64_t size, const DType& dtype, bool mutable_ = true) {
-    return sw::Generic::zeros(size, dtype, mutable_);
+    return C::from_values({}, dtype, true)->allocate_like(size, mutable_, &dtype, /*empty=*/false);
   }
 };
 
-template <>
-struct CarrierUnderTest<sw::CPU> {
-  static constexpr const char* kName = "CPU";
-  static std::shared_ptr<Carrier> from_values(const std::vector<Value>& values, const DType& dtype,
-                                              bool mutable_ = true) {
-    return sw::CPU::from_values(values, dtype, mutable_);
-  }
-  static std::shared_ptr<Carrier> allocate(std::int64_t size, const DType& dtype, bool mutable_ = true) {
-    return sw::CPU::create(size, dtype, mutable_, /*empty=*/false);
-  }
-};
+using ShippedCarriers = sw_support::ShippedCarrierTypes;  // every shipped carrier (tests/support/shipped_types.h)
 
-using ShippedCarriers = ::testing::Types<sw::Generic, sw::CPU>;
-
-struct CarrierName {
-  template <class C>
-  static std::string GetName(int) {
-    return CarrierUnderTest<C>::kName;
-  }
-};
 
 // ---------------------------------------------------------------------------
 // Helpers.
@@ -230,7 +215,7 @@ TEST(CoreConcepts_1_1_CarrierInterface, NonIntegerIndexIsRejectedAtCompileTime) 
 
 template <class C>
 class CoreConcepts_1_1_Carrier : public ::testing::Test {};
-TYPED_TEST_SUITE(CoreConcepts_1_1_Carrier, ShippedCarriers, CarrierName);
+TYPED_TEST_SUITE(CoreConcepts_1_1_Carrier, ShippedCarriers, sw_support::ShippedCarrierName);
 
 TYPED_TEST(CoreConcepts_1_1_Carrier, SizeAndDtypeAreTheConstructionArguments) {
   using Make = CarrierUnderTest<TypeParam>;
@@ -385,7 +370,7 @@ TYPED_TEST(CoreConcepts_1_1_Carrier, ConstructingFromValuesOfAnotherKindRaisesTy
 
 template <class C>
 class CoreConcepts_1_2_Carrier : public ::testing::Test {};
-TYPED_TEST_SUITE(CoreConcepts_1_2_Carrier, ShippedCarriers, CarrierName);
+TYPED_TEST_SUITE(CoreConcepts_1_2_Carrier, ShippedCarriers, sw_support::ShippedCarrierName);
 
 TYPED_TEST(CoreConcepts_1_2_Carrier, SupportsExactlyFloat32Int32AndBool) {
   using Make = CarrierUnderTest<TypeParam>;
@@ -463,7 +448,7 @@ TYPED_TEST(CoreConcepts_1_2_Carrier, NegativeSizeRaisesValueError) {
 
 template <class C>
 class CoreConcepts_1_3_Carrier : public ::testing::Test {};
-TYPED_TEST_SUITE(CoreConcepts_1_3_Carrier, ShippedCarriers, CarrierName);
+TYPED_TEST_SUITE(CoreConcepts_1_3_Carrier, ShippedCarriers, sw_support::ShippedCarrierName);
 
 TYPED_TEST(CoreConcepts_1_3_Carrier, AllocationIsZeroInitialised) {
   using Make = CarrierUnderTest<TypeParam>;
@@ -481,7 +466,7 @@ TYPED_TEST(CoreConcepts_1_3_Carrier, AllocationIsZeroInitialised) {
 
 template <class C>
 class CoreConcepts_1_4_Carrier : public ::testing::Test {};
-TYPED_TEST_SUITE(CoreConcepts_1_4_Carrier, ShippedCarriers, CarrierName);
+TYPED_TEST_SUITE(CoreConcepts_1_4_Carrier, ShippedCarriers, sw_support::ShippedCarrierName);
 
 TYPED_TEST(CoreConcepts_1_4_Carrier, NewLikeReturnsTheSameExactClassHoldingTheValues) {
   using Make = CarrierUnderTest<TypeParam>;
@@ -627,7 +612,7 @@ TYPED_TEST(CoreConcepts_1_4_Carrier, FreshStorageIsIndependentOfThePrototype) {
 
 template <class C>
 class CoreConcepts_1_5_Carrier : public ::testing::Test {};
-TYPED_TEST_SUITE(CoreConcepts_1_5_Carrier, ShippedCarriers, CarrierName);
+TYPED_TEST_SUITE(CoreConcepts_1_5_Carrier, ShippedCarriers, sw_support::ShippedCarrierName);
 
 TYPED_TEST(CoreConcepts_1_5_Carrier, IsMutableIsTheIntrinsicMutabilityOfAnUnownedCarrier) {
   using Make = CarrierUnderTest<TypeParam>;
@@ -683,7 +668,7 @@ TEST(CoreConcepts_1_5_Mutability, OwnershipNeverMakesAnImmutableCarrierMutable) 
 
 template <class C>
 class CoreConcepts_1_6_Carrier : public ::testing::Test {};
-TYPED_TEST_SUITE(CoreConcepts_1_6_Carrier, ShippedCarriers, CarrierName);
+TYPED_TEST_SUITE(CoreConcepts_1_6_Carrier, ShippedCarriers, sw_support::ShippedCarrierName);
 
 TYPED_TEST(CoreConcepts_1_6_Carrier, ReleaseIsPermanentAndIdempotent) {
   using Make = CarrierUnderTest<TypeParam>;
@@ -748,7 +733,7 @@ TYPED_TEST(CoreConcepts_1_6_Carrier, ReleaseOfOneCarrierLeavesOthersLive) {
 
 template <class C>
 class CoreConcepts_1_8_Carrier : public ::testing::Test {};
-TYPED_TEST_SUITE(CoreConcepts_1_8_Carrier, ShippedCarriers, CarrierName);
+TYPED_TEST_SUITE(CoreConcepts_1_8_Carrier, ShippedCarriers, sw_support::ShippedCarrierName);
 
 TYPED_TEST(CoreConcepts_1_8_Carrier, ExactClassIsTheMostDerivedClass) {
   using Make = CarrierUnderTest<TypeParam>;
@@ -757,7 +742,7 @@ TYPED_TEST(CoreConcepts_1_8_Carrier, ExactClassIsTheMostDerivedClass) {
   EXPECT_NE(c->exact_class(), sw::carrier_class<Carrier>());  // never the base class
   EXPECT_NE(c->exact_class(), sw::carrier_class<ProbeCarrier>());
   EXPECT_EQ(c->class_name(), CarrierUnderTest<TypeParam>::kName);
-  EXPECT_EQ(c->exact_class().cpp_name(), std::string("strideweave::") + CarrierUnderTest<TypeParam>::kName);
+  EXPECT_EQ(c->exact_class().cpp_name(), std::string("strideweave::") + std::string(CarrierUnderTest<TypeParam>::kName));
   // Every instance of the class names the same CarrierClass.
   auto d = Make::allocate(2, DType::Bool(), false);
   EXPECT_EQ(c->exact_class(), d->exact_class());
@@ -797,7 +782,7 @@ TEST(CoreConcepts_1_8_CarrierClass, AnExtensionCarrierIsItsOwnExactClass) {
 
 template <class C>
 class CoreConcepts_2_1_Version : public ::testing::Test {};
-TYPED_TEST_SUITE(CoreConcepts_2_1_Version, ShippedCarriers, CarrierName);
+TYPED_TEST_SUITE(CoreConcepts_2_1_Version, ShippedCarriers, sw_support::ShippedCarrierName);
 
 TYPED_TEST(CoreConcepts_2_1_Version, StartsAtZeroForEveryConstruction) {
   using Make = CarrierUnderTest<TypeParam>;

@@ -22,6 +22,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/shipped_types.h"
+
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -102,23 +104,7 @@ class UnstoredProbe final : public Carrier {
   }
 };
 
-template <class C>
-struct CarrierName;
-template <>
-struct CarrierName<sw::Generic> {
-  static constexpr const char* kName = "Generic";
-};
-template <>
-struct CarrierName<sw::CPU> {
-  static constexpr const char* kName = "CPU";
-};
-struct NameOfCarrier {
-  template <class C>
-  static std::string GetName(int) {
-    return CarrierName<C>::kName;
-  }
-};
-using ShippedCarriers = ::testing::Types<sw::Generic, sw::CPU>;
+using ShippedCarriers = sw_support::ShippedCarrierTypes;  // every shipped carrier (tests/support/shipped_types.h)
 
 }  // namespace
 
@@ -370,7 +356,7 @@ TEST(CoreConcepts_4_3_Tensor, ReleasingTheCarrierMakesEveryTensorOverItRaiseRunt
 
 template <class C>
 class CoreConcepts_4_4_TensorView : public ::testing::Test {};
-TYPED_TEST_SUITE(CoreConcepts_4_4_TensorView, ShippedCarriers, NameOfCarrier);
+TYPED_TEST_SUITE(CoreConcepts_4_4_TensorView, ShippedCarriers, sw_support::ShippedCarrierName);
 
 TYPED_TEST(CoreConcepts_4_4_TensorView, PermuteSwapsCoordinates) {
   const Tensor t = example_2x3<TypeParam>();

@@ -2,6 +2,8 @@
 // sub, div, pow, rem, maximum, minimum, clamp, eq, ne, lt, le, logical_not,
 // select. Every test runs on Generic (the reference) and on CPU.
 #include <gtest/gtest.h>
+
+#include "support/shipped_types.h"
 #include <strideweave/strideweave.h>
 
 #include <bit>
@@ -16,7 +18,7 @@ using namespace strideweave;
 
 template <class C>
 class ArithmeticOps : public ::testing::Test {};
-using Carriers = ::testing::Types<Generic, CPU>;
+using Carriers = sw_support::ShippedCarrierTypes;  // every shipped carrier (tests/support/shipped_types.h)
 TYPED_TEST_SUITE(ArithmeticOps, Carriers);
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();

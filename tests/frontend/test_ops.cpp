@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/shipped_types.h"
+
 #include <cmath>
 #include <limits>
 
@@ -13,7 +15,7 @@ using namespace strideweave;
 
 template <class C>
 class FrontEnd : public ::testing::Test {};
-using Carriers = ::testing::Types<Generic, CPU>;
+using Carriers = sw_support::ShippedCarrierTypes;  // every shipped carrier (tests/support/shipped_types.h)
 TYPED_TEST_SUITE(FrontEnd, Carriers);
 
 template <class T>

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/shipped_types.h"
+
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -16,7 +18,7 @@ using namespace strideweave;
 
 template <class C>
 class ReductionOps : public ::testing::Test {};
-using Carriers = ::testing::Types<Generic, CPU>;
+using Carriers = sw_support::ShippedCarrierTypes;  // every shipped carrier (tests/support/shipped_types.h)
 TYPED_TEST_SUITE(ReductionOps, Carriers);
 
 using Ints = std::vector<std::int64_t>;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/shipped_types.h"
+
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -15,7 +17,7 @@ using namespace strideweave;
 
 template <class C>
 class StructuredOps : public ::testing::Test {};
-using Carriers = ::testing::Types<Generic, CPU>;
+using Carriers = sw_support::ShippedCarrierTypes;  // every shipped carrier (tests/support/shipped_types.h)
 TYPED_TEST_SUITE(StructuredOps, Carriers);
 
 using Ints = std::vector<std::int64_t>;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/shipped_types.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,7 +16,7 @@ using namespace strideweave;
 
 template <class C>
 class UnaryOps : public ::testing::Test {};
-using Carriers = ::testing::Types<Generic, CPU>;
+using Carriers = sw_support::ShippedCarrierTypes;  // every shipped carrier (tests/support/shipped_types.h)
 TYPED_TEST_SUITE(UnaryOps, Carriers);
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
