@@ -1,6 +1,7 @@
 // `strideweave run OPERATION ARG...`: evaluates one public operation through
 // call_operation (call.h) on small literal inputs (docs/cli.md).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 
@@ -123,14 +124,13 @@ int run_run(const std::vector<std::string>& args) {
     // One plan and one result print as objects; otherwise both as lists.
     const bool several = result.plans.size() != 1 || result.results.size() != 1;
     if (as_json) {
-      std::string plans, results;
-      for (const OperationPlan& p : result.plans) plans += (plans.empty() ? "" : ",") + plan_to_json(p).dump();
-      for (const Tensor& t : result.results) results += (results.empty() ? "" : ",") + tensor_json(t);
-      if (several) {
-        plans = "[" + plans + "]";
-        results = "[" + results + "]";
-      }
-      std::cout << "{\"plan\":" << plans << ",\"result\":" << results << "}\n";
+      std::vector<std::string> plans, results;
+      for (const OperationPlan& p : result.plans) plans.push_back(plan_to_json(p).dump());
+      for (const Tensor& t : result.results) results.push_back(tensor_json(t));
+      auto joined = [several](const std::vector<std::string>& items) {
+        return several ? fmt::format("[{}]", fmt::join(items, ",")) : items.front();
+      };
+      std::cout << fmt::format("{{\"plan\":{},\"result\":{}}}\n", joined(plans), joined(results));
     } else {
       for (const OperationPlan& p : result.plans) std::cout << "plan:   " << p.to_string() << "\n";
       for (const Tensor& t : result.results) std::cout << "result: " << tensor_text(t) << "\n";

@@ -1,5 +1,6 @@
 // `strideweave` with no arguments: a short tour on the built-in default.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 
@@ -9,9 +10,10 @@ namespace strideweave::cli {
 namespace {
 
 std::string show(const Tensor& t) {
-  std::string values;
-  for (const Value& v : t.values()) values += (values.empty() ? "" : ", ") + v.to_string();
-  return fmt::format("{} {} {} [{}]", t.carrier()->class_name(), t.dtype().name(), t.shape().to_string(), values);
+  std::vector<std::string> values;
+  for (const Value& v : t.values()) values.push_back(v.to_string());
+  return fmt::format("{} {} {} [{}]", t.carrier()->class_name(), t.dtype().name(), t.shape().to_string(),
+                     fmt::join(values, ", "));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "values_json.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <cmath>
@@ -364,23 +365,16 @@ std::string tensor_values_json(const Tensor& tensor) {
 }
 
 std::string tensor_json(const Tensor& tensor) {
-  std::string shape = "[";
-  for (std::size_t i = 0; i < tensor.rank(); ++i)
-    shape += (i ? "," : "") + std::to_string(tensor.shape().extent(i));
-  shape += "]";
-  return fmt::format("{{\"dtype\":\"{}\",\"shape\":{},\"values\":{}}}", tensor.dtype().name(), shape,
-                     tensor_values_json(tensor));
+  return fmt::format("{{\"dtype\":\"{}\",\"shape\":[{}],\"values\":{}}}", tensor.dtype().name(),
+                     fmt::join(tensor.shape().extents(), ","), tensor_values_json(tensor));
 }
 
 std::string tensor_text(const Tensor& tensor) {
   std::string values;
   std::vector<std::int64_t> coordinate(tensor.rank(), 0);
   values_text(tensor, 0, coordinate, false, values);
-  std::string shape = "(";
-  for (std::size_t i = 0; i < tensor.rank(); ++i)
-    shape += (i ? "," : "") + std::to_string(tensor.shape().extent(i));
-  shape += ")";
-  return fmt::format("{} {} {} {}", tensor.carrier()->class_name(), tensor.dtype().name(), shape, values);
+  return fmt::format("{} {} ({}) {}", tensor.carrier()->class_name(), tensor.dtype().name(),
+                     fmt::join(tensor.shape().extents(), ","), values);
 }
 
 }  // namespace strideweave::cli
