@@ -1,4 +1,5 @@
 // Shared helpers of the strideweave command.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -23,6 +24,16 @@ json plan_to_json(const OperationPlan& plan) {
               {"accumulation", plan.accumulation() ? json(name_of(*plan.accumulation())) : json(nullptr)},
               {"accumulator_dtype", plan.accumulator_dtype() ? json(plan.accumulator_dtype()->name()) : json(nullptr)},
               {"output", plan.output().name()}};
+}
+
+const CLI::Validator& not_a_flag() {
+  static const CLI::Validator v(
+      [](std::string& value) {
+        return value.empty() || value[0] != '-' ? std::string()
+                                                : fmt::format("needs a value, not the flag-like word '{}'", value);
+      },
+      "");
+  return v;
 }
 
 int report_error(const Error& error, bool as_json) {

@@ -1,34 +1,27 @@
 // `strideweave check [--carrier NAME] [--json]`: the conformance harness.
 // `strideweave check --gradients [--json]`: the gradient checks (autograd).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <iostream>
+#include <memory>
 
 #include "cli.h"
 #include "conformance/harness.h"
 
 namespace strideweave::cli {
 
-int run_check(const std::vector<std::string>& args) {
-  bool as_json = false, gradients = false;
+namespace {
+
+struct CheckArguments {
   std::string carrier;
-  std::vector<std::string> rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      as_json = true;
-      rest.push_back(args[i]);
-    } else if (args[i] == "--gradients") {
-      gradients = true;
-    } else if (args[i] == "--carrier" && i + 1 < args.size()) {
-      carrier = args[++i];
-      rest.push_back("--carrier");
-      rest.push_back(carrier);
-    } else {
-      std::cerr << "usage: strideweave check [--carrier NAME] [--json] | check --gradients [--carrier NAME] [--json]\n";
-      return 2;
-    }
-  }
-  if (gradients) return run_check_gradients(rest);
+  bool as_json = false, gradients = false;
+};
+
+int run_check(const CheckArguments& a) {
+  const bool as_json = a.as_json;
+  const std::string& carrier = a.carrier;
+  if (a.gradients) return run_check_gradients(carrier, as_json);
   try {
     json list = json::array();
     bool ok = true;
@@ -55,6 +48,26 @@ int run_check(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     return report_error(e, as_json);
   }
+}
+
+}  // namespace
+
+Command add_check_command(CLI::App& app) {
+  CLI::App* sub =
+      app.add_subcommand("check",
+                         "The conformance harness: every capability entry of each carrier run on it and on Generic and "
+                         "compared (docs/numerics.md); with --gradients the finite-difference gradient checks");
+  auto a = std::make_shared<CheckArguments>();
+  sub->add_option("--carrier", a->carrier, "Only the carrier of this name (case-insensitive)")
+      ->type_name("NAME")
+      ->check(not_a_flag());
+  sub->add_flag("--gradients", a->gradients,
+                "Check the VJP of every differentiable operation against central differences instead");
+  sub->add_flag("--json", a->as_json,
+                "Print {\"carriers\": [{\"name\", \"entries\", \"cases\", \"passed\", \"failed\"}]} "
+                "(with --gradients {\"gradients\": [{\"carrier\", \"operations\", \"checked\", \"failed\"}]})");
+  sub->footer("Exits 1 when any case failed.");
+  return {sub, [a] { return run_check(*a); }};
 }
 
 }  // namespace strideweave::cli

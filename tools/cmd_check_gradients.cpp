@@ -29,18 +29,7 @@ std::shared_ptr<Carrier> prototype_of(const std::string& class_name) {
 
 }  // namespace
 
-int run_check_gradients(const std::vector<std::string>& args) {
-  bool as_json = false;
-  std::string carrier;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") as_json = true;
-    else if (args[i] == "--gradients") continue;
-    else if (args[i] == "--carrier" && i + 1 < args.size()) carrier = args[++i];
-    else {
-      std::cerr << "usage: strideweave check --gradients [--carrier NAME] [--json]\n";
-      return 2;
-    }
-  }
+int run_check_gradients(const std::string& carrier, bool as_json) {
   try {
     nlohmann::ordered_json reports = nlohmann::ordered_json::array();  // keys in the documented order
     bool any_failed = false;

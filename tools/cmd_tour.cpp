@@ -1,4 +1,6 @@
-// `strideweave` with no arguments: a short tour on the built-in default.
+// `strideweave` with no arguments (or `strideweave tour`): a short tour on
+// the built-in default.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,7 +21,7 @@ std::string show(const Tensor& t) {
 }  // namespace
 
 int run_tour() {
-  std::cout << "strideweave " << "0.1.0" << " - a C++20 tensor runtime\n"
+  std::cout << "strideweave " STRIDEWEAVE_VERSION_TEXT " - a C++20 tensor runtime\n"
             << "Every operation call resolves to one immutable OperationPlan through the central dtype policy;\n"
             << "each carrier executes exactly the plans it registered, and nothing else.\n\n";
   std::cout << "Registered operations: " << registered_operations().size() << " ("
@@ -59,8 +61,17 @@ int run_tour() {
   } catch (const OverflowError& e) {
     std::cout << "mul(b, 2**31) -> OverflowError: " << e.message() << "\n";
   }
-  std::cout << "\nMore: strideweave plans --json | strideweave resolve add dtype:int32 dtype:float32 --json\n";
+  std::cout << "\nMore: strideweave plans --json | strideweave resolve add dtype:int32 dtype:float32 --json\n"
+            << "      strideweave --help lists every subcommand\n";
   return 0;
+}
+
+Command add_tour_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "tour",
+      "A short tour: what the library is, the carriers with kernels, a few operations with their plans "
+      "(what strideweave alone runs)");
+  return {sub, [] { return run_tour(); }};
 }
 
 }  // namespace strideweave::cli

@@ -132,6 +132,67 @@ rep = json.loads(out)
 check("check --gradients passes", rc == 0 and all(g["failed"] == 0 and g["checked"] == g["operations"] > 40
                                                    for g in rep["gradients"]), out)
 
+# --- --help and usage errors (issue 10, items 10 and 15) ----------------------
+# CLI11 generates every --help: it exits 0, prints the usage on stdout and
+# nothing on stderr. A usage error exits 2 with one line on stderr that names
+# the problem, and prints nothing on stdout (not even with --json).
+SUBCOMMANDS = ["tour", "plans", "resolve", "run", "caps", "check"]
+rc, out, err = run("--help")
+check("--help exits 0", rc == 0 and err == "", (rc, err))
+check("--help shows the usage", out.startswith("strideweave ") and "Usage: strideweave" in out, out[:200])
+check("--help lists every subcommand", all(f"\n  {s} " in out for s in SUBCOMMANDS), out)
+check("--help names the exit codes", "Exit codes: 0" in out and "2 a usage error" in out, out)
+check("-h is --help", run("-h") == (rc, out, err))
+for sub in SUBCOMMANDS:
+    for flag in ("--help", "-h"):
+        rc, out, err = run(sub, flag)
+        check(f"{sub} {flag} exits 0 with its usage",
+              rc == 0 and err == "" and f"Usage: strideweave {sub} [OPTIONS]" in out, (rc, out[:200], err))
+    rc, out, err = run(sub, "--help")
+    check(f"{sub} --help ends with a newline and no trailing blanks",
+          out.endswith("\n") and all(line == line.rstrip() for line in out.splitlines()), out)
+rc, out, err = run("run", "--help")
+for flag in ("--carrier", "--option NAME=JSON", "--accumulator DTYPE", "--arithmetic NAME", "--json", "--list"):
+    check(f"run --help documents {flag}", flag in out, out)
+check("run --help names the carriers", "{generic,cpu}" in out, out)
+rc, out, err = run("check", "--help")
+check("check --help documents --gradients", "--gradients" in out, out)
+rc, out, err = run("--version")
+check("--version exits 0", rc == 0 and out.startswith("strideweave ") and err == "", (rc, out, err))
+# --help wins over everything else on the line, including a bad literal.
+rc, out, err = run("run", "add", "--bogus", "--help")
+check("--help with other arguments still exits 0", rc == 0 and "Usage: strideweave run" in out, (rc, out[:100], err))
+
+usage_errors = [
+    # (arguments, a word the one-line message must contain)
+    (["nope"], "nope"),
+    (["--bogus"], "--bogus"),
+    (["tour", "extra"], "extra"),
+    (["plans", "--bogus"], "--bogus"),
+    (["plans", "extra"], "extra"),
+    (["resolve"], "OPERATION"),
+    (["resolve", "add", "dtype:float32", "dtype:float32", "--bogus"], "--bogus"),
+    (["resolve", "reduce_sum", "dtype:float32", "--accumulator"], "--accumulator"),
+    (["resolve", "matmul", "dtype:float32", "dtype:float32", "--arithmetic"], "--arithmetic"),
+    (["run", "add", "--accumulator"], "--accumulator"),
+    (["caps", "--bogus"], "--bogus"),
+    (["caps", "--carrier"], "--carrier"),
+    (["caps", "--render-docs"], "--render-docs"),
+    (["caps", "--render-docs", "FILE", "--json"], "--render-docs"),
+    (["caps", "--render-docs", "FILE", "--carrier", "cpu"], "--render-docs"),
+    (["caps", "extra"], "extra"),
+    (["check", "--bogus"], "--bogus"),
+    (["check", "--carrier"], "--carrier"),
+    (["check", "--carrier", "cpu", "--carrier", "generic"], "--carrier"),
+    (["check", "--gradients", "--bogus"], "--bogus"),
+]
+for args, word in usage_errors:
+    for extra in ([], ["--json"]):
+        rc, out, err = run(*args, *extra)
+        check(f"usage error {' '.join(args + extra)} exits 2 with one line naming {word}",
+              rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("strideweave")
+              and "usage error" in err and word in err, (rc, out, err))
+
 # --- the tour ---------------------------------------------------------------
 rc, out, _ = run()
 check("tour exits 0", rc == 0, rc)
