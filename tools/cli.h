@@ -66,9 +66,14 @@ json plan_to_json(const OperationPlan& plan);
 // The shipped carriers named NAME (case-insensitive), or all when empty.
 std::vector<std::pair<CarrierClass, std::string>> select_carriers(const std::string& wanted);
 
-// `strideweave check --gradients [--carrier NAME] [--json]`
-// (cmd_check_gradients.cpp).
-int run_check_gradients(const std::string& carrier, bool as_json);
+// `strideweave check --gradients [--carrier NAME] [--operation NAME]...
+// [--json]` (cmd_check_gradients.cpp); `operations` empty = all.
+int run_check_gradients(const std::string& carrier, const std::vector<std::string>& operations, bool as_json);
+
+// The operation names given to a filter (`check --operation`), each checked
+// against the registry: an unregistered name -> NotImplementedError, as
+// everywhere else in the library.
+void require_registered_operations(const std::vector<std::string>& names);
 
 // Parses a weak-scalar literal: integers (any size that fits 128 bits),
 // decimals/exponents, "true"/"false", "nan", "inf", "-inf". ValueError

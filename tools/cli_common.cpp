@@ -36,6 +36,12 @@ const CLI::Validator& not_a_flag() {
   return v;
 }
 
+void require_registered_operations(const std::vector<std::string>& names) {
+  for (const std::string& name : names)
+    if (!find_operation(name))
+      throw NotImplementedError(fmt::format("check: no operation named '{}' (strideweave plans lists them)", name));
+}
+
 int report_error(const Error& error, bool as_json) {
   if (as_json) {
     std::cout << json{{"error", error.type_name()}, {"message", error.message()}}.dump() << "\n";
