@@ -75,11 +75,6 @@ int run_check_gradients(const std::string& carrier, const std::vector<std::strin
 // everywhere else in the library.
 void require_registered_operations(const std::vector<std::string>& names);
 
-// Parses a weak-scalar literal: integers (any size that fits 128 bits),
-// decimals/exponents, "true"/"false", "nan", "inf", "-inf". ValueError
-// otherwise.
-WeakScalar parse_scalar_literal(const std::string& text);
-
 // Prints {"error": type, "message": ...} to stdout when `as_json`, otherwise
 // "strideweave: TYPE: MESSAGE" to stderr; returns 1.
 int report_error(const Error& error, bool as_json);

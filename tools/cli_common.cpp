@@ -2,9 +2,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <iostream>
 
 #include "cli.h"
@@ -49,33 +46,6 @@ int report_error(const Error& error, bool as_json) {
     std::cerr << "strideweave: " << error.type_name() << ": " << error.message() << "\n";
   }
   return 1;
-}
-
-WeakScalar parse_scalar_literal(const std::string& text) {
-  if (text == "true" || text == "True") return WeakScalar(true);
-  if (text == "false" || text == "False") return WeakScalar(false);
-  if (text == "nan") return WeakScalar(std::nan(""));
-  if (text == "inf") return WeakScalar(HUGE_VAL);
-  if (text == "-inf") return WeakScalar(-HUGE_VAL);
-  // An integer literal: optional sign and digits only.
-  std::size_t i = (text.size() > 0 && (text[0] == '-' || text[0] == '+')) ? 1 : 0;
-  bool digits = i < text.size();
-  for (std::size_t j = i; j < text.size(); ++j) digits = digits && std::isdigit(static_cast<unsigned char>(text[j]));
-  if (digits) {
-    int128 v = 0;
-    const int128 limit = (static_cast<int128>(1) << 126);
-    for (std::size_t j = i; j < text.size(); ++j) {
-      v = v * 10 + (text[j] - '0');
-      if (v > limit) throw ValueError(fmt::format("scalar literal '{}' is too large", text));
-    }
-    return WeakScalar::integer(text[0] == '-' ? -v : v);
-  }
-  errno = 0;
-  char* end = nullptr;
-  const double d = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE)
-    throw ValueError(fmt::format("'{}' is not a real scalar literal", text));
-  return WeakScalar(d);
 }
 
 }  // namespace strideweave::cli

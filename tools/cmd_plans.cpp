@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "literals.h"
 
 namespace strideweave::cli {
 namespace {
@@ -33,12 +34,15 @@ struct ResolveArguments {
 };
 
 int run_resolve(const ResolveArguments& a) {
+  // The whole command line is read before anything is looked up: a usage
+  // error wins over every error of the library.
+  std::vector<OperandLiteral> literals;
+  for (const std::string& arg : a.operands) literals.push_back(read_operand_literal(arg, TensorOperands::DTypeNames));
   try {
     std::vector<PlanOperand> operands;
-    for (const std::string& arg : a.operands) {
-      if (arg.rfind("dtype:", 0) == 0) operands.emplace_back(DType::from_name(arg.substr(6)));
-      else if (arg.rfind("scalar:", 0) == 0) operands.emplace_back(parse_scalar_literal(arg.substr(7)));
-      else throw ValueError(fmt::format("resolve: argument '{}' is neither dtype:NAME nor scalar:LITERAL", arg));
+    for (const OperandLiteral& literal : literals) {
+      if (literal.form == OperandLiteral::Form::DType) operands.emplace_back(DType::from_name(literal.dtype));
+      else operands.emplace_back(weak_scalar_of(literal.value, "scalar literal"));
     }
     const DType* acc = a.accumulator_given->count() > 0 ? &DType::from_name(a.accumulator) : nullptr;
     std::optional<OperationExecutionOptions> options;

@@ -8,21 +8,16 @@
 #include <memory>
 
 #include "cli.h"
+#include "literals.h"
 #include "values_json.h"
 
 namespace strideweave::cli {
 namespace {
 
-CallOperand parse_operand(const std::string& arg, const std::string& carrier) {
-  if (arg.rfind("tensor:", 0) == 0) {
-    const std::size_t colon = arg.find(':', 7);
-    if (colon == std::string::npos)
-      throw ValueError(fmt::format("run: argument '{}' is not tensor:DTYPE:VALUES", arg));
-    const DType& dtype = DType::from_name(arg.substr(7, colon - 7));
-    return tensor_from_json(dtype, arg.substr(colon + 1), carrier);
-  }
-  if (arg.rfind("scalar:", 0) == 0) return parse_scalar_literal(arg.substr(7));
-  throw ValueError(fmt::format("run: argument '{}' is neither tensor:DTYPE:VALUES nor scalar:LITERAL", arg));
+CallOperand call_operand(const OperandLiteral& literal, const std::string& carrier) {
+  if (literal.form == OperandLiteral::Form::Tensor)
+    return tensor_from_json(DType::from_name(literal.dtype), literal.value, carrier);
+  return weak_scalar_of(literal.value, "scalar literal");
 }
 
 int list_operations(bool as_json) {
@@ -73,23 +68,27 @@ int run_run(const RunArguments& a) {
     return list_operations(a.as_json);
   }
   if (a.operation.empty()) throw UsageError("no operation given (or --list)");
-  std::vector<std::pair<std::string, std::string>> option_args;
+  // The whole command line is read before anything is looked up or built: a
+  // usage error wins over every error of the library.
+  std::vector<std::pair<std::string, JsonNode>> option_args;
   for (const std::string& spec : a.options) {
     const std::size_t eq = spec.find('=');  // the validator saw one at a position > 0
     const std::string name = spec.substr(0, eq);
     for (const auto& [seen, _] : option_args)
       if (seen == name) throw UsageError(fmt::format("--option {} given twice", name));
-    option_args.emplace_back(name, spec.substr(eq + 1));
+    option_args.emplace_back(name, parse_json_value(spec.substr(eq + 1), fmt::format("--option {}", name)));
   }
+  std::vector<OperandLiteral> literals;
+  for (const std::string& arg : a.operands) literals.push_back(read_operand_literal(arg, TensorOperands::Values));
 
   try {
     if (!find_callable(a.operation))
       throw NotImplementedError(
           fmt::format("run: no public operation named '{}' (see strideweave run --list)", a.operation));
     std::vector<CallOperand> operands;
-    for (const std::string& arg : a.operands) operands.push_back(parse_operand(arg, a.carrier));
+    for (const OperandLiteral& literal : literals) operands.push_back(call_operand(literal, a.carrier));
     CallOptions options;
-    for (const auto& [name, text] : option_args) options.emplace(name, option_from_json(name, text));
+    for (const auto& [name, value] : option_args) options.emplace(name, option_from_json(name, value));
     ExecutionRequest execution(a.accumulator_given->count() > 0 ? &DType::from_name(a.accumulator) : nullptr);
     if (a.arithmetic_given->count() > 0) execution.arithmetic = arithmetic_from_value(a.arithmetic);
 

@@ -8,6 +8,7 @@ non-zero on any failure.
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -24,6 +25,11 @@ HANG_BOUND_S = 30 * 60
 def run(*args):
     p = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=HANG_BOUND_S)
     return p.returncode, p.stdout, p.stderr
+
+
+def f32(x):
+    """x rounded to the nearest float32 (as a Python float)."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
 def check(name, condition, detail=""):
@@ -99,7 +105,6 @@ errors = [
     (["resolve", "add", "dtype:float32", "dtype:float32", "--accumulator", "float64"], "TypeError"),
     (["resolve", "matmul", "dtype:float32", "dtype:float32", "--accumulator", "int32"], "NotImplementedError"),
     (["resolve", "add", "dtype:nope", "dtype:float32"], "LookupError"),
-    (["resolve", "mul", "dtype:float32", "scalar:abc"], "ValueError"),
 ]
 for args, expected in errors:
     rc, out, _ = run(*args, "--json")
@@ -108,6 +113,74 @@ for args, expected in errors:
     except json.JSONDecodeError:
         obj = {}
     check(f"error {' '.join(args)}", rc != 0 and obj.get("error") == expected and obj.get("message"), (rc, out))
+
+# --- the scalar grammar (docs/cli.md, "Literals"; issue 10, item 15) ----------
+# One rule: a JSON number (an integer without fraction or exponent, else a
+# real), true/false, nan/inf/-inf; no blanks, no '+', no leading zeros, no hex.
+# Text outside it is a usage error (exit 2); a well-formed value that does not
+# fit (an integer beyond int64, a real beyond the largest double) is the
+# library's OverflowError (exit 1); a real below the smallest subnormal rounds
+# to a zero of its sign.
+def scalar_kind(literal):
+    """'integer' or 'real' as `resolve` sees the weak scalar, or (rc, out, err)."""
+    rc, out, err = run("resolve", "mul", "dtype:int32", f"scalar:{literal}", "--json")
+    if rc == 1 and json.loads(out)["error"] == "OverflowError" and "Int32 range" in out:
+        return "integer"  # the Int32 plan was chosen and refused the value; a real picks Float32
+    if rc != 0:
+        return (rc, out, err)
+    return {"int32": "integer", "float32": "real"}.get(json.loads(out)["output"], out)
+
+
+def scalar_value(literal):
+    """The weak scalar times float32 1, as printed by `run` (a float32 in JSON)."""
+    rc, out, err = run("run", "mul", "tensor:float32:[1]", f"scalar:{literal}", "--json")
+    return json.loads(out)["result"]["values"][0] if rc == 0 else (rc, out, err)
+
+
+accepted = [
+    # (literal, kind, value of float32 1 times the weak scalar)
+    ("5", "integer", 5.0), ("-5", "integer", -5.0), ("0", "integer", 0.0), ("-0", "integer", 0.0),
+    ("9223372036854775807", "integer", 9223372036854775807.0),
+    ("-9223372036854775808", "integer", -9223372036854775808.0),
+    ("0.5", "real", 0.5), ("-0.0", "real", -0.0), ("2.5e-1", "real", 0.25),
+    ("1e3", "real", 1000.0), ("1E3", "real", 1000.0), ("1e+3", "real", 1000.0), ("1e-3", "real", f32(1e-3)),
+    ("1e-400", "real", 0.0), ("-1e-400", "real", -0.0),
+    ("nan", "real", "nan"), ("inf", "real", "inf"), ("-inf", "real", "-inf"),
+    ("true", "real", 1.0), ("false", "real", 0.0),
+]
+for literal, kind, value in accepted:
+    check(f"scalar:{literal} is a weak {kind}", scalar_kind(literal) == kind, scalar_kind(literal))
+    got = scalar_value(literal)
+    same = got == value if isinstance(value, str) else (
+        isinstance(got, float) and struct.pack("<f", got) == struct.pack("<f", value))  # bitwise, so -0.0 != 0.0
+    check(f"scalar:{literal} has the value {value!r}", same, got)
+refused = ["0x10", " 5", "5 ", "\t5", "", "+5", "05", "00", "1.", ".5", "1e", "1e+", "1.5.2", "1_000", "1,5", "- 5",
+           "--5", "abc", "True", "False", "NaN", "Inf", "-Inf", "+inf", "infinity", "nan(1)", "null", "[1]", '"nan"',
+           "'5'", "0b1", "1e5x", "5f"]
+for literal in refused:
+    for sub in (["resolve", "mul", "dtype:float32"], ["run", "mul", "tensor:float32:[1]"]):
+        rc, out, err = run(*sub, f"scalar:{literal}", "--json")
+        check(f"{sub[0]} scalar:{literal!r} is a usage error",
+              rc == 2 and out == "" and err.count("\n") == 1 and f"'scalar:{literal}' is not a scalar literal" in err,
+              (rc, out, err))
+too_large = ["1e400", "-1e400", "1.8e308", "9223372036854775808", "-9223372036854775809", "1" + "0" * 400,
+             "1e99999999999999999999"]
+for literal in too_large:
+    for sub in (["resolve", "mul", "dtype:float32"], ["run", "mul", "tensor:float32:[1]"]):
+        rc, out, err = run(*sub, f"scalar:{literal}", "--json")
+        obj = json.loads(out) if rc == 1 else {}
+        check(f"{sub[0]} scalar:{literal[:30]} is an OverflowError",
+              rc == 1 and obj.get("error") == "OverflowError" and literal[:20] in obj.get("message", ""), (rc, out, err))
+# The largest finite double and the smallest subnormal are in range.
+check("scalar:1.7976931348623157e308 is accepted", scalar_kind("1.7976931348623157e308") == "real")
+check("scalar:1e-99999999999999999999 rounds to zero", scalar_value("1e-99999999999999999999") == 0.0)
+# A usage error wins over the library's errors on the same line.
+rc, out, err = run("resolve", "no_such_op", "scalar:1e400", "scalar:0x10", "--json")
+check("a bad literal is reported before anything is looked up", rc == 2 and out == "" and "0x10" in err, (rc, out, err))
+for args in (["resolve", "add", "dtype:float32", "scalar"], ["resolve", "add", "dtype:", "scalar:1"],
+             ["resolve", "add", "float32", "scalar:1"], ["resolve", "add", "tensor:float32:[1]", "scalar:1"]):
+    rc, out, err = run(*args, "--json")
+    check(f"{' '.join(args)} is a usage error", rc == 2 and out == "" and err.count("\n") == 1, (rc, out, err))
 
 # --- caps and check ---------------------------------------------------------
 rc, out, _ = run("caps", "--json")
