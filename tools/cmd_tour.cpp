@@ -2,23 +2,13 @@
 // the built-in default.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <iostream>
 
 #include "cli.h"
+#include "values_json.h"
 
 namespace strideweave::cli {
-namespace {
-
-std::string show(const Tensor& t) {
-  std::vector<std::string> values;
-  for (const Value& v : t.values()) values.push_back(v.to_string());
-  return fmt::format("{} {} {} [{}]", t.carrier()->class_name(), t.dtype().name(), t.shape().to_string(),
-                     fmt::join(values, ", "));
-}
-
-}  // namespace
 
 int run_tour() {
   std::cout << "strideweave " STRIDEWEAVE_VERSION_TEXT " - a C++20 tensor runtime\n"
@@ -34,11 +24,13 @@ int run_tour() {
 
   const Tensor a = make_tensor<CPU>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, Shape{2, 3});
   const Tensor b = make_tensor<CPU>(std::initializer_list<std::int32_t>{10, 20, 30}, Shape{1, 3});
-  std::cout << "a = " << show(a) << "   (values in logical order: first mode fastest)\n";
-  std::cout << "b = " << show(b) << "\n\n";
+  // Tensors print as `strideweave run` prints them: values nested with the
+  // outer list = axis 0 (make_tensor fills them first mode fastest).
+  std::cout << "a = " << tensor_text(a) << "   (make_tensor<CPU>({1, ..., 6}, Shape{2, 3}): first mode fastest)\n";
+  std::cout << "b = " << tensor_text(b) << "\n\n";
 
   auto step = [](const char* label, const OperationPlan& plan, const Tensor& result) {
-    std::cout << label << "\n  plan:   " << plan.to_string() << "\n  result: " << show(result) << "\n";
+    std::cout << label << "\n  plan:   " << plan.to_string() << "\n  result: " << tensor_text(result) << "\n";
   };
   step("add(a, b)  # Int32 and Float32 meet: both convert to Float32; b broadcasts",
        resolve_operation_plan("add", {a.dtype(), b.dtype()}), add(a, b));

@@ -296,10 +296,38 @@ for args, word in usage_errors:
               and "usage error" in err and word in err, (rc, out, err))
 
 # --- the tour ---------------------------------------------------------------
-rc, out, _ = run()
+rc, out, err = run()
 check("tour exits 0", rc == 0, rc)
+check("tour writes nothing on stderr", err == "", err)
 check("tour names the carriers", "Generic" in out and "CPU" in out, out[:200])
 check("tour prints plans", "compute=BINARY32" in out, out[:200])
+check("strideweave tour is the default", run("tour") == (rc, out, err))
+check("tour: no trailing blanks, ends with one newline",
+      out.endswith("\n") and not out.endswith("\n\n") and all(l == l.rstrip() for l in out.splitlines()), out)
+check("tour points at --help", "strideweave --help" in out, out[-200:])
+# Each step prints what `strideweave run` prints for the same call: the same
+# plan text and the same result text (tensors nested, outer list = axis 0).
+a, b = "tensor:float32:[[1,3,5],[2,4,6]]", "tensor:int32:[[10,20,30]]"
+tour_steps = {
+    "add(a, b)": ["add", a, b],
+    "mul(b, 2)": ["mul", b, "scalar:2"],
+    "mul(b, 0.5)": ["mul", b, "scalar:0.5"],
+    "relu(a + (-3.5))": ["relu", "tensor:float32:[[-2.5,-0.5,1.5],[-1.5,0.5,2.5]]"],
+    "reduce_sum(a, axes=[1])": ["reduce_sum", a, "--option", "axes=[1]"],
+    "reduce_sum(a) with the Float64 accumulator": ["reduce_sum", a, "--accumulator", "float64"],
+    "matmul(a, permute(a))": ["matmul", a, "tensor:float32:[[1,2],[3,4],[5,6]]"],
+    "matmul(a, permute(a)) contracted on request (beyond the specification)":
+        ["matmul", a, "tensor:float32:[[1,2],[3,4],[5,6]]", "--arithmetic", "binary32_fused"],
+}
+lines = out.splitlines()
+check("tour shows a and b as run reads them", "a = CPU float32 (2,3) [[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]" in out
+      and "b = CPU int32 (1,3) [[10, 20, 30]]" in out, out)
+for label, args in tour_steps.items():
+    at = next((i for i, l in enumerate(lines) if l.split("  #")[0] == label), None)  # "label  # comment"
+    rc, run_out, _ = run("run", *args)
+    check(f"tour step {label} matches strideweave run",
+          at is not None and rc == 0 and [l.strip() for l in lines[at + 1:at + 3]] == run_out.splitlines(),
+          (lines[at + 1:at + 3] if at is not None else None, run_out))
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
