@@ -1,41 +1,82 @@
 // The strideweave command: shared helpers of its subcommands.
+//
+// The command line is parsed by CLI11 (main.cpp): each subcommand registers
+// its flags and positionals on the top-level parser and gets the generated
+// `--help`. Exit codes (docs/cli.md): 0 success and `--help`; 1 an error of
+// the library (printed as {"error", "message"} with --json); 2 a usage error.
 #pragma once
 
 #include <strideweave/strideweave.h>
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+class Validator;
+}  // namespace CLI
 
 namespace strideweave::cli {
 
 using json = nlohmann::ordered_json;  // keys print in the documented order
 
+// A mistake in how the command was written that CLI11 cannot see by itself:
+// an operand or option literal outside the grammar (literals.h), a flag
+// combination the subcommand refuses. main prints "strideweave SUB: usage
+// error: WHAT" on one line of stderr and exits 2, before anything ran.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A subcommand: its parser (owned by the top-level CLI::App) and what runs
+// when it was given, returning the process exit code.
+struct Command {
+  CLI::App* parser;
+  std::function<int()> run;
+};
+
+// A check for every flag's value (`->check(...)`): a value that starts with
+// '-' is refused as a usage error. CLI11 would otherwise take the next word
+// whatever it is, so `caps --carrier --json` would look for a carrier named
+// "--json" instead of reporting that --carrier lacks its value. No value of
+// a strideweave flag (a carrier, dtype, arithmetic or operation name, a
+// NAME=JSON option, a file name) starts with '-'.
+const CLI::Validator& not_a_flag();
+
+// The subcommands, in the order `strideweave --help` lists them.
+Command add_tour_command(CLI::App& app);     // cmd_tour.cpp
+Command add_plans_command(CLI::App& app);    // cmd_plans.cpp
+Command add_resolve_command(CLI::App& app);  // cmd_plans.cpp
+Command add_run_command(CLI::App& app);      // cmd_run.cpp
+Command add_caps_command(CLI::App& app);     // cmd_caps.cpp
+Command add_check_command(CLI::App& app);    // cmd_check.cpp (and --gradients)
+
+// The tour (also what `strideweave` alone runs).
+int run_tour();
+
 // A plan as the documented JSON object (dtype names in lower case, enum
 // members by their names).
 json plan_to_json(const OperationPlan& plan);
 
-// Subcommands; each returns the process exit code.
-int run_tour();
-int run_plans(const std::vector<std::string>& args);
-int run_resolve(const std::vector<std::string>& args);
-int run_caps(const std::vector<std::string>& args);
-int run_check(const std::vector<std::string>& args);
 // The shipped carriers named NAME (case-insensitive), or all when empty.
 std::vector<std::pair<CarrierClass, std::string>> select_carriers(const std::string& wanted);
-// `strideweave run OPERATION ARG...` and `strideweave run --list` (cmd_run.cpp).
-int run_run(const std::vector<std::string>& args);
-// `strideweave check --gradients [--carrier NAME] [--json]` (cmd_check_gradients.cpp).
-int run_check_gradients(const std::vector<std::string>& args);
 
-// Prints {"error": type, "message": ...} (as JSON when `as_json`) to stdout
-// and returns 1 (2 for usage errors).
+// `strideweave check --gradients [--carrier NAME] [--operation NAME]...
+// [--json]` (cmd_check_gradients.cpp); `operations` empty = all.
+int run_check_gradients(const std::string& carrier, const std::vector<std::string>& operations, bool as_json);
+
+// The operation names given to a filter (`check --operation`), each checked
+// against the registry: an unregistered name -> NotImplementedError, as
+// everywhere else in the library.
+void require_registered_operations(const std::vector<std::string>& names);
+
+// Prints {"error": type, "message": ...} to stdout when `as_json`, otherwise
+// "strideweave: TYPE: MESSAGE" to stderr; returns 1.
 int report_error(const Error& error, bool as_json);
-
-// Parses a weak-scalar literal: integers (any size that fits 128 bits),
-// decimals/exponents, "true"/"false", "nan", "inf", "-inf". ValueError
-// otherwise.
-WeakScalar parse_scalar_literal(const std::string& text);
 
 }  // namespace strideweave::cli

@@ -1,11 +1,13 @@
 // `strideweave caps [--carrier NAME] [--json]` and
 // `strideweave caps --render-docs FILE`: the capability descriptors.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "cli.h"
@@ -35,20 +37,20 @@ json capability_to_json(const OperationCapability& c) {
   return j;
 }
 
-int run_caps(const std::vector<std::string>& args) {
-  bool as_json = false;
+namespace {
+
+struct CapsArguments {
   std::string carrier, render_file;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") as_json = true;
-    else if (args[i] == "--carrier" && i + 1 < args.size()) carrier = args[++i];
-    else if (args[i] == "--render-docs" && i + 1 < args.size()) render_file = args[++i];
-    else {
-      std::cerr << "usage: strideweave caps [--carrier NAME] [--json] | caps --render-docs FILE\n";
-      return 2;
-    }
-  }
+  bool as_json = false;
+  CLI::Option* render_given = nullptr;
+};
+
+int run_caps(const CapsArguments& a) {
+  const bool as_json = a.as_json;
+  const std::string& carrier = a.carrier;
+  const std::string& render_file = a.render_file;
   try {
-    if (!render_file.empty()) {
+    if (a.render_given->count() > 0) {
       std::ifstream in(render_file);
       if (!in) throw ValueError(fmt::format("cannot read '{}'", render_file));
       std::stringstream buffer;
@@ -74,6 +76,27 @@ int run_caps(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     return report_error(e, as_json);
   }
+}
+
+}  // namespace
+
+Command add_caps_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("caps", "The capability descriptors of the shipped carriers");
+  auto a = std::make_shared<CapsArguments>();
+  CLI::Option* carrier = sub->add_option("--carrier", a->carrier, "Only the carrier of this name (case-insensitive)")
+                             ->type_name("NAME")
+                             ->check(not_a_flag());
+  CLI::Option* as_json = sub->add_flag(
+      "--json", a->as_json,
+      "Print {\"carriers\": [{\"name\", \"capabilities\": [PLAN + \"axes\"]}]} instead of markdown tables");
+  a->render_given =
+      sub->add_option("--render-docs", a->render_file,
+                      "Rewrite the marked capability tables of FILE from the descriptors (docs/capabilities.md)")
+          ->type_name("FILE")
+          ->check(not_a_flag())
+          ->excludes(carrier)
+          ->excludes(as_json);
+  return {sub, [a] { return run_caps(*a); }};
 }
 
 }  // namespace strideweave::cli

@@ -1,46 +1,43 @@
-// `strideweave check [--carrier NAME] [--json]`: the conformance harness.
-// `strideweave check --gradients [--json]`: the gradient checks (autograd).
+// `strideweave check [--carrier NAME] [--operation NAME]... [--json]`: the
+// conformance harness. `strideweave check --gradients ...`: the gradient
+// checks (autograd, cmd_check_gradients.cpp).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <iostream>
+#include <memory>
 
 #include "cli.h"
 #include "conformance/harness.h"
 
 namespace strideweave::cli {
 
-int run_check(const std::vector<std::string>& args) {
-  bool as_json = false, gradients = false;
+namespace {
+
+struct CheckArguments {
   std::string carrier;
-  std::vector<std::string> rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      as_json = true;
-      rest.push_back(args[i]);
-    } else if (args[i] == "--gradients") {
-      gradients = true;
-    } else if (args[i] == "--carrier" && i + 1 < args.size()) {
-      carrier = args[++i];
-      rest.push_back("--carrier");
-      rest.push_back(carrier);
-    } else {
-      std::cerr << "usage: strideweave check [--carrier NAME] [--json] | check --gradients [--carrier NAME] [--json]\n";
-      return 2;
-    }
-  }
-  if (gradients) return run_check_gradients(rest);
+  std::vector<std::string> operations;  // empty: every operation
+  bool as_json = false, gradients = false;
+};
+
+int run_check(const CheckArguments& a) {
+  const bool as_json = a.as_json;
+  const std::string& carrier = a.carrier;
+  if (a.gradients) return run_check_gradients(carrier, a.operations, as_json);
   try {
+    require_registered_operations(a.operations);
+    const auto carriers = select_carriers(carrier);
     json list = json::array();
     bool ok = true;
     if (!as_json)
       std::cout << fmt::format("{:<10} {:>8} {:>12} {:>8} {:>8} {:>8}\n", "carrier", "entries", "unsupported", "cases",
                                "passed", "failed");
-    for (const auto& [cls, name] : select_carriers(carrier)) {
+    for (const auto& [cls, name] : carriers) {
       // A prototype of the class: a zero-sized instance (new_like builds operands).
       std::shared_ptr<Carrier> prototype =
           cls == carrier_class<CPU>() ? std::shared_ptr<Carrier>(CPU::create(0))
                                       : std::shared_ptr<Carrier>(Generic::zeros(0, DType::Float32()));
-      const sw_test::ConformanceReport r = sw_test::run_conformance(prototype);
+      const sw_test::ConformanceReport r = sw_test::run_conformance(prototype, 20261129, a.operations);
       ok = ok && r.failed == 0;
       if (as_json) {
         list.push_back({{"name", name}, {"entries", r.entries}, {"cases", r.cases}, {"passed", r.passed}, {"failed", r.failed}});
@@ -55,6 +52,32 @@ int run_check(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     return report_error(e, as_json);
   }
+}
+
+}  // namespace
+
+Command add_check_command(CLI::App& app) {
+  CLI::App* sub =
+      app.add_subcommand("check",
+                         "The conformance harness: every capability entry of each carrier run on it and on Generic and "
+                         "compared (docs/numerics.md); with --gradients the finite-difference gradient checks");
+  auto a = std::make_shared<CheckArguments>();
+  sub->add_option("--carrier", a->carrier, "Only the carrier of this name (case-insensitive)")
+      ->type_name("NAME")
+      ->check(not_a_flag());
+  sub->add_option("--operation", a->operations,
+                  "Only the capability entries (or, with --gradients, the checks) of this operation; repeatable. A "
+                  "small, quick case set: the cases are the full run's for those entries")
+      ->type_name("NAME")
+      ->check(not_a_flag())
+      ->allow_extra_args(false);
+  sub->add_flag("--gradients", a->gradients,
+                "Check the VJP of every differentiable operation against central differences instead");
+  sub->add_flag("--json", a->as_json,
+                "Print {\"carriers\": [{\"name\", \"entries\", \"cases\", \"passed\", \"failed\"}]} "
+                "(with --gradients {\"gradients\": [{\"carrier\", \"operations\", \"checked\", \"failed\"}]})");
+  sub->footer("Exits 1 when any case failed.");
+  return {sub, [a] { return run_check(*a); }};
 }
 
 }  // namespace strideweave::cli

@@ -1,6 +1,7 @@
-// `strideweave check --gradients [--carrier NAME] [--json]`: the
-// finite-difference gradient check of every differentiable operation on each
-// shipped carrier (autograd.h, docs/autograd.md). Prints
+// `strideweave check --gradients [--carrier NAME] [--operation NAME]...
+// [--json]`: the finite-difference gradient check of every differentiable
+// operation (or of the named ones) on each shipped carrier (autograd.h,
+// docs/autograd.md). Prints
 //   {"gradients": [{"carrier": ..., "operations": N, "checked": N, "failed": N}]}
 // with --json (failure details go to stderr) and exits 1 on any failure.
 #include <strideweave/autograd.h>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "cli.h"
 
@@ -29,25 +31,37 @@ std::shared_ptr<Carrier> prototype_of(const std::string& class_name) {
 
 }  // namespace
 
-int run_check_gradients(const std::vector<std::string>& args) {
-  bool as_json = false;
-  std::string carrier;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--json") as_json = true;
-    else if (args[i] == "--gradients") continue;
-    else if (args[i] == "--carrier" && i + 1 < args.size()) carrier = args[++i];
-    else {
-      std::cerr << "usage: strideweave check --gradients [--carrier NAME] [--json]\n";
-      return 2;
-    }
+namespace {
+
+// The check of `operations` (all when empty; a name given twice counts once)
+// on `prototype`, as one report.
+autograd::GradientCheckReport check_selected(const Carrier& prototype, const std::vector<std::string>& operations) {
+  if (operations.empty()) return autograd::check_gradients(prototype);
+  autograd::GradientCheckReport total;
+  std::set<std::string> seen;
+  for (const std::string& operation : operations) {
+    if (!seen.insert(operation).second) continue;
+    autograd::GradientCheckReport one = autograd::check_operation_gradients(prototype, operation);
+    total.carrier = one.carrier;
+    total.operations += one.operations;
+    total.checked += one.checked;
+    total.failed += one.failed;
+    for (std::string& f : one.failures) total.failures.push_back(std::move(f));
   }
+  return total;
+}
+
+}  // namespace
+
+int run_check_gradients(const std::string& carrier, const std::vector<std::string>& operations, bool as_json) {
   try {
+    require_registered_operations(operations);
     nlohmann::ordered_json reports = nlohmann::ordered_json::array();  // keys in the documented order
     bool any_failed = false;
     for (const auto& [cls, name] : select_carriers(carrier)) {
       autograd::GradientCheckReport report;
       if (std::shared_ptr<Carrier> prototype = prototype_of(name)) {
-        report = autograd::check_gradients(*prototype);
+        report = check_selected(*prototype, operations);
       } else {
         report.carrier = name;
         report.failed = 1;

@@ -1,37 +1,23 @@
 // `strideweave run OPERATION ARG...`: evaluates one public operation through
 // call_operation (call.h) on small literal inputs (docs/cli.md).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
+#include <memory>
 
 #include "cli.h"
+#include "literals.h"
 #include "values_json.h"
 
 namespace strideweave::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: strideweave run OPERATION ARG... [--carrier generic|cpu] [--option NAME=JSON]...\n"
-    "                       [--accumulator DTYPE] [--arithmetic binary32|binary32_fused] [--json]\n"
-    "       strideweave run --list [--json]\n"
-    "  ARG: tensor:DTYPE:VALUES (VALUES a JSON nested list, outer list = axis 0; dtype float32, int32 or bool)\n"
-    "       or scalar:LITERAL (a weak scalar)\n";
-
-int usage(const std::string& why) {
-  std::cerr << "strideweave run: " << why << "\n" << kUsage;
-  return 2;
-}
-
-CallOperand parse_operand(const std::string& arg, const std::string& carrier) {
-  if (arg.rfind("tensor:", 0) == 0) {
-    const std::size_t colon = arg.find(':', 7);
-    if (colon == std::string::npos)
-      throw ValueError(fmt::format("run: argument '{}' is not tensor:DTYPE:VALUES", arg));
-    const DType& dtype = DType::from_name(arg.substr(7, colon - 7));
-    return tensor_from_json(dtype, arg.substr(colon + 1), carrier);
-  }
-  if (arg.rfind("scalar:", 0) == 0) return parse_scalar_literal(arg.substr(7));
-  throw ValueError(fmt::format("run: argument '{}' is neither tensor:DTYPE:VALUES nor scalar:LITERAL", arg));
+CallOperand call_operand(const OperandLiteral& literal, const std::string& carrier) {
+  if (literal.form == OperandLiteral::Form::Tensor)
+    return tensor_from_json(DType::from_name(literal.dtype), literal.value, carrier);
+  return weak_scalar_of(literal.value, "scalar literal");
 }
 
 int list_operations(bool as_json) {
@@ -63,82 +49,109 @@ int list_operations(bool as_json) {
   return 0;
 }
 
-}  // namespace
-
-int run_run(const std::vector<std::string>& args) {
-  bool as_json = false;
-  bool list = false;
+struct RunArguments {
   std::string operation;
-  std::vector<std::string> operand_args;
+  std::vector<std::string> operands;
   std::string carrier = "cpu";
-  std::vector<std::pair<std::string, std::string>> option_args;
+  std::vector<std::string> options;  // NAME=JSON, in the order given
   std::string accumulator, arithmetic;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (a == "--json") as_json = true;
-    else if (a == "--list") list = true;
-    else if (a == "--carrier") {
-      if (!has_value) return usage("--carrier needs a value");
-      carrier = args[++i];
-      if (carrier != "generic" && carrier != "cpu") return usage(fmt::format("unknown carrier '{}'", carrier));
-    } else if (a == "--option") {
-      if (!has_value) return usage("--option needs NAME=JSON");
-      const std::string& spec = args[++i];
-      const std::size_t eq = spec.find('=');
-      if (eq == std::string::npos || eq == 0) return usage(fmt::format("--option '{}' is not NAME=JSON", spec));
-      const std::string name = spec.substr(0, eq);
-      for (const auto& [seen, _] : option_args)
-        if (seen == name) return usage(fmt::format("option '{}' given twice", name));
-      option_args.emplace_back(name, spec.substr(eq + 1));
-    } else if (a == "--accumulator") {
-      if (!has_value) return usage("--accumulator needs a dtype");
-      accumulator = args[++i];
-    } else if (a == "--arithmetic") {
-      if (!has_value) return usage("--arithmetic needs a value (binary32 or binary32_fused)");
-      arithmetic = args[++i];
-    } else if (a.rfind("--", 0) == 0) return usage(fmt::format("unknown flag '{}'", a));
-    else if (operation.empty()) operation = a;
-    else operand_args.push_back(a);
+  bool as_json = false, list = false;
+  CLI::Option* accumulator_given = nullptr;
+  CLI::Option* arithmetic_given = nullptr;
+};
+
+int run_run(const RunArguments& a) {
+  if (a.list) {
+    if (!a.operation.empty() || !a.options.empty() || a.accumulator_given->count() > 0 ||
+        a.arithmetic_given->count() > 0)
+      throw UsageError("--list takes no operation, arguments or options");
+    return list_operations(a.as_json);
   }
-  if (list) {
-    if (!operation.empty() || !option_args.empty() || !accumulator.empty() || !arithmetic.empty())
-      return usage("--list takes no operation, arguments or options");
-    return list_operations(as_json);
+  if (a.operation.empty()) throw UsageError("no operation given (or --list)");
+  // The whole command line is read before anything is looked up or built: a
+  // usage error wins over every error of the library.
+  std::vector<std::pair<std::string, JsonNode>> option_args;
+  for (const std::string& spec : a.options) {
+    const std::size_t eq = spec.find('=');  // the validator saw one at a position > 0
+    const std::string name = spec.substr(0, eq);
+    for (const auto& [seen, _] : option_args)
+      if (seen == name) throw UsageError(fmt::format("--option {} given twice", name));
+    option_args.emplace_back(name, parse_json_value(spec.substr(eq + 1), fmt::format("--option {}", name)));
   }
-  if (operation.empty()) return usage("no operation given");
+  std::vector<OperandLiteral> literals;
+  for (const std::string& arg : a.operands) literals.push_back(read_operand_literal(arg, TensorOperands::Values));
 
   try {
-    if (!find_callable(operation))
-      throw NotImplementedError(fmt::format("run: no public operation named '{}' (see strideweave run --list)", operation));
+    if (!find_callable(a.operation))
+      throw NotImplementedError(
+          fmt::format("run: no public operation named '{}' (see strideweave run --list)", a.operation));
     std::vector<CallOperand> operands;
-    for (const std::string& a : operand_args) operands.push_back(parse_operand(a, carrier));
+    for (const OperandLiteral& literal : literals) operands.push_back(call_operand(literal, a.carrier));
     CallOptions options;
-    for (const auto& [name, text] : option_args) options.emplace(name, option_from_json(name, text));
-    ExecutionRequest execution(accumulator.empty() ? nullptr : &DType::from_name(accumulator));
-    if (!arithmetic.empty()) execution.arithmetic = arithmetic_from_value(arithmetic);
+    for (const auto& [name, value] : option_args) options.emplace(name, option_from_json(name, value));
+    ExecutionRequest execution(a.accumulator_given->count() > 0 ? &DType::from_name(a.accumulator) : nullptr);
+    if (a.arithmetic_given->count() > 0) execution.arithmetic = arithmetic_from_value(a.arithmetic);
 
-    const CallResult result = call_operation(operation, operands, options, execution);
+    const CallResult result = call_operation(a.operation, operands, options, execution);
 
     // One plan and one result print as objects; otherwise both as lists.
     const bool several = result.plans.size() != 1 || result.results.size() != 1;
-    if (as_json) {
-      std::string plans, results;
-      for (const OperationPlan& p : result.plans) plans += (plans.empty() ? "" : ",") + plan_to_json(p).dump();
-      for (const Tensor& t : result.results) results += (results.empty() ? "" : ",") + tensor_json(t);
-      if (several) {
-        plans = "[" + plans + "]";
-        results = "[" + results + "]";
-      }
-      std::cout << "{\"plan\":" << plans << ",\"result\":" << results << "}\n";
+    if (a.as_json) {
+      std::vector<std::string> plans, results;
+      for (const OperationPlan& p : result.plans) plans.push_back(plan_to_json(p).dump());
+      for (const Tensor& t : result.results) results.push_back(tensor_json(t));
+      auto joined = [several](const std::vector<std::string>& items) {
+        return several ? fmt::format("[{}]", fmt::join(items, ",")) : items.front();
+      };
+      std::cout << fmt::format("{{\"plan\":{},\"result\":{}}}\n", joined(plans), joined(results));
     } else {
       for (const OperationPlan& p : result.plans) std::cout << "plan:   " << p.to_string() << "\n";
       for (const Tensor& t : result.results) std::cout << "result: " << tensor_text(t) << "\n";
     }
     return 0;
   } catch (const Error& e) {
-    return report_error(e, as_json);
+    return report_error(e, a.as_json);
   }
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("run", "Evaluate one public operation on literal inputs (call_operation)");
+  auto a = std::make_shared<RunArguments>();
+  sub->add_option("OPERATION", a->operation, "A public operation (strideweave run --list lists them)")->type_name("");
+  sub->add_option("ARG", a->operands,
+                  "The operands in the operation's order: tensor:DTYPE:VALUES (a fresh tensor; DTYPE float32, "
+                  "int32 or bool; VALUES a JSON nested list, outer list = axis 0) or scalar:LITERAL (a weak scalar)")
+      ->type_name("");
+  sub->add_option("--carrier", a->carrier, "The carrier of every tensor operand")
+      ->type_name("NAME")
+      ->check(not_a_flag())
+      ->check(CLI::IsMember({"generic", "cpu"}))
+      ->capture_default_str();
+  sub->add_option("--option", a->options, "A named option of the operation (run --list shows each one's); repeatable")
+      ->type_name("NAME=JSON")
+      ->check(not_a_flag())
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](std::string& spec) {
+            const std::size_t eq = spec.find('=');
+            return eq == std::string::npos || eq == 0 ? fmt::format("'{}' is not NAME=JSON", spec) : std::string();
+          },
+          ""));
+  a->accumulator_given =
+      sub->add_option("--accumulator", a->accumulator, "The accumulator dtype (float64) of reduce_sum or matmul")
+          ->type_name("DTYPE")
+          ->check(not_a_flag());
+  a->arithmetic_given =
+      sub->add_option("--arithmetic", a->arithmetic,
+                      "An explicit compute arithmetic: binary32 (the strict default) or binary32_fused (matmul)")
+          ->type_name("NAME")
+          ->check(not_a_flag());
+  sub->add_flag("--json", a->as_json, "Print {\"plan\": PLAN, \"result\": RESULT} on one line");
+  sub->add_flag("--list", a->list, "List the operations run can call, with their options, and nothing else");
+  sub->footer("Example: strideweave run add 'tensor:float32:[[1,2],[3,4]]' 'tensor:float32:[[10,20],[30,40]]' --json");
+  return {sub, [a] { return run_run(*a); }};
 }
 
 }  // namespace strideweave::cli

@@ -1,23 +1,17 @@
-// `strideweave` with no arguments: a short tour on the built-in default.
+// `strideweave` with no arguments (or `strideweave tour`): a short tour on
+// the built-in default.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "cli.h"
+#include "values_json.h"
 
 namespace strideweave::cli {
-namespace {
-
-std::string show(const Tensor& t) {
-  std::string values;
-  for (const Value& v : t.values()) values += (values.empty() ? "" : ", ") + v.to_string();
-  return fmt::format("{} {} {} [{}]", t.carrier()->class_name(), t.dtype().name(), t.shape().to_string(), values);
-}
-
-}  // namespace
 
 int run_tour() {
-  std::cout << "strideweave " << "0.1.0" << " - a C++20 tensor runtime\n"
+  std::cout << "strideweave " STRIDEWEAVE_VERSION_TEXT " - a C++20 tensor runtime\n"
             << "Every operation call resolves to one immutable OperationPlan through the central dtype policy;\n"
             << "each carrier executes exactly the plans it registered, and nothing else.\n\n";
   std::cout << "Registered operations: " << registered_operations().size() << " ("
@@ -30,11 +24,13 @@ int run_tour() {
 
   const Tensor a = make_tensor<CPU>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, Shape{2, 3});
   const Tensor b = make_tensor<CPU>(std::initializer_list<std::int32_t>{10, 20, 30}, Shape{1, 3});
-  std::cout << "a = " << show(a) << "   (values in logical order: first mode fastest)\n";
-  std::cout << "b = " << show(b) << "\n\n";
+  // Tensors print as `strideweave run` prints them: values nested with the
+  // outer list = axis 0 (make_tensor fills them first mode fastest).
+  std::cout << "a = " << tensor_text(a) << "   (make_tensor<CPU>({1, ..., 6}, Shape{2, 3}): first mode fastest)\n";
+  std::cout << "b = " << tensor_text(b) << "\n\n";
 
   auto step = [](const char* label, const OperationPlan& plan, const Tensor& result) {
-    std::cout << label << "\n  plan:   " << plan.to_string() << "\n  result: " << show(result) << "\n";
+    std::cout << label << "\n  plan:   " << plan.to_string() << "\n  result: " << tensor_text(result) << "\n";
   };
   step("add(a, b)  # Int32 and Float32 meet: both convert to Float32; b broadcasts",
        resolve_operation_plan("add", {a.dtype(), b.dtype()}), add(a, b));
@@ -57,8 +53,17 @@ int run_tour() {
   } catch (const OverflowError& e) {
     std::cout << "mul(b, 2**31) -> OverflowError: " << e.message() << "\n";
   }
-  std::cout << "\nMore: strideweave plans --json | strideweave resolve add dtype:int32 dtype:float32 --json\n";
+  std::cout << "\nMore: strideweave plans --json | strideweave resolve add dtype:int32 dtype:float32 --json\n"
+            << "      strideweave --help lists every subcommand\n";
   return 0;
+}
+
+Command add_tour_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "tour",
+      "A short tour: what the library is, the carriers with kernels, a few operations with their plans "
+      "(what strideweave alone runs)");
+  return {sub, [] { return run_tour(); }};
 }
 
 }  // namespace strideweave::cli

@@ -2,14 +2,17 @@
 #include "values_json.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <utility>
+
+#include "cli.h"
+#include "literals.h"
 
 namespace strideweave::cli {
 namespace {
@@ -30,7 +33,7 @@ class JsonReader {
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
-    throw ValueError(fmt::format("{}: malformed JSON '{}' at offset {}: {}", what_, s_, pos_, why));
+    throw UsageError(fmt::format("{}: malformed JSON '{}' at offset {}: {}", what_, s_, pos_, why));
   }
   void skip_blanks() {
     while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
@@ -165,25 +168,6 @@ std::string describe(const JsonNode& node) {
   return "?";
 }
 
-// An integer literal as int64; OverflowError outside int64 (naming `what`).
-std::int64_t integer_literal(const std::string& text, const std::string& what) {
-  const bool negative = !text.empty() && text[0] == '-';
-  // Accumulate as a negative number so that INT64_MIN fits.
-  std::int64_t v = 0;
-  for (std::size_t i = negative ? 1 : 0; i < text.size(); ++i) {
-    const int d = text[i] - '0';
-    if (v < (std::numeric_limits<std::int64_t>::min() + d) / 10)
-      throw OverflowError(fmt::format("{}: {} does not fit in int64", what, text));
-    v = v * 10 - d;
-  }
-  if (!negative) {
-    if (v == std::numeric_limits<std::int64_t>::min())
-      throw OverflowError(fmt::format("{}: {} does not fit in int64", what, text));
-    v = -v;
-  }
-  return v;
-}
-
 bool is_special_real(const JsonNode& node) {
   return (node.kind == JsonNode::Kind::Real || node.kind == JsonNode::Kind::String) &&
          (node.text == "nan" || node.text == "inf" || node.text == "-inf");
@@ -200,7 +184,7 @@ Value element(const JsonNode& node, ElementKind kind, const std::string& what) {
         throw ValueError(fmt::format("{}: {} is not an int32 (an integer literal)", what, describe(node)));
       std::int64_t v = 0;
       try {
-        v = integer_literal(node.text, what);
+        v = int64_of(node.text, what);
       } catch (const OverflowError&) {
         v = std::numeric_limits<std::int64_t>::max();  // reported below as out of the int32 range
       }
@@ -209,19 +193,13 @@ Value element(const JsonNode& node, ElementKind kind, const std::string& what) {
       return Value::from_int32(static_cast<std::int32_t>(v));
     }
     case ElementKind::Float32: {
-      if (is_special_real(node)) {
-        if (node.text == "nan") return Value::from_float32(std::numeric_limits<float>::quiet_NaN());
-        return Value::from_float32(node.text == "inf" ? std::numeric_limits<float>::infinity()
-                                                      : -std::numeric_limits<float>::infinity());
-      }
-      if (node.kind != JsonNode::Kind::Integer && node.kind != JsonNode::Kind::Real)
+      if (!is_special_real(node) && node.kind != JsonNode::Kind::Integer && node.kind != JsonNode::Kind::Real)
         throw ValueError(fmt::format("{}: {} is not a float32 (a number, \"nan\", \"inf\" or \"-inf\")", what,
                                      describe(node)));
-      // One rounding, straight from the decimal text. Underflow to a
-      // subnormal or to zero is accepted; rounding to infinity is not.
-      const float f = std::strtof(node.text.c_str(), nullptr);
-      if (std::isinf(f)) throw OverflowError(fmt::format("{}: {} does not fit in float32", what, node.text));
-      return Value::from_float32(f);
+      // One rounding, straight from the decimal text (literals.h): underflow
+      // gives a subnormal or a signed zero, beyond the largest finite float32
+      // an OverflowError.
+      return Value::from_float32(float32_of(node.text, what));
     }
     default: break;
   }
@@ -285,12 +263,10 @@ JsonNode parse_json_value(const std::string& text, const std::string& what) {
   return JsonReader(text, what).document();
 }
 
-Tensor tensor_from_json(const DType& dtype, const std::string& values, const std::string& carrier) {
+Tensor tensor_from_json(const DType& dtype, const JsonNode& root, const std::string& carrier) {
   const std::string what = fmt::format("tensor:{}", dtype.name());
   const std::optional<ElementKind> kind = stored_element_kind(dtype);
-  if (!kind)
-    throw ValueError(fmt::format("{}: a tensor's dtype must be float32, int32 or bool", what));
-  const JsonNode root = parse_json_value(values, what);
+  if (!kind) throw ValueError(fmt::format("{}: a tensor's dtype must be float32, int32 or bool", what));
 
   // The extents follow the first item at each depth; collect() checks the rest.
   std::vector<std::int64_t> extents;
@@ -317,21 +293,17 @@ Tensor tensor_from_json(const DType& dtype, const std::string& values, const std
   return Tensor(storage, shape);
 }
 
-OptionValue option_from_json(const std::string& name, const std::string& text) {
+OptionValue option_from_json(const std::string& name, const JsonNode& node) {
   const std::string what = fmt::format("option '{}'", name);
-  const JsonNode node = parse_json_value(text, what);
   switch (node.kind) {
     case JsonNode::Kind::Null: return std::monostate{};
     case JsonNode::Kind::Bool: return node.boolean;
-    case JsonNode::Kind::Integer: return integer_literal(node.text, what);
-    case JsonNode::Kind::Real: {
-      const double d = std::strtod(node.text.c_str(), nullptr);
-      if (std::isinf(d) && !is_special_real(node))
-        throw OverflowError(fmt::format("{}: {} does not fit in a double", what, node.text));
-      return d;
-    }
+    case JsonNode::Kind::Integer:
+      return int64_of(node.text, what);
+    case JsonNode::Kind::Real:
+      return double_of(node.text, what);
     case JsonNode::Kind::String:
-      if (is_special_real(node)) return std::strtod(node.text.c_str(), nullptr);
+      if (is_special_real(node)) return double_of(node.text, what);
       throw TypeError(fmt::format("{}: a string is not an option value (null, bool, integer, real or a list of "
                                   "integers)",
                                   what));
@@ -340,7 +312,7 @@ OptionValue option_from_json(const std::string& name, const std::string& text) {
       for (const JsonNode& item : node.items) {
         if (item.kind != JsonNode::Kind::Integer)
           throw TypeError(fmt::format("{}: a list must contain only integers, not {}", what, describe(item)));
-        list.push_back(integer_literal(item.text, what));
+        list.push_back(int64_of(item.text, what));
       }
       return list;
     }
@@ -364,23 +336,16 @@ std::string tensor_values_json(const Tensor& tensor) {
 }
 
 std::string tensor_json(const Tensor& tensor) {
-  std::string shape = "[";
-  for (std::size_t i = 0; i < tensor.rank(); ++i)
-    shape += (i ? "," : "") + std::to_string(tensor.shape().extent(i));
-  shape += "]";
-  return fmt::format("{{\"dtype\":\"{}\",\"shape\":{},\"values\":{}}}", tensor.dtype().name(), shape,
-                     tensor_values_json(tensor));
+  return fmt::format("{{\"dtype\":\"{}\",\"shape\":[{}],\"values\":{}}}", tensor.dtype().name(),
+                     fmt::join(tensor.shape().extents(), ","), tensor_values_json(tensor));
 }
 
 std::string tensor_text(const Tensor& tensor) {
   std::string values;
   std::vector<std::int64_t> coordinate(tensor.rank(), 0);
   values_text(tensor, 0, coordinate, false, values);
-  std::string shape = "(";
-  for (std::size_t i = 0; i < tensor.rank(); ++i)
-    shape += (i ? "," : "") + std::to_string(tensor.shape().extent(i));
-  shape += ")";
-  return fmt::format("{} {} {} {}", tensor.carrier()->class_name(), tensor.dtype().name(), shape, values);
+  return fmt::format("{} {} ({}) {}", tensor.carrier()->class_name(), tensor.dtype().name(),
+                     fmt::join(tensor.shape().extents(), ","), values);
 }
 
 }  // namespace strideweave::cli

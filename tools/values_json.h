@@ -5,8 +5,9 @@
 // number's literal text, so that an integer literal stays an integer, a
 // Float32 is rounded once from the decimal text (no double rounding through
 // a double), and an Int32 out of range is an OverflowError instead of a
-// silently widened number. Beyond JSON it accepts the bare tokens nan, inf
-// and -inf; the strings "nan", "inf" and "-inf" mean the same.
+// silently widened number; literals.h converts the text. Beyond JSON it
+// accepts the bare tokens nan, inf and -inf; for float32 elements and option
+// values the strings "nan", "inf" and "-inf" mean the same.
 #pragma once
 
 #include <strideweave/strideweave.h>
@@ -25,23 +26,25 @@ struct JsonNode {
   std::vector<JsonNode> items;
 };
 
-// Parses one JSON value (the whole of `text`, surrounding blanks allowed).
-// Malformed text -> ValueError naming `what`.
+// Parses one JSON value (the whole of `text`, surrounding blanks allowed;
+// numbers by the grammar of literals.h, lists nested at most 64 deep).
+// Malformed text -> UsageError (cli.h) naming `what`.
 JsonNode parse_json_value(const std::string& text, const std::string& what);
 
 // A tensor of `dtype` (Float32, Int32 or Bool; any other dtype ValueError)
-// on a fresh carrier of `carrier` ("generic" or "cpu") from VALUES, a JSON
-// nested list whose nesting gives the shape (outer list = axis 0; a bare
+// on a fresh carrier of `carrier` ("generic" or "cpu") from VALUES, a parsed
+// JSON nested list whose nesting gives the shape (outer list = axis 0; a bare
 // value is rank 0). Ragged lists -> ValueError; a value that is not of the
 // dtype's kind -> ValueError; an Int32 or a finite Float32 out of range ->
 // OverflowError. The carrier holds the values in logical order
 // (first mode fastest) under the compact layout.
-Tensor tensor_from_json(const DType& dtype, const std::string& values, const std::string& carrier);
+Tensor tensor_from_json(const DType& dtype, const JsonNode& values, const std::string& carrier);
 
-// An option value: null, true/false, an integer literal (int64), a real
-// (or "nan"/"inf"/"-inf"), a list of integer literals. A list with another
-// element or a string -> TypeError; an integer outside int64 -> OverflowError.
-OptionValue option_from_json(const std::string& name, const std::string& text);
+// An option value from its parsed JSON: null, true/false, an integer literal
+// (int64), a real (or "nan"/"inf"/"-inf"), a list of integer literals. A list
+// with another element or a string -> TypeError; an integer outside int64 or
+// a real beyond the largest double -> OverflowError.
+OptionValue option_from_json(const std::string& name, const JsonNode& value);
 
 // The shortest decimal text that reads back as the same float; integral
 // values keep a ".0" ("2.0", "-0.0"), exponents stay ("1e-45"). Non-finite
