@@ -63,8 +63,18 @@ int run_tour();
 // members by their names).
 json plan_to_json(const OperationPlan& plan);
 
-// The shipped carriers named NAME (case-insensitive), or all when empty.
-std::vector<std::pair<CarrierClass, std::string>> select_carriers(const std::string& wanted);
+// The shipped carriers (<strideweave/carriers/shipped.h>) named NAME
+// (case-insensitive), or all of them when NAME is empty; ValueError naming
+// the known carriers otherwise.
+std::vector<const ShippedCarrier*> select_carriers(const std::string& wanted);
+// The shipped carrier named NAME (case-insensitive), or nullptr.
+const ShippedCarrier* find_carrier(std::string_view name);
+// The shipped carriers' names in lower case, in list order (what --carrier
+// accepts).
+std::vector<std::string> carrier_choices();
+// A zero-sized prototype of the carrier's class: tensors built with its
+// new_like live on exactly that class.
+std::shared_ptr<Carrier> prototype_of(const ShippedCarrier& carrier);
 
 // `strideweave check --gradients [--carrier NAME] [--operation NAME]...
 // [--json]` (cmd_check_gradients.cpp); `operations` empty = all.

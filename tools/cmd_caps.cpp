@@ -2,6 +2,7 @@
 // `strideweave caps --render-docs FILE`: the capability descriptors.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -14,17 +15,39 @@
 
 namespace strideweave::cli {
 
-std::vector<std::pair<CarrierClass, std::string>> select_carriers(const std::string& wanted) {
-  std::vector<std::pair<CarrierClass, std::string>> out;
-  auto lower = [](std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return s;
-  };
-  for (const ShippedCarrier& c : shipped_carriers())
-    if (wanted.empty() || lower(std::string(c.name)) == lower(wanted)) out.emplace_back(c.cls, std::string(c.name));
-  if (out.empty()) throw ValueError(fmt::format("no carrier named '{}' (known: generic, cpu)", wanted));
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
+}  // namespace
+
+std::vector<std::string> carrier_choices() {
+  std::vector<std::string> out;
+  for (const ShippedCarrier& c : shipped_carriers()) out.push_back(lower(c.name));
+  return out;
+}
+
+const ShippedCarrier* find_carrier(std::string_view name) {
+  for (const ShippedCarrier& c : shipped_carriers())
+    if (lower(c.name) == lower(name)) return &c;
+  return nullptr;
+}
+
+std::vector<const ShippedCarrier*> select_carriers(const std::string& wanted) {
+  std::vector<const ShippedCarrier*> out;
+  if (wanted.empty()) {
+    for (const ShippedCarrier& c : shipped_carriers()) out.push_back(&c);
+  } else if (const ShippedCarrier* c = find_carrier(wanted)) {
+    out.push_back(c);
+  } else {
+    throw ValueError(fmt::format("no carrier named '{}' (known: {})", wanted, fmt::join(carrier_choices(), ", ")));
+  }
+  return out;
+}
+
+std::shared_ptr<Carrier> prototype_of(const ShippedCarrier& carrier) { return carrier.make({}, DType::Float32()); }
 
 json capability_to_json(const OperationCapability& c) {
   json j = plan_to_json(c.to_plan());
@@ -62,15 +85,16 @@ int run_caps(const CapsArguments& a) {
     const auto carriers = select_carriers(carrier);
     if (as_json) {
       json list = json::array();
-      for (const auto& [cls, name] : carriers) {
+      for (const ShippedCarrier* shipped : carriers) {
         json caps = json::array();
-        for (const OperationCapability& c : capabilities_for_carrier_class(cls)) caps.push_back(capability_to_json(c));
-        list.push_back({{"name", name}, {"capabilities", caps}});
+        for (const OperationCapability& c : capabilities_for_carrier_class(shipped->cls))
+          caps.push_back(capability_to_json(c));
+        list.push_back({{"name", shipped->name}, {"capabilities", caps}});
       }
       std::cout << json{{"carriers", list}}.dump() << "\n";
     } else {
-      for (const auto& [cls, name] : carriers)
-        std::cout << "## " << name << "\n\n" << render_capability_table(cls) << "\n";
+      for (const ShippedCarrier* shipped : carriers)
+        std::cout << "## " << shipped->name << "\n\n" << render_capability_table(shipped->cls) << "\n";
     }
     return 0;
   } catch (const Error& e) {

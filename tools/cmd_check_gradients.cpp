@@ -18,17 +18,6 @@
 namespace strideweave::cli {
 namespace {
 
-// A prototype carrier of each shipped class: the check builds its tensors
-// with prototype.new_like, so they live on exactly that class.
-std::shared_ptr<Carrier> prototype_of(const std::string& class_name) {
-  static const std::map<std::string, std::function<std::shared_ptr<Carrier>()>> factories = {
-      {"Generic", [] { return Generic::zeros(0, DType::Float32()); }},
-      {"CPU", [] { return CPU::create(0, DType::Float32()); }},
-  };
-  const auto it = factories.find(class_name);
-  return it == factories.end() ? nullptr : it->second();
-}
-
 }  // namespace
 
 namespace {
@@ -58,15 +47,8 @@ int run_check_gradients(const std::string& carrier, const std::vector<std::strin
     require_registered_operations(operations);
     nlohmann::ordered_json reports = nlohmann::ordered_json::array();  // keys in the documented order
     bool any_failed = false;
-    for (const auto& [cls, name] : select_carriers(carrier)) {
-      autograd::GradientCheckReport report;
-      if (std::shared_ptr<Carrier> prototype = prototype_of(name)) {
-        report = check_selected(*prototype, operations);
-      } else {
-        report.carrier = name;
-        report.failed = 1;
-        report.failures.push_back(fmt::format("{}: no prototype carrier to build tensors with", name));
-      }
+    for (const ShippedCarrier* shipped : select_carriers(carrier)) {
+      const autograd::GradientCheckReport report = check_selected(*prototype_of(*shipped), operations);
       any_failed = any_failed || report.failed != 0;
       reports.push_back(nlohmann::ordered_json{{"carrier", report.carrier},
                          {"operations", report.operations},

@@ -127,7 +127,7 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--carrier", a->carrier, "The carrier of every tensor operand")
       ->type_name("NAME")
       ->check(not_a_flag())
-      ->check(CLI::IsMember({"generic", "cpu"}))
+      ->check(CLI::IsMember(carrier_choices()))
       ->capture_default_str();
   sub->add_option("--option", a->options, "A named option of the operation (run --list shows each one's); repeatable")
       ->type_name("NAME=JSON")

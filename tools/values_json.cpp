@@ -286,11 +286,10 @@ Tensor tensor_from_json(const DType& dtype, const JsonNode& root, const std::str
   for (const auto& [coord, node] : leaves)
     slots[static_cast<std::size_t>(layout(coord))] = element(*node, *kind, what);
 
-  std::shared_ptr<Carrier> storage;
-  if (carrier == "generic") storage = Generic::from_values(slots, dtype);
-  else if (carrier == "cpu") storage = CPU::from_values(slots, dtype);
-  else throw ValueError(fmt::format("unknown carrier '{}' (generic or cpu)", carrier));
-  return Tensor(storage, shape);
+  const ShippedCarrier* shipped = find_carrier(carrier);
+  if (!shipped)
+    throw ValueError(fmt::format("unknown carrier '{}' (known: {})", carrier, fmt::join(carrier_choices(), ", ")));
+  return Tensor(shipped->make(slots, dtype), shape);
 }
 
 OptionValue option_from_json(const std::string& name, const JsonNode& node) {

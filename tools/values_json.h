@@ -32,7 +32,8 @@ struct JsonNode {
 JsonNode parse_json_value(const std::string& text, const std::string& what);
 
 // A tensor of `dtype` (Float32, Int32 or Bool; any other dtype ValueError)
-// on a fresh carrier of `carrier` ("generic" or "cpu") from VALUES, a parsed
+// on a fresh carrier of the shipped carrier named `carrier` (case-insensitive;
+// cli.h find_carrier) from VALUES, a parsed
 // JSON nested list whose nesting gives the shape (outer list = axis 0; a bare
 // value is rank 0). Ragged lists -> ValueError; a value that is not of the
 // dtype's kind -> ValueError; an Int32 or a finite Float32 out of range ->
