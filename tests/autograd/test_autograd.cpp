@@ -275,6 +275,28 @@ TEST(CoreConcepts_6_5_Accumulation, LeavesAccumulateOverTwoBackwardCallsInFreshS
   EXPECT_FALSE(x.grad());
 }
 
+// Accumulation is all or nothing: when one leaf cannot take its gradient
+// (its existing .grad's carrier was released), backward raises before any
+// .grad changes and before the graph is released, so it can be retried.
+TEST(CoreConcepts_6_5_Accumulation, AFailedAccumulationChangesNoGradAndReleasesNothing) {
+  Tensor a = leaf({1, 2}, Shape{2});
+  Tensor b = leaf({1, 2}, Shape{2});
+  Tensor c = leaf({1, 2}, Shape{2});
+  total(sw::add(sw::add(a, b), c)).backward();  // every .grad is {1, 1}
+  b.grad()->carrier()->release();
+  Tensor loss = total(sw::add(sw::add(sw::mul(a, 2.0), sw::mul(b, 3.0)), sw::mul(c, 4.0)));
+  const std::string message = message_of<sw::RuntimeError>([&] { loss.backward(); });
+  EXPECT_NE(message.find("released"), std::string::npos) << message;
+  EXPECT_EQ(grad_of(a), (std::vector<float>{1, 1}));
+  EXPECT_EQ(grad_of(c), (std::vector<float>{1, 1}));
+  EXPECT_FALSE(loss.grad_fn()->is_released());
+  b.set_grad(std::nullopt);
+  loss.backward();  // the same graph, retried
+  EXPECT_EQ(grad_of(a), (std::vector<float>{3, 3}));
+  EXPECT_EQ(grad_of(b), (std::vector<float>{3, 3}));
+  EXPECT_EQ(grad_of(c), (std::vector<float>{5, 5}));
+}
+
 TEST(CoreConcepts_6_5_Accumulation, TheGradientLivesOnTheLeafsExactCarrierClass) {
   Tensor g = sw::make_tensor<Generic>({1.0f, 2.0f}, Shape{2});
   g.set_requires_grad(true);
