@@ -117,9 +117,11 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
   std::vector<Node*> visited_nodes;
   std::unordered_map<const TensorImpl*, std::optional<Tensor>> captured;
   for (const Tensor& c : captures) captured.emplace(&TensorAccess::impl(c), std::nullopt);
+  std::size_t processed = 0;
   while (!ready.empty()) {
     Visit& v = visits.at(ready.front());
     ready.pop_front();
+    ++processed;
     if (auto it = captured.find(v.impl.get()); it != captured.end()) it->second = v.cotangent;
     if (accumulate && v.cotangent && (v.impl->retains_grad || (v.impl->requires_grad && !v.impl->grad_fn)))
       to_accumulate.emplace_back(v.impl, *v.cotangent);
@@ -140,6 +142,15 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
       if (--input.consumers == 0) ready.push_back(edges[i].get());
     }
   }
+
+  // A tensor never ready lies on a cycle (only set_autograd_ctx can close
+  // one): its consumers include itself, so part of the graph got no
+  // gradient.
+  if (processed != order.size())
+    throw RuntimeError(fmt::format(
+        "backward: the graph has a cycle (a node attached with set_autograd_ctx to a tensor it consumes, directly "
+        "or not): {} of its {} tensors lie on or below it; no gradient was computed",
+        order.size() - processed, order.size()));
 
   // 3. commit. Everything that can fail (the new .grad values, the returned
   // gradients) is computed first; only then are the .grad slots assigned and

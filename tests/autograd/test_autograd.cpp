@@ -411,6 +411,22 @@ TEST(CoreConcepts_6_6_GraphRelease, RetainGraphAllowsASecondTraversal) {
   EXPECT_EQ(grad_of(x), (std::vector<float>{4, 8}));
 }
 
+// set_autograd_ctx can close a cycle (a tensor given a node that reaches the
+// tensor itself). Backward must not return as if it had succeeded: it
+// raises before any .grad changes.
+TEST(CoreConcepts_6_4_Backward, AGraphWithACycleRaisesInsteadOfReturningNoGradient) {
+  Tensor w = leaf({1, 2}, Shape{2});
+  Tensor x = leaf({3, 4}, Shape{2});
+  Tensor y = sw::mul(x, w);
+  Tensor loss = total(y);
+  x.set_autograd_ctx(y.grad_fn());  // x's producer now consumes x
+  const std::string message = message_of<sw::RuntimeError>([&] { loss.backward(); });
+  EXPECT_NE(message.find("cycle"), std::string::npos) << message;
+  EXPECT_FALSE(w.grad());
+  EXPECT_FALSE(loss.grad_fn()->is_released());
+  x.set_autograd_ctx(nullptr);  // break the cycle (its nodes would never be freed)
+}
+
 // ---- 6.7: functional grad and Node::backward
 
 TEST(CoreConcepts_6_7_Functional, GradReturnsVjpsWithoutTouchingDotGrad) {
