@@ -122,8 +122,19 @@ std::vector<OperationPlan> differentiable_plans();
 
 // One node of the graph (the specification's autograd_ctx): one recorded
 // operation call or view. Immutable after recording except for its release.
+//
+// Lifetime: a node is shared (std::shared_ptr) by the tensors it produced and
+// by the nodes of later calls that consumed them; the last owner, on whichever
+// thread it drops its reference, destroys it. Destruction is iterative: a
+// graph of any depth (a chain of millions of nodes held by one tensor) is torn
+// down on the destroying thread with bounded stack use.
 class Node {
  public:
+  Node() = default;
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
   const std::string& name() const noexcept { return name_; }
   const std::optional<OperationPlan>& plan() const noexcept { return plan_; }
   const Attributes& attributes() const noexcept { return attributes_; }

@@ -9,14 +9,17 @@
 //   2. visit the tensors in topological order (a tensor once all of its
 //      consumers have contributed; contributions are summed first), running
 //      each node's VJP once;
-//   3. commit: leaves (and non-leaves after retain_grad) accumulate, and
-//      without retain_graph the visited nodes are released.
+//   3. commit: the new .grad values of leaves (and of non-leaves after
+//      retain_grad) and the returned gradients are computed, then (nothing
+//      left that can fail) assigned, and without retain_graph the visited
+//      nodes are released.
 #include <strideweave/errors.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <deque>
+#include <type_traits>
 #include <unordered_map>
 
 #include "autograd/graph.h"
@@ -114,9 +117,11 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
   std::vector<Node*> visited_nodes;
   std::unordered_map<const TensorImpl*, std::optional<Tensor>> captured;
   for (const Tensor& c : captures) captured.emplace(&TensorAccess::impl(c), std::nullopt);
+  std::size_t processed = 0;
   while (!ready.empty()) {
     Visit& v = visits.at(ready.front());
     ready.pop_front();
+    ++processed;
     if (auto it = captured.find(v.impl.get()); it != captured.end()) it->second = v.cotangent;
     if (accumulate && v.cotangent && (v.impl->retains_grad || (v.impl->requires_grad && !v.impl->grad_fn)))
       to_accumulate.emplace_back(v.impl, *v.cotangent);
@@ -138,19 +143,35 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
     }
   }
 
-  // 3. commit.
-  for (auto& [impl, g] : to_accumulate) {
-    const Shape& shape = impl->layout.shape();
-    impl->grad = impl->grad ? reshape_to(add(*impl->grad, g), shape) : fresh_copy(g, *impl->carrier, shape);
-  }
-  if (!retain_graph)
-    for (Node* n : visited_nodes) NodeAccess::release(*n);
+  // A tensor never ready lies on a cycle (only set_autograd_ctx can close
+  // one): its consumers include itself, so part of the graph got no
+  // gradient.
+  if (processed != order.size())
+    throw RuntimeError(fmt::format(
+        "backward: the graph has a cycle (a node attached with set_autograd_ctx to a tensor it consumes, directly "
+        "or not): {} of its {} tensors lie on or below it; no gradient was computed",
+        order.size() - processed, order.size()));
 
+  // 3. commit. Everything that can fail (the new .grad values, the returned
+  // gradients) is computed first; only then are the .grad slots assigned and
+  // the nodes released, neither of which can fail.
+  std::vector<Tensor> new_grads;
+  new_grads.reserve(to_accumulate.size());
+  for (const auto& [impl, g] : to_accumulate) {
+    const Shape& shape = impl->layout.shape();
+    if (impl->grad) impl->grad->carrier()->require_live("backward: accumulating into the existing .grad");
+    new_grads.push_back(impl->grad ? reshape_to(add(*impl->grad, g), shape) : fresh_copy(g, *impl->carrier, shape));
+  }
   std::vector<std::optional<Tensor>> out;
+  out.reserve(captures.size());
   for (const Tensor& c : captures) {
     const std::optional<Tensor>& g = captured.at(&TensorAccess::impl(c));
     out.push_back(g ? std::optional<Tensor>(fresh_copy(*g, *c.carrier(), c.shape())) : std::nullopt);
   }
+  static_assert(std::is_nothrow_move_assignable_v<std::optional<Tensor>>);
+  for (std::size_t k = 0; k < new_grads.size(); ++k) to_accumulate[k].first->grad = std::move(new_grads[k]);
+  if (!retain_graph)
+    for (Node* n : visited_nodes) NodeAccess::release(*n);
   return out;
 }
 

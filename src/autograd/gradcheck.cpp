@@ -52,6 +52,7 @@ class CaseCheck {
 
   // Failure lines (empty when the VJP agrees with central differences).
   std::vector<std::string> run(std::mt19937& rng) {
+    const GradModeGuard record(true);  // also inside a caller's no_grad()
     std::vector<CallOperand> operands;
     std::vector<Tensor> inputs;
     std::vector<std::size_t> positions;  // operand index of each input

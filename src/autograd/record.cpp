@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "autograd/graph.h"
 #include "autograd/record.h"
@@ -162,6 +164,35 @@ void NodeAccess::release(Node& node) noexcept {
   node.edges_.clear();  // frees the intermediate results only this graph kept alive
 }
 
+namespace {
+
+// Which saved values of `node` use `carrier`, for an error message:
+// "operand 1 of 'mul'", "operands 0 and 1 of 'mul'", "the result of 'exp'",
+// each with the first one's dtype and shape.
+std::string saved_users(const Node& node, const Carrier& carrier) {
+  std::vector<std::size_t> positions;
+  const Tensor* first = nullptr;
+  for (std::size_t i = 0; i < node.operands().size(); ++i)
+    if (const Tensor* t = std::get_if<Tensor>(&node.operands()[i]); t && t->carrier().get() == &carrier) {
+      positions.push_back(i);
+      if (!first) first = t;
+    }
+  const bool result = node.output() && node.output()->carrier().get() == &carrier;
+  if (!first && result) first = &*node.output();
+  std::string who;
+  if (!positions.empty()) {
+    who = positions.size() == 1 ? "operand " : "operands ";
+    for (std::size_t k = 0; k < positions.size(); ++k)
+      who += fmt::format("{}{}", k == 0 ? "" : (k + 1 == positions.size() ? " and " : ", "), positions[k]);
+  }
+  if (result) who += who.empty() ? "the result" : " and the result";
+  who += fmt::format(" of '{}'", node.name());
+  if (first) who += fmt::format(" ({} tensor of shape {})", first->dtype().name(), first->shape().to_string());
+  return who;
+}
+
+}  // namespace
+
 void NodeAccess::check_ready(const Node& node) {
   if (node.released_)
     throw RuntimeError(fmt::format(
@@ -170,13 +201,14 @@ void NodeAccess::check_ready(const Node& node) {
         node.name_));
   for (const Node::Saved& s : node.saved_) {
     if (s.carrier->is_released())
-      throw RuntimeError(fmt::format("backward: a {} carrier saved by '{}' for its gradient was released",
-                                     s.carrier->class_name(), node.name_));
+      throw RuntimeError(fmt::format("backward: the {} carrier of {}, saved for its gradient, was released",
+                                     s.carrier->class_name(), saved_users(node, *s.carrier)));
     if (s.carrier->version() != s.version)
       throw RuntimeError(fmt::format(
-          "backward: a tensor saved by '{}' for its gradient was modified by an in-place operation (its {} "
-          "carrier is at version {}, expected version {})",
-          node.name_, s.carrier->class_name(), s.carrier->version(), s.version));
+          "backward: one of the variables needed for gradient computation has been modified by an inplace "
+          "operation: {} is at version {} of its {} carrier; expected version {} (a write after the call, e.g. "
+          "Tensor::set, changed a value its gradient reads)",
+          saved_users(node, *s.carrier), s.carrier->version(), s.carrier->class_name(), s.version));
   }
   if (!node.vjp_)
     throw NotImplementedError(fmt::format("backward: the derivative of '{}' is not implemented", node.name_));

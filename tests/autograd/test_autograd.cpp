@@ -275,6 +275,28 @@ TEST(CoreConcepts_6_5_Accumulation, LeavesAccumulateOverTwoBackwardCallsInFreshS
   EXPECT_FALSE(x.grad());
 }
 
+// Accumulation is all or nothing: when one leaf cannot take its gradient
+// (its existing .grad's carrier was released), backward raises before any
+// .grad changes and before the graph is released, so it can be retried.
+TEST(CoreConcepts_6_5_Accumulation, AFailedAccumulationChangesNoGradAndReleasesNothing) {
+  Tensor a = leaf({1, 2}, Shape{2});
+  Tensor b = leaf({1, 2}, Shape{2});
+  Tensor c = leaf({1, 2}, Shape{2});
+  total(sw::add(sw::add(a, b), c)).backward();  // every .grad is {1, 1}
+  b.grad()->carrier()->release();
+  Tensor loss = total(sw::add(sw::add(sw::mul(a, 2.0), sw::mul(b, 3.0)), sw::mul(c, 4.0)));
+  const std::string message = message_of<sw::RuntimeError>([&] { loss.backward(); });
+  EXPECT_NE(message.find("released"), std::string::npos) << message;
+  EXPECT_EQ(grad_of(a), (std::vector<float>{1, 1}));
+  EXPECT_EQ(grad_of(c), (std::vector<float>{1, 1}));
+  EXPECT_FALSE(loss.grad_fn()->is_released());
+  b.set_grad(std::nullopt);
+  loss.backward();  // the same graph, retried
+  EXPECT_EQ(grad_of(a), (std::vector<float>{3, 3}));
+  EXPECT_EQ(grad_of(b), (std::vector<float>{3, 3}));
+  EXPECT_EQ(grad_of(c), (std::vector<float>{5, 5}));
+}
+
 TEST(CoreConcepts_6_5_Accumulation, TheGradientLivesOnTheLeafsExactCarrierClass) {
   Tensor g = sw::make_tensor<Generic>({1.0f, 2.0f}, Shape{2});
   g.set_requires_grad(true);
@@ -315,20 +337,59 @@ TEST(CoreConcepts_6_6_SavedVersions, ModifiedSavedInputRaisesBeforeAnyBackwardWo
   const std::int64_t at[] = {0};
   b.set(at, sw::Value::from_float32(9.0f));
   const std::string message = message_of<sw::RuntimeError>([&] { loss.backward(); });
-  EXPECT_NE(message.find("in-place"), std::string::npos) << message;
-  EXPECT_NE(message.find("'mul'"), std::string::npos) << message;
+  EXPECT_NE(message.find("modified by an inplace operation"), std::string::npos) << message;
+  EXPECT_NE(message.find("operand 1 of 'mul'"), std::string::npos) << message;
   EXPECT_FALSE(a.grad());
   EXPECT_FALSE(b.grad());
   EXPECT_FALSE(c.grad());  // no backward work happened anywhere
 }
 
+// Every saved operand a VJP reads is version-checked, also one that does not
+// require grad: d(x * c)/dx reads c, so writing c after the call would give a
+// silently wrong gradient. The error names the operation and the operand,
+// and nothing is accumulated.
+TEST(CoreConcepts_6_6_SavedVersions, ModifiedConstantOperandRaisesNamingTheOperationAndOperand) {
+  Tensor x = leaf({1, 2}, Shape{2});
+  Tensor c = F({3, 4}, Shape{2});  // a constant: requires no grad, saved for x's gradient
+  Tensor loss = total(sw::mul(x, c));
+  total(sw::mul(x, 1.0)).backward();  // an earlier gradient, which a failed backward must keep
+  c.carrier()->set_value(0, sw::Value::from_float32(10.0f));
+  const std::string message = message_of<sw::RuntimeError>([&] { loss.backward(); });
+  EXPECT_NE(message.find("one of the variables needed for gradient computation has been modified by an inplace "
+                         "operation"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("operand 1 of 'mul'"), std::string::npos) << message;
+  EXPECT_EQ(grad_of(x), (std::vector<float>{1, 1}));
+  const Tensor inputs[] = {x};
+  EXPECT_THROW(sw::grad(loss, inputs), sw::RuntimeError);
+  EXPECT_EQ(grad_of(x), (std::vector<float>{1, 1}));
+}
+
+// The same through a broadcast: the kernel saw a view of the constant, which
+// shares the constant's carrier.
+TEST(CoreConcepts_6_6_SavedVersions, ModifiedBroadcastConstantIsDetected) {
+  Tensor x = leaf({1, 2}, Shape{2});
+  Tensor c = F({3}, Shape{1});
+  Tensor loss = total(sw::mul(c, x));
+  const std::int64_t at[] = {0};
+  c.set(at, sw::Value::from_float32(5.0f));
+  const std::string message = message_of<sw::RuntimeError>([&] { loss.backward(); });
+  EXPECT_NE(message.find("operand 0 of 'mul'"), std::string::npos) << message;
+  EXPECT_FALSE(x.grad());
+}
+
 TEST(CoreConcepts_6_6_SavedVersions, ModifiedResultOfANodeIsDetectedToo) {
   Tensor x = leaf({1, 2}, Shape{2});
-  Tensor y = sw::exp(x);
+  Tensor y = sw::exp(x);  // exp's VJP reads its result
   Tensor loss = total(y);
   const std::int64_t at[] = {1};
   y.set(at, sw::Value::from_float32(0.0f));
-  EXPECT_THROW(loss.backward(), sw::RuntimeError);
+  EXPECT_THROW(loss.backward(), sw::RuntimeError);  // reduce_sum saved y as its operand too
+  // Straight from y, only exp's saved result is involved.
+  const std::string message = message_of<sw::RuntimeError>([&] { y.backward(F({1, 1}, Shape{2})); });
+  EXPECT_NE(message.find("the result of 'exp'"), std::string::npos) << message;
+  EXPECT_FALSE(x.grad());
 }
 
 TEST(CoreConcepts_6_6_GraphRelease, SecondBackwardWithoutRetainGraphRaisesNamingRetainGraph) {
@@ -348,6 +409,22 @@ TEST(CoreConcepts_6_6_GraphRelease, RetainGraphAllowsASecondTraversal) {
   EXPECT_FALSE(loss.grad_fn()->is_released());
   loss.backward();
   EXPECT_EQ(grad_of(x), (std::vector<float>{4, 8}));
+}
+
+// set_autograd_ctx can close a cycle (a tensor given a node that reaches the
+// tensor itself). Backward must not return as if it had succeeded: it
+// raises before any .grad changes.
+TEST(CoreConcepts_6_4_Backward, AGraphWithACycleRaisesInsteadOfReturningNoGradient) {
+  Tensor w = leaf({1, 2}, Shape{2});
+  Tensor x = leaf({3, 4}, Shape{2});
+  Tensor y = sw::mul(x, w);
+  Tensor loss = total(y);
+  x.set_autograd_ctx(y.grad_fn());  // x's producer now consumes x
+  const std::string message = message_of<sw::RuntimeError>([&] { loss.backward(); });
+  EXPECT_NE(message.find("cycle"), std::string::npos) << message;
+  EXPECT_FALSE(w.grad());
+  EXPECT_FALSE(loss.grad_fn()->is_released());
+  x.set_autograd_ctx(nullptr);  // break the cycle (its nodes would never be freed)
 }
 
 // ---- 6.7: functional grad and Node::backward

@@ -57,4 +57,14 @@ TEST(AutogradGradientCheckSummary, EveryDifferentiableOperationIsCheckedOnEachCa
   }
 }
 
+// The check records its own calls: it works the same inside a caller's
+// no_grad() scope, and leaves the caller's grad mode as it was.
+TEST(AutogradGradientCheckSummary, RunsInsideACallersNoGradScope) {
+  const sw::NoGradGuard off;
+  const sw::autograd::GradientCheckReport r = sw::autograd::check_operation_gradients(*prototype("CPU"), "mul");
+  EXPECT_EQ(r.checked, 1) << join(r.failures);
+  EXPECT_EQ(r.failed, 0) << join(r.failures);
+  EXPECT_FALSE(sw::is_grad_enabled());
+}
+
 }  // namespace
