@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor_impl.h"
+#include "storage/tensor_impl.h"
 
 namespace strideweave::autograd {
 namespace {

@@ -1,4 +1,4 @@
-// Finite-difference gradient checks of every VJP on Generic and on CPU
+// Finite-difference gradient checks of every VJP on every shipped carrier
 // (issue: "derived from the registry rather than hand-listed"). The
 // operations come from autograd::differentiable_operations() (the registry's
 // executable plans that output Float32 from a Float32 input); a
@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -17,9 +18,18 @@ namespace sw = strideweave;
 
 namespace {
 
+// A zero-sized prototype of the shipped carrier named `carrier`.
 std::shared_ptr<sw::Carrier> prototype(const std::string& carrier) {
-  if (carrier == "Generic") return sw::Generic::zeros(0, sw::DType::Float32());
-  return sw::CPU::create(0, sw::DType::Float32());
+  const sw::ShippedCarrier* shipped = sw::find_shipped_carrier(carrier);
+  if (!shipped) throw std::invalid_argument("no shipped carrier " + carrier);
+  return shipped->make({}, sw::DType::Float32());
+}
+
+// Every shipped carrier's name (<strideweave/carriers/shipped.h>).
+std::vector<std::string> shipped_names() {
+  std::vector<std::string> out;
+  for (const sw::ShippedCarrier& c : sw::shipped_carriers()) out.emplace_back(c.name);
+  return out;
 }
 
 std::string join(const std::vector<std::string>& lines) {
@@ -40,7 +50,7 @@ TEST_P(AutogradGradientCheck, VjpMatchesCentralDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, AutogradGradientCheck,
-                         ::testing::Combine(::testing::Values("Generic", "CPU"),
+                         ::testing::Combine(::testing::ValuesIn(shipped_names()),
                                             ::testing::ValuesIn(sw::autograd::differentiable_operations())),
                          [](const auto& p) {
                            return std::get<0>(p.param) + "_" + std::get<1>(p.param);
@@ -48,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(Registry, AutogradGradientCheck,
 
 TEST(AutogradGradientCheckSummary, EveryDifferentiableOperationIsCheckedOnEachCarrier) {
   const std::size_t expected = sw::autograd::differentiable_operations().size();
-  for (const char* carrier : {"Generic", "CPU"}) {
+  for (const std::string& carrier : shipped_names()) {
     const sw::autograd::GradientCheckReport r = sw::autograd::check_gradients(*prototype(carrier));
     EXPECT_EQ(r.carrier, carrier);
     EXPECT_EQ(r.operations, static_cast<std::int64_t>(expected)) << carrier;
