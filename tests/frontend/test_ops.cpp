@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "support/expect_exactly.h"
+
 namespace {
 
 using namespace strideweave;
@@ -68,11 +70,44 @@ TEST(FrontEndGate, ReasonDistinguishesUnknownOperationFromUnmatchedShape) {
   EXPECT_EQ(reason->rfind("CPU has capabilities for operation 'add' but none matches the plan ", 0), 0u) << *reason;
 }
 
+// ops.h step 3: every tensor operand lives on one exact carrier class. An
+// operand of this suite's carrier beside one of any other shipped class, in
+// any position, is a TypeError naming the operation and both classes, raised
+// before anything is allocated or written.
 TYPED_TEST(FrontEnd, OperandsOnDifferentCarrierClassesAreATypeError) {
-  const Tensor a = make_tensor<Generic>({1.0f}, Shape{1});
-  const Tensor b = make_tensor<CPU>({1.0f}, Shape{1});
-  EXPECT_THROW(add(a, b), TypeError);
-  EXPECT_THROW(matmul(a, b), TypeError);
+  const std::string mine_name = carrier_class<TypeParam>().name();
+  int other_classes = 0;
+  for (const ShippedCarrier& other : shipped_carriers()) {
+    if (other.cls == carrier_class<TypeParam>()) continue;
+    ++other_classes;
+    const std::string other_name = other.cls.name();
+    SCOPED_TRACE(mine_name + " beside " + other_name);
+    const Tensor mine = make_tensor<TypeParam>({1.0f, 2.0f, 3.0f, 4.0f}, Shape{2, 2});
+    const std::vector<Value> values{Value::from_float32(5), Value::from_float32(6), Value::from_float32(7),
+                                    Value::from_float32(8)};
+    const Tensor theirs(other.make(values, DType::Float32()), Shape{2, 2});
+    const Tensor mine_cond = make_tensor<TypeParam>(std::initializer_list<bool>{true, false, true, false}, Shape{2, 2});
+    const auto mine_version = mine.carrier()->version(), theirs_version = theirs.carrier()->version();
+    auto expect_refused = [&](const std::string& message, const char* op, const std::string& first,
+                              const std::string& second) {
+      EXPECT_NE(message.find(std::string(op) + ": "), std::string::npos) << message;
+      EXPECT_NE(message.find("(" + first + " and " + second + ")"), std::string::npos) << message;
+    };
+    expect_refused(EXACT_ERROR_MESSAGE(add(mine, theirs), TypeError), "add", mine_name, other_name);
+    expect_refused(EXACT_ERROR_MESSAGE(add(theirs, mine), TypeError), "add", other_name, mine_name);
+    expect_refused(EXACT_ERROR_MESSAGE(mul(theirs, mine), TypeError), "mul", other_name, mine_name);
+    expect_refused(EXACT_ERROR_MESSAGE(matmul(mine, theirs), TypeError), "matmul", mine_name, other_name);
+    expect_refused(EXACT_ERROR_MESSAGE(matmul(theirs, mine), TypeError), "matmul", other_name, mine_name);
+    // Three tensor operands: the odd one out in the middle or last position.
+    expect_refused(EXACT_ERROR_MESSAGE(clamp(mine, theirs, mine), TypeError), "clamp", mine_name, other_name);
+    expect_refused(EXACT_ERROR_MESSAGE(clamp(mine, mine, theirs), TypeError), "clamp", mine_name, other_name);
+    expect_refused(EXACT_ERROR_MESSAGE(select(mine_cond, mine, theirs), TypeError), "select", mine_name, other_name);
+    EXPECT_EQ(vals<float>(mine), (std::vector<float>{1, 2, 3, 4}));
+    EXPECT_EQ(vals<float>(theirs), (std::vector<float>{5, 6, 7, 8}));
+    EXPECT_EQ(mine.carrier()->version(), mine_version);
+    EXPECT_EQ(theirs.carrier()->version(), theirs_version);
+  }
+  EXPECT_GT(other_classes, 0) << "no other shipped carrier class to pair " << mine_name << " with";
 }
 
 TYPED_TEST(FrontEnd, AddBroadcastsRightAligned) {
