@@ -163,25 +163,91 @@ TEST(BackendCapabilities_CapabilityMirrorsPlan, RejectEmptyOperands) {
                ValueError);
 }
 
+// Writes `intruder` through `answer` when the language allows it (an answer
+// handed out by value, or a mutable reference into the registry); a const
+// view is left alone, as nothing can write through it.
+template <class Answer>
+void write_through(Answer&& answer, const OperationCapability& intruder) {
+  if constexpr (std::is_assignable_v<decltype((answer)), const OperationCapability&>) answer = intruder;
+}
+
 TEST(BackendCapabilities_CapabilityMirrorsPlan, RecordsAreImmutableAndExecutorFree) {
-  // The whole public surface is const accessors returning const views.
+  // The public surface of a record is const accessors returning values or
+  // const views; nothing writes through a view of its operands.
   static_assert(std::is_same_v<decltype(std::declval<const OperationCapability&>().operands()),
                                std::span<const OperandCapability>>);
+  static_assert(!std::is_assignable_v<decltype(std::declval<const OperationCapability&>().operands()[0]),
+                                      const OperandCapability&>);
   static_assert(std::is_same_v<decltype(std::declval<const OperationCapability&>().output()), const SimpleDType&>);
   static_assert(std::is_same_v<decltype(std::declval<const OperationCapability&>().operation()), const std::string&>);
   static_assert(std::is_same_v<decltype(std::declval<const OperandCapability&>().dtype()), const SimpleDType*>);
   static_assert(std::is_same_v<decltype(std::declval<const OperandCapability&>().convert_to()), const SimpleDType&>);
-  // No executor: the record is a plain value (copyable, nothrow-movable).
-  static_assert(std::is_copy_constructible_v<OperationCapability>);
-  static_assert(std::is_nothrow_move_constructible_v<OperandCapability>);
 
-  // Answers are copies of the sealed data: changing a returned tuple changes
-  // nothing the registry holds.
-  std::vector<OperationCapability> first = capabilities_for_carrier_class(carrier_class<Generic>());
-  const std::size_t n = first.size();
-  ASSERT_GT(n, 0u);
-  first.clear();
-  EXPECT_EQ(capabilities_for_carrier_class(carrier_class<Generic>()).size(), n);
+  // Immutable through the library: whatever a query hands out, writing
+  // another record through it (where the language allows that at all)
+  // changes no later answer, for a kernel-backed class, a declared class, a
+  // carrier instance and a dependent instance's snapshot.
+  const OperationPlan plan = f32_add_plan();
+  const ExecutionAxes all_native{SupportLevel::Native, SupportLevel::Native, SupportLevel::Native, SupportLevel::Native,
+                                 SupportLevel::Native};
+  const OperationCapability intruder = OperationCapability::from_plan(i32_relu_plan(), all_native);
+  const auto generic = Generic::zeros(1, DType::Float32());
+  const CarrierClass generic_class = carrier_class<Generic>();
+  const std::vector<OperationCapability> generic_before = capabilities_for_carrier_class(generic_class);
+  const OperationCapability add_before = require_capability(generic_class, plan);
+  {
+    std::vector<OperationCapability> all = capabilities_for_carrier_class(generic_class);
+    for (OperationCapability& c : all) write_through(c, intruder);
+    write_through(require_capability(generic_class, plan), intruder);
+    std::optional<OperationCapability> matched = matching_capability(generic_class, plan);
+    ASSERT_TRUE(matched.has_value());
+    write_through(*matched, intruder);
+    write_through(generic->require_operation_plan(plan), intruder);
+    std::vector<OperationCapability> instance_all = generic->operation_capabilities();
+    for (OperationCapability& c : instance_all) write_through(c, intruder);
+  }
+  EXPECT_EQ(capabilities_for_carrier_class(generic_class), generic_before);
+  EXPECT_EQ(require_capability(generic_class, plan), add_before);
+  EXPECT_EQ(generic->require_operation_plan(plan), add_before);
+  EXPECT_EQ(generic->operation_capabilities(), generic_before);
+
+  // A declaration is copied when registered: rewriting the caller's records
+  // afterwards changes nothing.
+  std::vector<OperationCapability> declared = caps_of({f32_add_plan(), f32_relu_plan()});
+  const std::vector<OperationCapability> declared_before = sorted(declared);
+  register_operation_capabilities(Custom<50>::cls(), declared);
+  for (OperationCapability& c : declared) c = intruder;
+  write_through(require_capability(Custom<50>::cls(), plan), intruder);
+  EXPECT_EQ(capabilities_for_carrier_class(Custom<50>::cls()), declared_before);
+
+  // A dependent snapshot is frozen from the generator's answer: rewriting
+  // what the generator handed out, or what the instance hands out, changes
+  // nothing.
+  const auto generated = std::make_shared<std::vector<OperationCapability>>(caps_of({f32_relu_plan(), f32_add_plan()}));
+  const auto d = std::make_shared<TestDependent>([generated] { return *generated; }, true);
+  const std::vector<OperationCapability> snapshot_before = sorted(caps_of({f32_relu_plan(), f32_add_plan()}));
+  for (OperationCapability& c : *generated) c = intruder;
+  for (auto&& c : d->capability_snapshot()) write_through(c, intruder);
+  write_through(d->require_operation_plan(plan), intruder);
+  std::vector<OperationCapability> dependent_all = d->operation_capabilities();
+  for (OperationCapability& c : dependent_all) write_through(c, intruder);
+  EXPECT_EQ(d->operation_capabilities(), snapshot_before);
+  EXPECT_EQ(std::vector<OperationCapability>(d->capability_snapshot().begin(), d->capability_snapshot().end()),
+            snapshot_before);
+
+  // Executor-free: a record is its plan shape and axes and nothing else. Each
+  // kernel-backed entry equals, and hashes as, the record rebuilt from its
+  // plan and axes alone (no kernel in sight), and a declared class's record
+  // of the same plan equals Generic's when the axes agree.
+  for (const ShippedCarrier& shipped : shipped_carriers())
+    for (const OperationCapability& c : capabilities_for_carrier_class(shipped.cls)) {
+      const OperationCapability rebuilt = OperationCapability::from_plan(c.to_plan(), c.axes());
+      EXPECT_EQ(c, rebuilt) << shipped.name << ": " << c.to_plan().to_string();
+      EXPECT_EQ(std::hash<OperationCapability>()(c), std::hash<OperationCapability>()(rebuilt));
+    }
+  register_operation_capabilities(Custom<51>::cls(),
+                                  std::vector<OperationCapability>{OperationCapability::from_plan(plan, add_before.axes())});
+  EXPECT_EQ(require_capability(Custom<51>::cls(), plan), add_before);
 }
 
 TEST(BackendCapabilities_CapabilityMirrorsPlan, EqualityAndHash) {
