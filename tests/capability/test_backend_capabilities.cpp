@@ -576,6 +576,96 @@ TEST(BackendCapabilities_ClassQueries, DeterministicOrderByStableFieldNames) {
   }
 }
 
+// The deterministic order "by stable field names" (capability.h, operator<):
+// operation, operands (role, dtype name, conversion name, position by
+// position, a shorter list first), compute, accumulation, accumulator,
+// output; names compared as strings, absent before present. Each pair below
+// differs in one field of that key only (role and dtype move together: a
+// weak scalar has no dtype), or, for precedence, in two neighbouring fields
+// whose orders disagree, so that dropping, reordering or comparing any field
+// by something other than its name puts some pair in the wrong order.
+struct OrderedPair {
+  std::string field;
+  OperationCapability first, second;
+};
+
+OperandCapability tensor_operand(const SimpleDType& dtype, const SimpleDType& convert_to) {
+  return OperandCapability(OperandRole::TENSOR, &dtype, &convert_to);
+}
+OperandCapability scalar_operand(const SimpleDType& convert_to) {
+  return OperandCapability(OperandRole::WEAK_SCALAR, nullptr, &convert_to);
+}
+OperationCapability record(std::string operation, std::vector<OperandCapability> operands,
+                           Arithmetic compute = Arithmetic::BINARY32, std::optional<Accumulation> accumulation = std::nullopt,
+                           const SimpleDType* accumulator = nullptr, const SimpleDType& output = DType::Float32()) {
+  return OperationCapability(std::move(operation), std::move(operands), compute, accumulation, accumulator, &output);
+}
+
+std::vector<OrderedPair> ordered_pairs() {
+  const SimpleDType &f32 = DType::Float32(), &i32 = DType::Int32(), &b = DType::Bool(), &f64 = DType::Float64();
+  const OperandCapability ff = tensor_operand(f32, f32);
+  const Arithmetic bin = Arithmetic::BINARY32;
+  return {
+      {"operation", record("add", {ff}), record("sub", {ff})},
+      {"operand count", record("add", {ff}), record("add", {ff, ff})},
+      // "tensor" < "weak_scalar"; by dtype alone the absent one would lead.
+      {"operand role", record("add", {ff, ff}), record("add", {ff, scalar_operand(f32)})},
+      {"operand dtype", record("add", {tensor_operand(b, f32)}), record("add", {tensor_operand(i32, f32)})},
+      {"operand conversion", record("add", {tensor_operand(i32, f32)}), record("add", {tensor_operand(i32, i32)})},
+      {"later operand", record("add", {ff, tensor_operand(b, f32)}), record("add", {ff, tensor_operand(i32, f32)})},
+      {"compute", record("add", {ff}, bin), record("add", {ff}, Arithmetic::BINARY32_FUSED)},
+      // By name "int32_exact" < "int32_exact_checked"; the enum declares them
+      // the other way round.
+      {"compute name", record("add", {ff}, Arithmetic::INT32_EXACT), record("add", {ff}, Arithmetic::INT32_EXACT_CHECKED)},
+      {"accumulation presence", record("add", {ff}, bin), record("add", {ff}, bin, Accumulation::FLOATING)},
+      // "exact_integer" < "floating"; the enum declares FLOATING first.
+      {"accumulation name", record("add", {ff}, bin, Accumulation::EXACT_INTEGER),
+       record("add", {ff}, bin, Accumulation::FLOATING)},
+      {"accumulator presence", record("add", {ff}, bin, Accumulation::FLOATING),
+       record("add", {ff}, bin, Accumulation::FLOATING, &f32)},
+      {"accumulator name", record("add", {ff}, bin, Accumulation::FLOATING, &f32),
+       record("add", {ff}, bin, Accumulation::FLOATING, &f64)},
+      {"output", record("add", {ff}, bin, std::nullopt, nullptr, f32), record("add", {ff}, bin, std::nullopt, nullptr, i32)},
+      {"output name", record("add", {ff}, bin, std::nullopt, nullptr, b), record("add", {ff}, bin, std::nullopt, nullptr, f32)},
+      // Precedence: the earlier field decides although the later disagrees.
+      {"operation before operands", record("add", {tensor_operand(i32, i32)}), record("sub", {tensor_operand(b, b)})},
+      {"operands before compute", record("add", {tensor_operand(b, b)}, Arithmetic::INT32_EXACT),
+       record("add", {tensor_operand(i32, i32)}, bin)},
+      {"compute before accumulation", record("add", {ff}, bin, Accumulation::FLOATING),
+       record("add", {ff}, Arithmetic::INT32_EXACT)},
+      {"accumulation before accumulator", record("add", {ff}, bin, std::nullopt, &f64),
+       record("add", {ff}, bin, Accumulation::FLOATING)},
+      {"accumulator before output", record("add", {ff}, bin, Accumulation::FLOATING, nullptr, i32),
+       record("add", {ff}, bin, Accumulation::FLOATING, &f32, b)},
+  };
+}
+
+template <int... I>
+std::vector<CarrierClass> order_test_classes(std::integer_sequence<int, I...>) {
+  return {Custom<60 + I>::cls()...};
+}
+
+TEST(BackendCapabilities_ClassQueries, DeterministicOrderComparesEveryFieldOfTheKey) {
+  const std::vector<OrderedPair> pairs = ordered_pairs();
+  const std::vector<CarrierClass> classes = order_test_classes(std::make_integer_sequence<int, 20>{});
+  ASSERT_LE(pairs.size(), classes.size());
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const OrderedPair& p = pairs[i];
+    SCOPED_TRACE(p.field + ": " + p.first.to_plan().to_string() + " before " + p.second.to_plan().to_string());
+    ASSERT_FALSE(p.first.same_shape(p.second));
+    EXPECT_TRUE(p.first < p.second);
+    EXPECT_FALSE(p.second < p.first);
+    // The class enumeration and a dependent snapshot, declared in the
+    // opposite order, answer in this order.
+    register_operation_capabilities(classes[i], std::vector<OperationCapability>{p.second, p.first});
+    const std::vector<OperationCapability> expected{p.first, p.second};
+    EXPECT_EQ(capabilities_for_carrier_class(classes[i]), expected);
+    const std::vector<OperationCapability> reversed{p.second, p.first};
+    const auto d = std::make_shared<TestDependent>([reversed] { return reversed; }, true);
+    EXPECT_EQ(d->operation_capabilities(), expected);
+  }
+}
+
 TEST(BackendCapabilities_ClassQueries, RestrictClassEnumerationByOperation) {
   register_operation_capabilities(
       Custom<32>::cls(), caps_of({f32_relu_plan(), i32_add_plan(), f32_mul_scalar_plan(), f32_add_plan(), i32_relu_plan()}));
