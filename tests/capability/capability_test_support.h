@@ -9,6 +9,7 @@
 //   test_execution_axes.cpp         200 .. 299
 //   test_capability_concurrency.cpp 300 .. 999
 //   test_kernel_registration.cpp    1000 .. 1099
+//   conformance/test_conformance.cpp 1100 .. 1199
 #pragma once
 
 #include <strideweave/strideweave.h>
