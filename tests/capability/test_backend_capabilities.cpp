@@ -16,6 +16,7 @@
 
 #include "capability/capability_test_support.h"
 #include "execution/kernel_table.h"
+#include "support/expect_exactly.h"
 
 namespace sw_caps {
 namespace {
@@ -90,6 +91,18 @@ std::vector<std::pair<std::string, OperationPlan>> near_misses(const OperationPl
     if (d != &p.output())
       out.emplace_back("output", OperationPlan(p.operation(), ops, p.compute(), p.accumulation(), p.accumulator_dtype(), *d));
   return out;
+}
+
+// The one invalid OperationCapability C++ can express. An entry that is not a
+// capability does not compile (declarations and generators are vectors of
+// OperationCapability), and a record built from invalid fields raises in its
+// constructor, in the caller's code. A moved-from record has no operands:
+// here entry 1 of four, after a valid one.
+std::vector<OperationCapability> with_moved_from_entry() {
+  std::vector<OperationCapability> caps = caps_of({f32_add_plan(), i32_add_plan(), f32_relu_plan()});
+  OperationCapability taken = std::move(caps[1]);  // caps[1] is now moved-from
+  caps.push_back(std::move(taken));
+  return caps;
 }
 
 // ============================================================ Requirement: A capability mirrors every plan matching dimension
@@ -455,6 +468,15 @@ TEST(BackendCapabilities_PublicRegistration, NonCapabilityEntryIsRejectedAtCompi
   static_assert(std::is_invocable_v<decltype(&register_operation_capabilities), CarrierClass,
                                     std::vector<OperationCapability>>);
   SUCCEED();
+}
+
+TEST(BackendCapabilities_PublicRegistration, RejectInvalidEntryAtomically) {
+  // with_moved_from_entry: TypeError, nothing published, the class stays open.
+  const std::vector<OperationCapability> caps = with_moved_from_entry();
+  const std::string message = EXACT_ERROR_MESSAGE(register_operation_capabilities(Custom<16>::cls(), caps), TypeError);
+  EXPECT_NE(message.find("entry 1"), std::string::npos) << message;
+  register_operation_capabilities(Custom<16>::cls(), caps_of({i32_relu_plan()}));
+  EXPECT_EQ(plans_of(capabilities_for_carrier_class(Custom<16>::cls())), std::vector<OperationPlan>{i32_relu_plan()});
 }
 
 TEST(BackendCapabilities_PublicRegistration, RejectCarrierRoot) {
@@ -1071,21 +1093,16 @@ TEST(BackendCapabilities_DependentCarrier, FailGenerationAtomicallyWhenGenerator
   expect_unfinalized_then_recoverable(*d);
 }
 
+// "Yields an invalid entry" (with_moved_from_entry): refused, after valid
+// entries, with TypeError; nothing is published.
 TEST(BackendCapabilities_DependentCarrier, FailGenerationAtomicallyOnInvalidEntry) {
-  // The C++ spelling of "yields an invalid entry": the generator builds a
-  // record that cannot exist (a weak scalar with a storage dtype).
-  const auto d = std::make_shared<TestDependent>(
-      [] {
-        std::vector<OperationCapability> caps = caps_of({f32_add_plan()});
-        caps.emplace_back("relu",
-                          std::vector<OperandCapability>{
-                              OperandCapability(OperandRole::WEAK_SCALAR, &DType::Float32(), &DType::Float32())},
-                          Arithmetic::BINARY32, std::nullopt, nullptr, &DType::Float32());
-        return caps;
-      },
-      false);
-  EXPECT_THROW(d->finalize(), TypeError);
+  const auto d = std::make_shared<TestDependent>(&with_moved_from_entry, false);
+  const std::string message = EXACT_ERROR_MESSAGE(d->finalize(), TypeError);
+  EXPECT_NE(message.find("entry 1"), std::string::npos) << message;
+  EXPECT_EQ(d->generator_calls(), 1);
   expect_unfinalized_then_recoverable(*d);
+  // A constructor that finalises publishes no instance at all.
+  EXPECT_THROW_EXACTLY(TestDependent(&with_moved_from_entry, true), TypeError);
 }
 
 TEST(BackendCapabilities_DependentCarrier, FailGenerationAtomicallyOnRepeatedShape) {
