@@ -5,6 +5,7 @@
 #include "capability/capability_test_support.h"
 #include "conformance/harness.h"
 #include "execution/kernel_table.h"
+#include "support/expect_exactly.h"
 
 namespace sw_test {
 
@@ -106,11 +107,11 @@ TEST(Conformance, Int32OverflowRaisesOnBothCarriers) {
     auto t = [&](std::initializer_list<std::int32_t> v, const Shape& s) {
       return cpu ? make_tensor<CPU>(v, s) : make_tensor<Generic>(v, s);
     };
-    EXPECT_THROW(add(t({big, 1}, Shape{2}), t({1, 1}, Shape{2})), OverflowError);
-    EXPECT_THROW(mul(t({big}, Shape{1}), t({2}, Shape{1})), OverflowError);
-    EXPECT_THROW(mul(t({65536}, Shape{1}), 65536), OverflowError);
-    EXPECT_THROW(reduce_sum(t({big, big}, Shape{2})), OverflowError);
-    EXPECT_THROW(matmul(t({big, big}, Shape{1, 2}), t({1, 1}, Shape{2, 1})), OverflowError);
+    EXPECT_THROW_EXACTLY(add(t({big, 1}, Shape{2}), t({1, 1}, Shape{2})), OverflowError);
+    EXPECT_THROW_EXACTLY(mul(t({big}, Shape{1}), t({2}, Shape{1})), OverflowError);
+    EXPECT_THROW_EXACTLY(mul(t({65536}, Shape{1}), 65536), OverflowError);
+    EXPECT_THROW_EXACTLY(reduce_sum(t({big, big}, Shape{2})), OverflowError);
+    EXPECT_THROW_EXACTLY(matmul(t({big, big}, Shape{1, 2}), t({1, 1}, Shape{2, 1})), OverflowError);
     EXPECT_EQ(TypedTensor<std::int32_t>(add(t({big, -5}, Shape{2}), t({0, 5}, Shape{2}))).values(),
               (std::vector<std::int32_t>{big, 0}));
   }
