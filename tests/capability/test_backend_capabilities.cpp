@@ -258,8 +258,8 @@ TEST(BackendCapabilities_CapabilityMirrorsPlan, RecordsAreImmutableAndExecutorFr
       EXPECT_EQ(c, rebuilt) << shipped.name << ": " << c.to_plan().to_string();
       EXPECT_EQ(std::hash<OperationCapability>()(c), std::hash<OperationCapability>()(rebuilt));
     }
-  register_operation_capabilities(Custom<51>::cls(),
-                                  std::vector<OperationCapability>{OperationCapability::from_plan(plan, add_before.axes())});
+  const std::vector<OperationCapability> same_plan{OperationCapability::from_plan(plan, add_before.axes())};
+  register_operation_capabilities(Custom<51>::cls(), same_plan);
   EXPECT_EQ(require_capability(Custom<51>::cls(), plan), add_before);
 }
 
@@ -618,7 +618,8 @@ OperandCapability scalar_operand(const SimpleDType& convert_to) {
   return OperandCapability(OperandRole::WEAK_SCALAR, nullptr, &convert_to);
 }
 OperationCapability record(std::string operation, std::vector<OperandCapability> operands,
-                           Arithmetic compute = Arithmetic::BINARY32, std::optional<Accumulation> accumulation = std::nullopt,
+                           Arithmetic compute = Arithmetic::BINARY32,
+                           std::optional<Accumulation> accumulation = std::nullopt,
                            const SimpleDType* accumulator = nullptr, const SimpleDType& output = DType::Float32()) {
   return OperationCapability(std::move(operation), std::move(operands), compute, accumulation, accumulator, &output);
 }
@@ -638,7 +639,8 @@ std::vector<OrderedPair> ordered_pairs() {
       {"compute", record("add", {ff}, bin), record("add", {ff}, Arithmetic::BINARY32_FUSED)},
       // By name "int32_exact" < "int32_exact_checked"; the enum declares them
       // the other way round.
-      {"compute name", record("add", {ff}, Arithmetic::INT32_EXACT), record("add", {ff}, Arithmetic::INT32_EXACT_CHECKED)},
+      {"compute name", record("add", {ff}, Arithmetic::INT32_EXACT),
+       record("add", {ff}, Arithmetic::INT32_EXACT_CHECKED)},
       {"accumulation presence", record("add", {ff}, bin), record("add", {ff}, bin, Accumulation::FLOATING)},
       // "exact_integer" < "floating"; the enum declares FLOATING first.
       {"accumulation name", record("add", {ff}, bin, Accumulation::EXACT_INTEGER),
@@ -647,8 +649,10 @@ std::vector<OrderedPair> ordered_pairs() {
        record("add", {ff}, bin, Accumulation::FLOATING, &f32)},
       {"accumulator name", record("add", {ff}, bin, Accumulation::FLOATING, &f32),
        record("add", {ff}, bin, Accumulation::FLOATING, &f64)},
-      {"output", record("add", {ff}, bin, std::nullopt, nullptr, f32), record("add", {ff}, bin, std::nullopt, nullptr, i32)},
-      {"output name", record("add", {ff}, bin, std::nullopt, nullptr, b), record("add", {ff}, bin, std::nullopt, nullptr, f32)},
+      {"output", record("add", {ff}, bin, std::nullopt, nullptr, f32),
+       record("add", {ff}, bin, std::nullopt, nullptr, i32)},
+      {"output name", record("add", {ff}, bin, std::nullopt, nullptr, b),
+       record("add", {ff}, bin, std::nullopt, nullptr, f32)},
       // Precedence: the earlier field decides although the later disagrees.
       {"operation before operands", record("add", {tensor_operand(i32, i32)}), record("sub", {tensor_operand(b, b)})},
       {"operands before compute", record("add", {tensor_operand(b, b)}, Arithmetic::INT32_EXACT),

@@ -172,8 +172,9 @@ TEST(CapabilityConcurrency_RacingDeclarationAndObservation, EveryThreadSeesWhole
   // end with the whole set for every observer (observers still race with
   // each other), rounds an observation leads end sealed empty, and the
   // declaration racing the remaining observers is refused.
-  const std::vector<RaceOutcome> declaration_led = led_rounds<320>(Lead::Declaration, std::make_integer_sequence<int, 4>{});
-  const std::vector<RaceOutcome> observation_led = led_rounds<330>(Lead::Observation, std::make_integer_sequence<int, 4>{});
+  const auto four = std::make_integer_sequence<int, 4>{};
+  const std::vector<RaceOutcome> declaration_led = led_rounds<320>(Lead::Declaration, four);
+  const std::vector<RaceOutcome> observation_led = led_rounds<330>(Lead::Observation, four);
   for (std::size_t i = 0; i < declaration_led.size(); ++i) {
     SCOPED_TRACE("declaration-led round " + std::to_string(i));
     expect_consistent_round(declaration_led[i]);

@@ -111,8 +111,10 @@ TEST_P(Int32Overflow, ReachedOnlyThroughABroadcastOperand) {
     const Tensor y = int32_on(c, {0, 0, 0, bc.large}, Shape{4});
     const Shape result{3, 4};
     // Broadcast by the front end, in both operand orders ...
-    expect_overflow_publishes_nothing(c, std::string(bc.name) + "(x, y (4))", {x, y}, result, [&] { return bc.fn(x, y); });
-    expect_overflow_publishes_nothing(c, std::string(bc.name) + "(y (4), x)", {x, y}, result, [&] { return bc.fn(y, x); });
+    expect_overflow_publishes_nothing(c, std::string(bc.name) + "(x, y (4))", {x, y}, result,
+                                      [&] { return bc.fn(x, y); });
+    expect_overflow_publishes_nothing(c, std::string(bc.name) + "(y (4), x)", {x, y}, result,
+                                      [&] { return bc.fn(y, x); });
     // ... and handed to the kernel as a stride-0 view of the result's shape.
     const Tensor y_view = y.broadcast_to(result);
     expect_overflow_publishes_nothing(c, std::string(bc.name) + "(x, broadcast_to view)", {x, y}, result,

@@ -49,19 +49,12 @@ TEST(Broadcasting, BroadcastShapesRefusesIncompatibleExtentsInBothOrders) {
 class BroadcastRefusal : public ::testing::TestWithParam<std::size_t> {
  protected:
   const ShippedCarrier& carrier() const { return shipped_carriers()[GetParam()]; }
-  Tensor f32(std::int64_t n, float v = 1.0f) const {
-    return Tensor(carrier().make(std::vector<Value>(static_cast<std::size_t>(n), Value::from_float32(v)), DType::Float32()),
-                  Shape{n});
+  Tensor filled(const Shape& shape, const Value& v, const SimpleDType& dtype) const {
+    return Tensor(carrier().make(std::vector<Value>(static_cast<std::size_t>(shape.size()), v), dtype), shape);
   }
-  Tensor f32(const Shape& shape) const {
-    return Tensor(
-        carrier().make(std::vector<Value>(static_cast<std::size_t>(shape.size()), Value::from_float32(1.0f)), DType::Float32()),
-        shape);
-  }
-  Tensor boolean(std::int64_t n) const {
-    return Tensor(carrier().make(std::vector<Value>(static_cast<std::size_t>(n), Value::from_bool(true)), DType::Bool()),
-                  Shape{n});
-  }
+  Tensor f32(std::int64_t n) const { return filled(Shape{n}, Value::from_float32(1.0f), DType::Float32()); }
+  Tensor f32(const Shape& shape) const { return filled(shape, Value::from_float32(1.0f), DType::Float32()); }
+  Tensor boolean(std::int64_t n) const { return filled(Shape{n}, Value::from_bool(true), DType::Bool()); }
 };
 
 std::string carrier_name(const ::testing::TestParamInfo<std::size_t>& info) {
@@ -111,8 +104,10 @@ TEST_P(BroadcastRefusal, ThreeOperandOperationsRefuseAtTheOperandThatDoesNotFit)
   EXPECT_THROW_EXACTLY_WITH_MESSAGE(clamp(three, f32(1), two), ValueError, refusal("clamp", "(3)", "(2)", 0, 3, 2));
   EXPECT_THROW_EXACTLY_WITH_MESSAGE(clamp(two, three, f32(1)), ValueError, refusal("clamp", "(2)", "(3)", 0, 2, 3));
   EXPECT_THROW_EXACTLY_WITH_MESSAGE(clamp(three, two, 1.0), ValueError, refusal("clamp", "(3)", "(2)", 0, 3, 2));
-  EXPECT_THROW_EXACTLY_WITH_MESSAGE(select(boolean(3), two, three), ValueError, refusal("select", "(3)", "(2)", 0, 3, 2));
-  EXPECT_THROW_EXACTLY_WITH_MESSAGE(select(boolean(2), three, two), ValueError, refusal("select", "(2)", "(3)", 0, 2, 3));
+  EXPECT_THROW_EXACTLY_WITH_MESSAGE(select(boolean(3), two, three), ValueError,
+                                    refusal("select", "(3)", "(2)", 0, 3, 2));
+  EXPECT_THROW_EXACTLY_WITH_MESSAGE(select(boolean(2), three, two), ValueError,
+                                    refusal("select", "(2)", "(3)", 0, 2, 3));
 }
 
 TEST_P(BroadcastRefusal, MatmulRefusesBatchExtentsThreeAgainstTwo) {
