@@ -132,48 +132,51 @@ TEST(BackendCapabilities_CapabilityMirrorsPlan, ConstructValidCapability) {
 }
 
 TEST(BackendCapabilities_CapabilityMirrorsPlan, RejectWeakScalarWithStorageDtype) {
-  EXPECT_THROW(OperandCapability(OperandRole::WEAK_SCALAR, &DType::Float32(), &DType::Float32()), TypeError);
-  EXPECT_THROW(OperandCapability(OperandRole::WEAK_SCALAR, &DType::Int32(), &DType::Int32()), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::WEAK_SCALAR, &DType::Float32(), &DType::Float32()), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::WEAK_SCALAR, &DType::Int32(), &DType::Int32()), TypeError);
 }
 
 TEST(BackendCapabilities_CapabilityMirrorsPlan, RejectTensorWithoutDtype) {
-  EXPECT_THROW(OperandCapability(OperandRole::TENSOR, nullptr, &DType::Float32()), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::TENSOR, nullptr, &DType::Float32()), TypeError);
 }
 
 TEST(BackendCapabilities_CapabilityMirrorsPlan, RejectCategoryOrCompoundOperandDtype) {
-  EXPECT_THROW(OperandCapability(OperandRole::TENSOR, &DType::Floating(), &DType::Float32()), TypeError);
-  EXPECT_THROW(OperandCapability(OperandRole::TENSOR, &DType::Any(), &DType::Float32()), TypeError);
-  EXPECT_THROW(OperandCapability(OperandRole::TENSOR, &test_compound(), &DType::Float32()), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::TENSOR, &DType::Floating(), &DType::Float32()), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::TENSOR, &DType::Any(), &DType::Float32()), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::TENSOR, &test_compound(), &DType::Float32()), TypeError);
 }
 
 TEST(BackendCapabilities_CapabilityMirrorsPlan, RejectInvalidConversionTarget) {
-  EXPECT_THROW(OperandCapability(OperandRole::TENSOR, &DType::Float32(), nullptr), TypeError);
-  EXPECT_THROW(OperandCapability(OperandRole::WEAK_SCALAR, nullptr, nullptr), TypeError);
-  EXPECT_THROW(OperandCapability(OperandRole::TENSOR, &DType::Float32(), &DType::Integer()), TypeError);
-  EXPECT_THROW(OperandCapability(OperandRole::WEAK_SCALAR, nullptr, &test_compound()), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::TENSOR, &DType::Float32(), nullptr), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::WEAK_SCALAR, nullptr, nullptr), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::TENSOR, &DType::Float32(), &DType::Integer()), TypeError);
+  EXPECT_THROW_EXACTLY(OperandCapability(OperandRole::WEAK_SCALAR, nullptr, &test_compound()), TypeError);
 }
 
 TEST(BackendCapabilities_CapabilityMirrorsPlan, RejectInvalidOperationFields) {
   const OperandCapability t(OperandRole::TENSOR, &DType::Float32(), &DType::Float32());
   // An empty name is the C++ spelling of "operation is not a string".
-  EXPECT_THROW(OperationCapability("", {t}, Arithmetic::BINARY32, std::nullopt, nullptr, &DType::Float32()), TypeError);
+  EXPECT_THROW_EXACTLY(OperationCapability("", {t}, Arithmetic::BINARY32, std::nullopt, nullptr, &DType::Float32()),
+                       TypeError);
   // output: None, a category, a compound.
-  EXPECT_THROW(OperationCapability("relu", {t}, Arithmetic::BINARY32, std::nullopt, nullptr, nullptr), TypeError);
-  EXPECT_THROW(OperationCapability("relu", {t}, Arithmetic::BINARY32, std::nullopt, nullptr, &DType::Any()), TypeError);
-  EXPECT_THROW(OperationCapability("relu", {t}, Arithmetic::BINARY32, std::nullopt, nullptr, &test_compound()),
-               TypeError);
+  EXPECT_THROW_EXACTLY(OperationCapability("relu", {t}, Arithmetic::BINARY32, std::nullopt, nullptr, nullptr),
+                       TypeError);
+  EXPECT_THROW_EXACTLY(OperationCapability("relu", {t}, Arithmetic::BINARY32, std::nullopt, nullptr, &DType::Any()),
+                       TypeError);
+  EXPECT_THROW_EXACTLY(OperationCapability("relu", {t}, Arithmetic::BINARY32, std::nullopt, nullptr, &test_compound()),
+                       TypeError);
   // accumulator_dtype: a category or a compound (None is valid).
-  EXPECT_THROW(OperationCapability("reduce_sum", {t}, Arithmetic::BINARY32, Accumulation::FLOATING, &DType::Floating(),
-                                   &DType::Float32()),
-               TypeError);
-  EXPECT_THROW(OperationCapability("reduce_sum", {t}, Arithmetic::BINARY32, Accumulation::FLOATING, &test_compound(),
-                                   &DType::Float32()),
-               TypeError);
+  EXPECT_THROW_EXACTLY(OperationCapability("reduce_sum", {t}, Arithmetic::BINARY32, Accumulation::FLOATING,
+                                           &DType::Floating(), &DType::Float32()),
+                       TypeError);
+  EXPECT_THROW_EXACTLY(OperationCapability("reduce_sum", {t}, Arithmetic::BINARY32, Accumulation::FLOATING,
+                                           &test_compound(), &DType::Float32()),
+                       TypeError);
 }
 
 TEST(BackendCapabilities_CapabilityMirrorsPlan, RejectEmptyOperands) {
-  EXPECT_THROW(OperationCapability("relu", {}, Arithmetic::BINARY32, std::nullopt, nullptr, &DType::Float32()),
-               ValueError);
+  EXPECT_THROW_EXACTLY(OperationCapability("relu", {}, Arithmetic::BINARY32, std::nullopt, nullptr, &DType::Float32()),
+                       ValueError);
 }
 
 // Writes `intruder` through `answer` when the language allows it (an answer
@@ -364,10 +367,10 @@ TEST(BackendCapabilities_ExactClassOwnership, QueryUndeclaredSubclass) {
   const auto sub = std::make_shared<Sub<1>>(DType::Float32(), f32_values({1, 2}), true);
   EXPECT_TRUE(sub->operation_capabilities().empty());
   EXPECT_FALSE(sub->supports_operation_plan(f32_add_plan()));
-  EXPECT_THROW(sub->require_operation_plan(f32_add_plan()), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(sub->require_operation_plan(f32_add_plan()), UnsupportedOperationPlan);
   // ... and the gate refuses the base class's plan on it.
   const Tensor t(sub, Shape{2});
-  EXPECT_THROW(add(t, t), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(add(t, t), UnsupportedOperationPlan);
 }
 
 TEST(BackendCapabilities_ExactClassOwnership, SubclassDeclarationDoesNotWidenBase) {
@@ -429,7 +432,7 @@ TEST(BackendCapabilities_PublicRegistration, EmptyDeclarationIsComplete) {
   register_operation_capabilities(Custom<12>::cls(), std::vector<OperationCapability>{});
   EXPECT_TRUE(capabilities_for_carrier_class(Custom<12>::cls()).empty());
   EXPECT_FALSE(supports_operation_plan(Custom<12>::cls(), f32_add_plan()));
-  EXPECT_THROW(register_operation_capabilities(Custom<12>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<12>::cls(), caps_of({f32_add_plan()})), TypeError);
   EXPECT_TRUE(capabilities_for_carrier_class(Custom<12>::cls()).empty());
 }
 
@@ -440,9 +443,9 @@ TEST(BackendCapabilities_PublicRegistration, RejectDuplicateShapesAtomically) {
   const std::vector<OperationCapability> dup{OperationCapability::from_plan(f32_relu_plan()),
                                              OperationCapability::from_plan(f32_add_plan()),
                                              OperationCapability::from_plan(f32_add_plan(), other)};
-  EXPECT_THROW(register_operation_capabilities(Custom<13>::cls(), dup), ValueError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<13>::cls(), dup), ValueError);
   const std::vector<OperationCapability> exact_dup = caps_of({i32_add_plan(), i32_add_plan()});
-  EXPECT_THROW(register_operation_capabilities(Custom<13>::cls(), exact_dup), ValueError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<13>::cls(), exact_dup), ValueError);
   // Nothing was published and the class stays open: a later valid
   // declaration succeeds and becomes the whole answer. (No query here: a
   // query would observe and seal the class.)
@@ -453,9 +456,10 @@ TEST(BackendCapabilities_PublicRegistration, RejectDuplicateShapesAtomically) {
 }
 
 TEST(BackendCapabilities_PublicRegistration, RejectNonCarrierClass) {
-  EXPECT_THROW(register_operation_capabilities(carrier_class<int>(), caps_of({f32_add_plan()})), TypeError);
-  EXPECT_THROW(register_operation_capabilities(carrier_class<std::string>(), std::vector<OperationCapability>{}),
-               TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(carrier_class<int>(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(
+      register_operation_capabilities(carrier_class<std::string>(), std::vector<OperationCapability>{}),
+      TypeError);
 }
 
 TEST(BackendCapabilities_PublicRegistration, NonCapabilityEntryIsRejectedAtCompileTime) {
@@ -480,16 +484,19 @@ TEST(BackendCapabilities_PublicRegistration, RejectInvalidEntryAtomically) {
 }
 
 TEST(BackendCapabilities_PublicRegistration, RejectCarrierRoot) {
-  EXPECT_THROW(register_operation_capabilities(carrier_class<Carrier>(), caps_of({f32_add_plan()})), TypeError);
-  EXPECT_THROW(register_operation_capabilities(carrier_class<Carrier>(), std::vector<OperationCapability>{}), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(carrier_class<Carrier>(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(carrier_class<Carrier>(), std::vector<OperationCapability>{}),
+                       TypeError);
 }
 
 TEST(BackendCapabilities_PublicRegistration, RejectDependentCarrierClass) {
   const auto inst = std::make_shared<TestDependent>([] { return caps_of({f32_add_plan()}); }, true);
-  EXPECT_THROW(register_operation_capabilities(carrier_class<TestDependent>(), caps_of({f32_relu_plan()})), TypeError);
-  EXPECT_THROW(register_operation_capabilities(carrier_class<DependentCarrier>(), std::vector<OperationCapability>{}),
-               TypeError);
-  EXPECT_THROW(register_operation_capabilities(inst->exact_class(), caps_of({f32_relu_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(carrier_class<TestDependent>(), caps_of({f32_relu_plan()})),
+                       TypeError);
+  EXPECT_THROW_EXACTLY(
+      register_operation_capabilities(carrier_class<DependentCarrier>(), std::vector<OperationCapability>{}),
+      TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(inst->exact_class(), caps_of({f32_relu_plan()})), TypeError);
   // No instance snapshot changed.
   EXPECT_EQ(plans_of(inst->operation_capabilities()), std::vector<OperationPlan>{f32_add_plan()});
 }
@@ -497,23 +504,23 @@ TEST(BackendCapabilities_PublicRegistration, RejectDependentCarrierClass) {
 TEST(BackendCapabilities_PublicRegistration, RejectShippedClasses) {
   for (CarrierClass cls : {carrier_class<Generic>(), carrier_class<CPU>()}) {
     const std::vector<OperationCapability> before = capabilities_for_carrier_class(cls);
-    EXPECT_THROW(register_operation_capabilities(cls, caps_of({f32_add_plan()})), TypeError);
-    EXPECT_THROW(register_operation_capabilities(cls, std::vector<OperationCapability>{}), TypeError);
+    EXPECT_THROW_EXACTLY(register_operation_capabilities(cls, caps_of({f32_add_plan()})), TypeError);
+    EXPECT_THROW_EXACTLY(register_operation_capabilities(cls, std::vector<OperationCapability>{}), TypeError);
     EXPECT_EQ(capabilities_for_carrier_class(cls), before);
   }
 }
 
 TEST(BackendCapabilities_PublicRegistration, RejectSecondDeclaration) {
   register_operation_capabilities(Custom<14>::cls(), caps_of({f32_add_plan()}));
-  EXPECT_THROW(register_operation_capabilities(Custom<14>::cls(), caps_of({f32_relu_plan(), i32_add_plan()})),
-               TypeError);
-  EXPECT_THROW(register_operation_capabilities(Custom<14>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<14>::cls(), caps_of({f32_relu_plan(), i32_add_plan()})),
+                       TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<14>::cls(), caps_of({f32_add_plan()})), TypeError);
   EXPECT_EQ(plans_of(capabilities_for_carrier_class(Custom<14>::cls())), std::vector<OperationPlan>{f32_add_plan()});
 }
 
 TEST(BackendCapabilities_PublicRegistration, RejectObservedClass) {
   EXPECT_TRUE(capabilities_for_carrier_class(Custom<15>::cls()).empty());
-  EXPECT_THROW(register_operation_capabilities(Custom<15>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<15>::cls(), caps_of({f32_add_plan()})), TypeError);
   EXPECT_TRUE(capabilities_for_carrier_class(Custom<15>::cls()).empty());
 }
 
@@ -522,25 +529,25 @@ TEST(BackendCapabilities_PublicRegistration, RejectObservedClass) {
 // Each observing query answers "nothing" for an undeclared class and seals it.
 TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringWithCapabilitiesForCarrierClass) {
   EXPECT_TRUE(capabilities_for_carrier_class(Custom<20>::cls()).empty());
-  EXPECT_THROW(register_operation_capabilities(Custom<20>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<20>::cls(), caps_of({f32_add_plan()})), TypeError);
   EXPECT_TRUE(capabilities_for_carrier_class(Custom<20>::cls()).empty());
 }
 
 TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringWithOperationFilter) {
   EXPECT_TRUE(capabilities_for_carrier_class(Custom<21>::cls(), "add").empty());
-  EXPECT_THROW(register_operation_capabilities(Custom<21>::cls(), caps_of({f32_relu_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<21>::cls(), caps_of({f32_relu_plan()})), TypeError);
   EXPECT_FALSE(supports_operation_plan(Custom<21>::cls(), f32_relu_plan()));
 }
 
 TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringWithMatchingCapability) {
   EXPECT_EQ(matching_capability(Custom<22>::cls(), f32_add_plan()), std::nullopt);
-  EXPECT_THROW(register_operation_capabilities(Custom<22>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<22>::cls(), caps_of({f32_add_plan()})), TypeError);
   EXPECT_EQ(matching_capability(Custom<22>::cls(), f32_add_plan()), std::nullopt);
 }
 
 TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringWithSupportsOperationPlan) {
   EXPECT_FALSE(supports_operation_plan(Custom<23>::cls(), f32_add_plan()));
-  EXPECT_THROW(register_operation_capabilities(Custom<23>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<23>::cls(), caps_of({f32_add_plan()})), TypeError);
   EXPECT_FALSE(supports_operation_plan(Custom<23>::cls(), f32_add_plan()));
 }
 
@@ -548,32 +555,32 @@ TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringWithUnsupp
   const std::optional<std::string> r = unsupported_plan_reason(Custom<24>::cls(), f32_add_plan());
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(*r, Custom<24>::cls().name() + " has no capability for operation 'add'.");
-  EXPECT_THROW(register_operation_capabilities(Custom<24>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<24>::cls(), caps_of({f32_add_plan()})), TypeError);
   EXPECT_EQ(unsupported_plan_reason(Custom<24>::cls(), f32_add_plan()), r);
 }
 
 TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringWithRequireCapability) {
-  EXPECT_THROW(require_capability(Custom<25>::cls(), f32_add_plan()), UnsupportedOperationPlan);
-  EXPECT_THROW(register_operation_capabilities(Custom<25>::cls(), caps_of({f32_add_plan()})), TypeError);
-  EXPECT_THROW(require_capability(Custom<25>::cls(), f32_add_plan()), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(require_capability(Custom<25>::cls(), f32_add_plan()), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<25>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(require_capability(Custom<25>::cls(), f32_add_plan()), UnsupportedOperationPlan);
 }
 
 TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringWithDescriptorQueries) {
   EXPECT_EQ(capability(Custom<26>::cls(), "add", DType::Float32()), std::nullopt);
-  EXPECT_THROW(register_operation_capabilities(Custom<26>::cls(), caps_of({f32_add_plan()})), TypeError);
-  EXPECT_THROW(require_capability(Custom<27>::cls(), "add", DType::Float32()), UnsupportedOpDType);
-  EXPECT_THROW(register_operation_capabilities(Custom<27>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<26>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(require_capability(Custom<27>::cls(), "add", DType::Float32()), UnsupportedOpDType);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<27>::cls(), caps_of({f32_add_plan()})), TypeError);
 }
 
 TEST(BackendCapabilities_FirstObservationSeals, ObserveBeforeDeclaringThroughAnInstanceOrTheGate) {
   const auto c = Custom<28>::make(DType::Float32(), f32_values({1, 2}));
   EXPECT_TRUE(c->operation_capabilities().empty());
-  EXPECT_THROW(register_operation_capabilities(Custom<28>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<28>::cls(), caps_of({f32_add_plan()})), TypeError);
   // The gate is a class-level observation too.
   const Tensor t(Custom<29>::make(DType::Float32(), f32_values({1, 2})), Shape{2});
-  EXPECT_THROW(add(t, t), UnsupportedOperationPlan);
-  EXPECT_THROW(register_operation_capabilities(Custom<29>::cls(), caps_of({f32_add_plan()})), TypeError);
-  EXPECT_THROW(add(t, t), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(add(t, t), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<29>::cls(), caps_of({f32_add_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(add(t, t), UnsupportedOperationPlan);
 }
 
 // ============================================================ Requirement: Class-level queries share one deterministic set
@@ -766,7 +773,7 @@ TEST(BackendCapabilities_ClassQueries, RequireUnsupportedShape) {
       "Generic has capabilities for operation 'add' but none matches the plan add(tensor:bool->bool, "
       "tensor:bool->bool) compute=BINARY32 accumulation=None accumulator=None -> bool.";
   EXPECT_EQ(unsupported_plan_reason(carrier_class<Generic>(), p), std::optional<std::string>(expected));
-  EXPECT_THROW(require_capability(carrier_class<Generic>(), p), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(require_capability(carrier_class<Generic>(), p), UnsupportedOperationPlan);
   try {
     require_capability(carrier_class<Generic>(), p);
   } catch (const NotImplementedError& e) {  // UnsupportedOperationPlan is a NotImplementedError
@@ -778,26 +785,26 @@ TEST(BackendCapabilities_ClassQueries, RequireUnsupportedShape) {
 
 TEST(BackendCapabilities_ClassQueries, RejectNonCarrierClass) {
   const CarrierClass bad = carrier_class<int>();
-  EXPECT_THROW(capabilities_for_carrier_class(bad), TypeError);
-  EXPECT_THROW(capabilities_for_carrier_class(bad, "add"), TypeError);
-  EXPECT_THROW(matching_capability(bad, f32_add_plan()), TypeError);
-  EXPECT_THROW(supports_operation_plan(bad, f32_add_plan()), TypeError);
-  EXPECT_THROW(unsupported_plan_reason(bad, f32_add_plan()), TypeError);
-  EXPECT_THROW(require_capability(bad, f32_add_plan()), TypeError);
-  EXPECT_THROW(capability(bad, "add", DType::Float32()), TypeError);
-  EXPECT_THROW(require_capability(bad, "add", DType::Float32()), TypeError);
+  EXPECT_THROW_EXACTLY(capabilities_for_carrier_class(bad), TypeError);
+  EXPECT_THROW_EXACTLY(capabilities_for_carrier_class(bad, "add"), TypeError);
+  EXPECT_THROW_EXACTLY(matching_capability(bad, f32_add_plan()), TypeError);
+  EXPECT_THROW_EXACTLY(supports_operation_plan(bad, f32_add_plan()), TypeError);
+  EXPECT_THROW_EXACTLY(unsupported_plan_reason(bad, f32_add_plan()), TypeError);
+  EXPECT_THROW_EXACTLY(require_capability(bad, f32_add_plan()), TypeError);
+  EXPECT_THROW_EXACTLY(capability(bad, "add", DType::Float32()), TypeError);
+  EXPECT_THROW_EXACTLY(require_capability(bad, "add", DType::Float32()), TypeError);
 }
 
 TEST(BackendCapabilities_ClassQueries, RejectDependentCarrierClass) {
   for (CarrierClass cls : {carrier_class<TestDependent>(), carrier_class<DependentCarrier>()}) {
-    EXPECT_THROW(capabilities_for_carrier_class(cls), TypeError);
-    EXPECT_THROW(capabilities_for_carrier_class(cls, "add"), TypeError);
-    EXPECT_THROW(matching_capability(cls, f32_add_plan()), TypeError);
-    EXPECT_THROW(supports_operation_plan(cls, f32_add_plan()), TypeError);
-    EXPECT_THROW(unsupported_plan_reason(cls, f32_add_plan()), TypeError);
-    EXPECT_THROW(require_capability(cls, f32_add_plan()), TypeError);
-    EXPECT_THROW(capability(cls, "add", DType::Float32()), TypeError);
-    EXPECT_THROW(require_capability(cls, "add", DType::Float32()), TypeError);
+    EXPECT_THROW_EXACTLY(capabilities_for_carrier_class(cls), TypeError);
+    EXPECT_THROW_EXACTLY(capabilities_for_carrier_class(cls, "add"), TypeError);
+    EXPECT_THROW_EXACTLY(matching_capability(cls, f32_add_plan()), TypeError);
+    EXPECT_THROW_EXACTLY(supports_operation_plan(cls, f32_add_plan()), TypeError);
+    EXPECT_THROW_EXACTLY(unsupported_plan_reason(cls, f32_add_plan()), TypeError);
+    EXPECT_THROW_EXACTLY(require_capability(cls, f32_add_plan()), TypeError);
+    EXPECT_THROW_EXACTLY(capability(cls, "add", DType::Float32()), TypeError);
+    EXPECT_THROW_EXACTLY(require_capability(cls, "add", DType::Float32()), TypeError);
   }
 }
 
@@ -855,11 +862,11 @@ TEST(BackendCapabilities_CarrierQueries, InstanceReasonAndRequirement) {
   EXPECT_EQ(g->unsupported_plan_reason(p),
             std::optional<std::string>("Generic has no capability for operation 'caps_test_unknown'."));
   EXPECT_FALSE(g->supports_operation_plan(p));
-  EXPECT_THROW(g->require_operation_plan(p), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(g->require_operation_plan(p), UnsupportedOperationPlan);
   const OperationPlan near("relu", {OperandPlan::tensor(DType::Bool())}, Arithmetic::BINARY32, std::nullopt, nullptr,
                            DType::Bool());
   EXPECT_EQ(g->unsupported_plan_reason(near), unsupported_plan_reason(carrier_class<Generic>(), near));
-  EXPECT_THROW(g->require_operation_plan(near), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(g->require_operation_plan(near), UnsupportedOperationPlan);
 }
 
 TEST(BackendCapabilities_CarrierQueries, IndependentInstanceReadsItsExactClassDeclaration) {
@@ -899,7 +906,7 @@ TEST(BackendCapabilities_CarrierQueries, DependentInstanceReadsItsSnapshot) {
             std::optional<std::string>(carrier_class<TestDependent>().name() + " has capabilities for operation 'add' but none matches the plan " +
                                        i32_add_plan().to_string() + "."));
   EXPECT_EQ(d->require_operation_plan(f32_relu_plan()).to_plan(), f32_relu_plan());
-  EXPECT_THROW(d->require_operation_plan(i32_add_plan()), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(d->require_operation_plan(i32_add_plan()), UnsupportedOperationPlan);
   EXPECT_TRUE(d->exact_class().traits().is_dependent);
   // Release does not change the snapshot.
   d->release();
@@ -921,9 +928,9 @@ TEST(BackendCapabilities_UnsupportedPlansFailBeforeExecution, GateBackendExecuti
     // The gate's sentence names the executing carrier by its public name.
     EXPECT_EQ(std::string(e.what()), Custom<40>::cls().name() + " has no capability for operation 'add'.");
   }
-  EXPECT_THROW(relu(t), UnsupportedOperationPlan);
-  EXPECT_THROW(reduce_sum(t), UnsupportedOperationPlan);
-  EXPECT_THROW(mul(t, 2), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(relu(t), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(reduce_sum(t), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(mul(t, 2), UnsupportedOperationPlan);
   EXPECT_EQ(Custom<40>::allocations.load(), 0);
   EXPECT_EQ(c->version(), 0u);
 }
@@ -949,7 +956,7 @@ TEST(BackendCapabilities_UnsupportedPlansFailBeforeExecution, DeclaredCapability
   register_operation_capabilities(Custom<42>::cls(), caps_of({f32_add_plan()}));
   const Tensor t(Custom<42>::make(DType::Float32(), f32_values({1, 2})), Shape{2});
   Custom<42>::allocations = 0;
-  EXPECT_THROW(add(t, t), NotImplementedError);
+  EXPECT_THROW_EXACTLY(add(t, t), NotImplementedError);
   try {
     add(t, t);
   } catch (const UnsupportedOperationPlan&) {
@@ -965,8 +972,8 @@ TEST(BackendCapabilities_UnsupportedPlansFailBeforeExecution, GateWithCallerOutp
   const auto o = Custom<43>::make(DType::Float32(), f32_values({7, 8}));
   const Tensor t(c, Shape{2}), out(o, Shape{2});
   Custom<43>::allocations = 0;
-  EXPECT_THROW(compute_into(out, [&] { return add(t, t); }), UnsupportedOperationPlan);
-  EXPECT_THROW(compute_into(out, [&] { return add(t, t); }, OutputMode::Accumulate), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(t, t); }), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(t, t); }, OutputMode::Accumulate), UnsupportedOperationPlan);
   EXPECT_EQ(Custom<43>::allocations.load(), 0);
   EXPECT_EQ(o->version(), 0u);
   EXPECT_EQ(o->get_value(0), Value::from_float32(7));
@@ -977,7 +984,7 @@ TEST(BackendCapabilities_UnsupportedPlansFailBeforeExecution, GateOnDependentIns
   const auto d = std::make_shared<TestDependent>([] { return caps_of({f32_relu_plan()}); }, true);
   const Tensor t(d, Shape{4});
   TestDependent::allocations = 0;
-  EXPECT_THROW(add(t, t), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(add(t, t), UnsupportedOperationPlan);
   // A plan in the snapshot passes the gate; there is no kernel for it.
   try {
     relu(t);
@@ -1017,8 +1024,8 @@ TEST(BackendCapabilities_ShippedDeclarations, ShippedClassesStaySealed) {
   for (CarrierClass cls : {carrier_class<Generic>(), carrier_class<CPU>()}) {
     const std::vector<OperationCapability> before = capabilities_for_carrier_class(cls);
     ASSERT_FALSE(before.empty());
-    EXPECT_THROW(register_operation_capabilities(cls, before), TypeError);
-    EXPECT_THROW(register_operation_capabilities(cls, caps_of({f32_add_plan()})), TypeError);
+    EXPECT_THROW_EXACTLY(register_operation_capabilities(cls, before), TypeError);
+    EXPECT_THROW_EXACTLY(register_operation_capabilities(cls, caps_of({f32_add_plan()})), TypeError);
     EXPECT_EQ(capabilities_for_carrier_class(cls), before);
   }
 }
@@ -1055,12 +1062,12 @@ TEST(BackendCapabilities_DependentCarrier, SnapshotIsSortedDeterministically) {
 TEST(BackendCapabilities_DependentCarrier, QueriesBeforeFinalizationRaiseRuntimeError) {
   const auto d = std::make_shared<TestDependent>([] { return caps_of({f32_add_plan()}); }, false);
   EXPECT_FALSE(d->is_capability_finalized());
-  EXPECT_THROW(d->operation_capabilities(), RuntimeError);
-  EXPECT_THROW(d->operation_capabilities("add"), RuntimeError);
-  EXPECT_THROW(d->supports_operation_plan(f32_add_plan()), RuntimeError);
-  EXPECT_THROW(d->unsupported_plan_reason(f32_add_plan()), RuntimeError);
-  EXPECT_THROW(d->require_operation_plan(f32_add_plan()), RuntimeError);
-  EXPECT_THROW(d->capability_snapshot(), RuntimeError);
+  EXPECT_THROW_EXACTLY(d->operation_capabilities(), RuntimeError);
+  EXPECT_THROW_EXACTLY(d->operation_capabilities("add"), RuntimeError);
+  EXPECT_THROW_EXACTLY(d->supports_operation_plan(f32_add_plan()), RuntimeError);
+  EXPECT_THROW_EXACTLY(d->unsupported_plan_reason(f32_add_plan()), RuntimeError);
+  EXPECT_THROW_EXACTLY(d->require_operation_plan(f32_add_plan()), RuntimeError);
+  EXPECT_THROW_EXACTLY(d->capability_snapshot(), RuntimeError);
   EXPECT_EQ(d->generator_calls(), 0);
   d->finalize();
   EXPECT_EQ(plans_of(d->operation_capabilities()), std::vector<OperationPlan>{f32_add_plan()});
@@ -1069,7 +1076,7 @@ TEST(BackendCapabilities_DependentCarrier, QueriesBeforeFinalizationRaiseRuntime
 TEST(BackendCapabilities_DependentCarrier, SecondFinalizationRaisesAndKeepsFirstSnapshot) {
   const auto d = std::make_shared<TestDependent>([] { return caps_of({f32_add_plan()}); }, true);
   d->set_generator([] { return caps_of({i32_add_plan(), i32_relu_plan()}); });
-  EXPECT_THROW(d->finalize(), RuntimeError);
+  EXPECT_THROW_EXACTLY(d->finalize(), RuntimeError);
   EXPECT_EQ(plans_of(d->operation_capabilities()), std::vector<OperationPlan>{f32_add_plan()});
   EXPECT_EQ(d->generator_calls(), 1);
 }
@@ -1079,11 +1086,11 @@ TEST(BackendCapabilities_DependentCarrier, SecondFinalizationRaisesAndKeepsFirst
 // later valid finalisation succeeds.
 void expect_unfinalized_then_recoverable(TestDependent& d) {
   EXPECT_FALSE(d.is_capability_finalized());
-  EXPECT_THROW(d.operation_capabilities(), RuntimeError);
-  EXPECT_THROW(d.supports_operation_plan(f32_add_plan()), RuntimeError);
-  EXPECT_THROW(d.unsupported_plan_reason(f32_add_plan()), RuntimeError);
-  EXPECT_THROW(d.require_operation_plan(f32_add_plan()), RuntimeError);
-  EXPECT_THROW(d.capability_snapshot(), RuntimeError);
+  EXPECT_THROW_EXACTLY(d.operation_capabilities(), RuntimeError);
+  EXPECT_THROW_EXACTLY(d.supports_operation_plan(f32_add_plan()), RuntimeError);
+  EXPECT_THROW_EXACTLY(d.unsupported_plan_reason(f32_add_plan()), RuntimeError);
+  EXPECT_THROW_EXACTLY(d.require_operation_plan(f32_add_plan()), RuntimeError);
+  EXPECT_THROW_EXACTLY(d.capability_snapshot(), RuntimeError);
   d.set_generator([] { return caps_of({f32_relu_plan()}); });
   d.finalize();
   EXPECT_EQ(plans_of(d.operation_capabilities()), std::vector<OperationPlan>{f32_relu_plan()});
@@ -1093,7 +1100,7 @@ TEST(BackendCapabilities_DependentCarrier, FailGenerationAtomicallyWhenGenerator
   const auto d = std::make_shared<TestDependent>(
       []() -> std::vector<OperationCapability> { throw ValueError("TestDependent: the composed carrier is gone"); },
       false);
-  EXPECT_THROW(d->finalize(), ValueError);
+  EXPECT_THROW_EXACTLY(d->finalize(), ValueError);
   expect_unfinalized_then_recoverable(*d);
 }
 
@@ -1112,17 +1119,17 @@ TEST(BackendCapabilities_DependentCarrier, FailGenerationAtomicallyOnInvalidEntr
 TEST(BackendCapabilities_DependentCarrier, FailGenerationAtomicallyOnRepeatedShape) {
   const auto d = std::make_shared<TestDependent>(
       [] { return caps_of({f32_add_plan(), f32_relu_plan(), f32_add_plan()}); }, false);
-  EXPECT_THROW(d->finalize(), ValueError);
+  EXPECT_THROW_EXACTLY(d->finalize(), ValueError);
   expect_unfinalized_then_recoverable(*d);
   // A failing constructor publishes no instance at all.
-  EXPECT_THROW(TestDependent([] { return caps_of({i32_add_plan(), i32_add_plan()}); }, true), ValueError);
+  EXPECT_THROW_EXACTLY(TestDependent([] { return caps_of({i32_add_plan(), i32_add_plan()}); }, true), ValueError);
 }
 
 TEST(BackendCapabilities_DependentCarrier, LegacyBaseGeneratorRaisesNotImplementedError) {
   DependentWithoutGenerator d;
-  EXPECT_THROW(d.finalize(), NotImplementedError);
+  EXPECT_THROW_EXACTLY(d.finalize(), NotImplementedError);
   EXPECT_FALSE(d.is_capability_finalized());
-  EXPECT_THROW(d.operation_capabilities(), RuntimeError);
+  EXPECT_THROW_EXACTLY(d.operation_capabilities(), RuntimeError);
 }
 
 TEST(BackendCapabilities_DependentCarrier, EmptySnapshotIsValid) {
@@ -1135,10 +1142,10 @@ TEST(BackendCapabilities_DependentCarrier, EmptySnapshotIsValid) {
 
 TEST(BackendCapabilities_DependentCarrier, DependentClassRejectedByClassLevelRegistrationAndQueries) {
   const auto d = std::make_shared<TestDependent>([] { return caps_of({f32_add_plan()}); }, true);
-  EXPECT_THROW(register_operation_capabilities(d->exact_class(), caps_of({f32_relu_plan()})), TypeError);
-  EXPECT_THROW(capabilities_for_carrier_class(d->exact_class()), TypeError);
-  EXPECT_THROW(supports_operation_plan(d->exact_class(), f32_add_plan()), TypeError);
-  EXPECT_THROW(require_capability(d->exact_class(), f32_add_plan()), TypeError);
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(d->exact_class(), caps_of({f32_relu_plan()})), TypeError);
+  EXPECT_THROW_EXACTLY(capabilities_for_carrier_class(d->exact_class()), TypeError);
+  EXPECT_THROW_EXACTLY(supports_operation_plan(d->exact_class(), f32_add_plan()), TypeError);
+  EXPECT_THROW_EXACTLY(require_capability(d->exact_class(), f32_add_plan()), TypeError);
   EXPECT_EQ(plans_of(d->operation_capabilities()), std::vector<OperationPlan>{f32_add_plan()});
 }
 
