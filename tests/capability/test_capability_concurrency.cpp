@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <typeinfo>
 #include <utility>
 
 #include "capability/capability_test_support.h"
@@ -74,8 +75,8 @@ RaceOutcome race_declaration_against_observation(Lead lead, int declarer_delay_s
         try {
           register_operation_capabilities(cls, declared);
           outcome.store(1);
-        } catch (const TypeError&) {
-          outcome.store(0);
+        } catch (const TypeError& e) {
+          outcome.store(typeid(e) == typeid(TypeError) ? 0 : 2);  // exactly TypeError
         } catch (...) {
           outcome.store(2);  // any other error is wrong (counted as inconsistent)
         }
@@ -96,8 +97,9 @@ RaceOutcome race_declaration_against_observation(Lead lead, int declarer_delay_s
         bool required = true;
         try {
           require_capability(cls, f32_mul_scalar_plan());
-        } catch (const UnsupportedOperationPlan&) {
+        } catch (const UnsupportedOperationPlan& e) {
           required = false;
+          if (typeid(e) != typeid(UnsupportedOperationPlan)) inconsistent.fetch_add(1);
         }
         const bool filtered_whole = capabilities_for_carrier_class(cls, "add").size() == 2;
         const bool all = supported && matched && no_reason && required && filtered_whole;
@@ -202,7 +204,7 @@ void race_declarations() {
       caps_of({f32_add_plan()}), caps_of({i32_add_plan(), f32_relu_plan()}), caps_of({f32_mul_scalar_plan()}),
       caps_of({i32_relu_plan(), f32_add_plan(), i32_add_plan()})};
   StartLine start(kThreads);
-  std::atomic<int> successes{0};
+  std::atomic<int> successes{0}, wrong_type{0};
   std::atomic<int> winner{-1};
   std::vector<std::vector<std::vector<OperationCapability>>> observed(kThreads);
   std::vector<std::thread> threads;
@@ -214,13 +216,15 @@ void race_declarations() {
           register_operation_capabilities(cls, sets[static_cast<std::size_t>(t)]);
           successes.fetch_add(1);
           winner.store(t);
-        } catch (const TypeError&) {
+        } catch (const TypeError& e) {
+          if (typeid(e) != typeid(TypeError)) wrong_type.fetch_add(1);
         }
       }
       for (int k = 0; k < 10; ++k) observed[static_cast<std::size_t>(t)].push_back(capabilities_for_carrier_class(cls));
     });
   }
   for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong_type.load(), 0) << "a refused declaration raised a TypeError subclass";
   EXPECT_LE(successes.load(), 1);
   const std::vector<OperationCapability> final_answer = capabilities_for_carrier_class(cls);
   if (successes.load() == 1) {
@@ -298,15 +302,15 @@ TEST(CapabilityConcurrency_DependentFinalization, RacingFinalizationsOfOneInstan
           try {
             d->finalize();
             finalized.fetch_add(1);
-          } catch (const RuntimeError&) {
-            refused.fetch_add(1);
+          } catch (const RuntimeError& e) {
+            ++(typeid(e) == typeid(RuntimeError) ? refused : wrong);
           }
         } else {
           for (int k = 0; k < 20; ++k) {
             try {
               if (d->operation_capabilities() != set) wrong.fetch_add(1);
-            } catch (const RuntimeError&) {
-              unfinalized_queries.fetch_add(1);  // before finalisation: allowed
+            } catch (const RuntimeError& e) {
+              ++(typeid(e) == typeid(RuntimeError) ? unfinalized_queries : wrong);  // before finalisation: allowed
             }
           }
         }

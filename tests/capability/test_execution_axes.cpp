@@ -237,6 +237,7 @@ void expect_unsupported_axis(const std::function<void()>& f, const std::string& 
     f();
     ADD_FAILURE() << what << ": an Unsupported " << name_of(axis) << " axis was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.backend(), backend) << what;
     EXPECT_EQ(e.operation(), plan.operation()) << what;
     EXPECT_EQ(e.axis(), std::optional<ExecutionAxis>(axis)) << what;
@@ -592,6 +593,7 @@ TEST(ExecutionAxes_DescriptorQueries, RequireCapabilityByAxis) {
     require_capability(cpu, "eq", DType::Float32(), ExecutionAxis::accumulation);
     ADD_FAILURE() << "an Unsupported axis was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.backend(), "CPU");
     EXPECT_EQ(e.operation(), "eq");
     EXPECT_EQ(e.dtype(), &DType::Float32());
@@ -632,6 +634,7 @@ TEST(ExecutionAxes_DescriptorQueries, MissingEntryRaisesUnsupportedOpDType) {
       require_capability(carrier_class<Generic>(), "eq", DType::Int32(), axis);
       ADD_FAILURE() << "a missing entry was accepted";
     } catch (const UnsupportedOpDType& e) {
+      EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
       EXPECT_EQ(e.backend(), "Generic");
       EXPECT_EQ(e.operation(), "eq");
       EXPECT_EQ(e.dtype(), &DType::Int32());
@@ -660,6 +663,7 @@ TEST(ExecutionAxes_DescriptorQueries, CustomClassAxesAreDeclared) {
     require_capability(Custom<200>::cls(), "add", DType::Float32(), ExecutionAxis::strided_output);
     ADD_FAILURE() << "an Unsupported axis was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.backend(), Custom<200>::cls().name());
     EXPECT_EQ(e.axis(), std::optional<ExecutionAxis>(ExecutionAxis::strided_output));
   }
@@ -815,6 +819,7 @@ void expect_refused(const std::function<void()>& f, ExecutionAxis axis) {
     f();
     ADD_FAILURE() << "an Unsupported " << name_of(axis) << " axis was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.axis(), std::optional<ExecutionAxis>(axis));
     EXPECT_EQ(e.operation(), "add");
     EXPECT_EQ(e.dtype(), &DType::Float32());
@@ -922,6 +927,7 @@ TYPED_TEST(ExecutionAxes_CallerOutput, BoolAccumulationIsRejectedBeforeTouchingO
     compute_into(out, [&] { return eq(a, b); }, OutputMode::Accumulate);
     ADD_FAILURE() << "accumulating a Bool result was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.backend(), carrier_class<C>().name());
     EXPECT_EQ(e.operation(), "eq");
     EXPECT_EQ(e.dtype(), &DType::Float32());

@@ -12,6 +12,9 @@
 // EXPECT_THROW_EXACTLY_WITH_MESSAGE(statement, Type, message) also requires
 // what() to equal `message` (a std::string or a string literal).
 //
+// EXPECT_ERROR_TYPE_IS(error, Type), inside a catch block that examines the
+// error's fields: the caught object is of exactly `Type`.
+//
 // EXACT_ERROR_MESSAGE(statement, Type) is the what() of the exactly-`Type`
 // error the statement raises, for checks on parts of a message; it records a
 // failure (at the caller's line) and returns "" when the statement raises
@@ -85,3 +88,6 @@ std::string exact_error_message(Statement&& statement, const char* statement_tex
   EXPECT_TRUE(::sw_testing::throws_exactly<Type>([&] { statement; }, #statement, #Type, std::string(message)))
 #define EXACT_ERROR_MESSAGE(statement, Type) \
   ::sw_testing::exact_error_message<Type>([&] { statement; }, #statement, #Type, __FILE__, __LINE__)
+#define EXPECT_ERROR_TYPE_IS(error, Type)                                                      \
+  EXPECT_TRUE(typeid(error) == typeid(Type)) << "caught " << (error).type_name() << " (\"" << (error).what() \
+                                             << "\"); expected exactly " #Type
