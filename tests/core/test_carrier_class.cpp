@@ -168,6 +168,7 @@ TEST(CarrierClassIdentity_RuntimeClasses, OnlyMintedIdentitiesBindAndOnlyToTheir
     RuntimeHost forged(1, carrier_class<CPU>());
     ADD_FAILURE() << "a static identity was accepted as a run-time class";
   } catch (const TypeError& e) {
+    EXPECT_ERROR_TYPE_IS(e, TypeError);
     EXPECT_NE(std::string(e.what()).find("not a run-time class identity"), std::string::npos) << e.what();
   }
   // An identity minted for RuntimeHost cannot be claimed by another C++ class.

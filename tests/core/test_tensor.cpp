@@ -628,6 +628,7 @@ TEST(CoreConcepts_4_TypedTensor, WrongDtypeRaisesTypeErrorNamingBothDtypes) {
     TypedTensor<float> typed(ints_tensor);
     ADD_FAILURE() << "expected TypeError";
   } catch (const sw::TypeError& e) {
+    EXPECT_ERROR_TYPE_IS(e, sw::TypeError);
     const std::string message = e.what();
     EXPECT_NE(message.find("float32"), std::string::npos) << message;
     EXPECT_NE(message.find("int32"), std::string::npos) << message;
