@@ -52,6 +52,7 @@ TEST(FrontEndGate, UnsupportedPlanRaisesBeforeAllocation) {
     add(t, t);
     FAIL() << "expected UnsupportedOperationPlan";
   } catch (const UnsupportedOperationPlan& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOperationPlan);
     EXPECT_EQ(e.plan(), resolve_operation_plan("add", {DType::Float32(), DType::Float32()}));
     EXPECT_EQ(std::string(e.what()), carrier_class<CountingCarrier>().name() + " has no capability for operation 'add'.");
   }

@@ -448,6 +448,7 @@ std::string index_error_message(const std::string& op) {
     else if (op == "scatter") scatter(data, idx, data, 0);
     else scatter_add(data, idx, data, 0);
   } catch (const IndexError& e) {
+    EXPECT_ERROR_TYPE_IS(e, IndexError);
     return e.what();
   }
   return "no error";
