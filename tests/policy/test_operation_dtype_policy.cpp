@@ -831,6 +831,7 @@ TEST(OperationDtypePolicy_R7, ToInt32AcceptsExactlyTheInt32Range) {
     WeakScalar(kTwo31).to_int32("mul");
     ADD_FAILURE() << "no OverflowError";
   } catch (const sw::OverflowError& e) {
+    EXPECT_ERROR_TYPE_IS(e, sw::OverflowError);
     EXPECT_NE(std::string(e.what()).find("mul"), std::string::npos) << e.what();
   }
 }
