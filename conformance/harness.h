@@ -59,6 +59,7 @@ struct ConformanceReport {
   std::string name;
   std::size_t entries = 0;      // capability entries of the class
   std::size_t unsupported = 0;  // registry plans the class does not execute
+  std::size_t refused = 0;      // of those, the plans whose case the gate refused (UnsupportedOperationPlan)
   std::size_t cases = 0, passed = 0, failed = 0;
   std::vector<std::string> failures;  // the first few
 };

@@ -172,7 +172,8 @@ class UnsupportedOpDType : public UnsupportedOperationPlan {
 // independent carrier class, once. TypeError for: a class that is not a
 // Carrier, the Carrier root, a DependentCarrier class, a shipped class, a
 // class with a kernel table or carrier definition, an already declared or
-// observed class. ValueError for a duplicate exact shape. All or nothing.
+// observed class, an entry that is not a whole record (a moved-from
+// OperationCapability). ValueError for a duplicate exact shape. All or nothing.
 void register_operation_capabilities(CarrierClass carrier_class, std::span<const OperationCapability> capabilities);
 
 // Observing queries (each seals an undeclared class empty). TypeError for a

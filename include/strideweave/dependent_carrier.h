@@ -20,8 +20,9 @@ namespace strideweave {
 // base raises NotImplementedError) and calls finalize_operation_capabilities()
 // once in its constructor, after its dependencies are valid. Before that
 // every capability query raises RuntimeError; a second finalisation raises
-// RuntimeError and keeps the first snapshot; a failing generator or a
-// duplicate shape (ValueError) publishes nothing.
+// RuntimeError and keeps the first snapshot; a failing generator, an entry
+// that is not a whole record (a moved-from OperationCapability: TypeError) or
+// a duplicate shape (ValueError) publishes nothing.
 class DependentCarrier : public Carrier {
  public:
   bool is_capability_finalized() const noexcept;

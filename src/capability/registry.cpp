@@ -132,6 +132,14 @@ const OperationCapability* representative(const ClassCapabilities& c, std::strin
 
 namespace capability_registry {
 
+void reject_invalid_entries(std::span<const OperationCapability> caps, const std::string& who) {
+  for (std::size_t i = 0; i < caps.size(); ++i)
+    if (caps[i].operation().empty() || caps[i].operands().empty())
+      throw TypeError(fmt::format("{}: entry {} is not a capability (no operation name or no operands: a moved-from "
+                                  "OperationCapability)",
+                                  who, i));
+}
+
 void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities) {
   reject_duplicates(capabilities, "register_kernel_table(" + cls.name() + ")");
   Registry& r = registry();
@@ -192,6 +200,7 @@ void register_operation_capabilities(CarrierClass cls, std::span<const Operation
     throw TypeError(fmt::format("{}: {} is a DependentCarrier class; its capabilities belong to each instance", what,
                                 cls.name()));
   detail::ensure_bootstrapped();
+  capability_registry::reject_invalid_entries(capabilities, what);
   reject_duplicates(capabilities, what);
   Registry& r = registry();
   std::lock_guard lock(r.write);

@@ -6,6 +6,7 @@
 #include <strideweave/capability.h>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,13 @@ namespace strideweave::capability_registry {
 // already has an answer (declared or observed); ValueError for a duplicate
 // shape. All or nothing.
 void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities);
+
+// TypeError naming `who` and the entry's position unless every entry is a
+// whole record (a name and at least one operand). A constructed
+// OperationCapability always is; a moved-from one is not, and it is the one
+// invalid entry a C++ declaration or dependent generator can hand over
+// (backend-capabilities.md: invalid entries fail with TypeError).
+void reject_invalid_entries(std::span<const OperationCapability> capabilities, const std::string& who);
 
 // Why `cls` can no longer declare ("is a kernel-backed (shipped) class",
 // "has already declared its capabilities", "was already observed (sealed

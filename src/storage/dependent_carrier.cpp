@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "capability/registry.h"
+
 namespace strideweave {
 
 std::vector<OperationCapability> DependentCarrier::_generate_operation_capabilities() const {
@@ -28,6 +30,7 @@ void DependentCarrier::finalize_operation_capabilities() {
     throw RuntimeError(fmt::format("{}: operation capabilities are already finalised", class_name()));
   // Generation may throw: nothing is published then.
   std::vector<OperationCapability> caps = _generate_operation_capabilities();
+  capability_registry::reject_invalid_entries(caps, class_name() + " _generate_operation_capabilities()");
   for (std::size_t i = 0; i < caps.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (caps[i].same_shape(caps[j]))

@@ -9,6 +9,7 @@
 //   test_execution_axes.cpp         200 .. 299
 //   test_capability_concurrency.cpp 300 .. 999
 //   test_kernel_registration.cpp    1000 .. 1099
+//   conformance/test_conformance.cpp 1100 .. 1199
 #pragma once
 
 #include <strideweave/strideweave.h>
@@ -20,9 +21,25 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <unordered_set>
 #include <vector>
+
+namespace strideweave {
+
+// GoogleTest prints records by their plan and axes (found by ADL).
+inline void PrintTo(const OperationCapability& c, std::ostream* os) {
+  if (c.operands().empty()) {
+    *os << "<OperationCapability '" << c.operation() << "' without operands>";
+    return;
+  }
+  *os << c.to_plan().to_string() << " axes(";
+  for (ExecutionAxis axis : all_execution_axes()) *os << " " << name_of(axis) << "=" << name_of(c.axes().level(axis));
+  *os << " )";
+}
+
+}  // namespace strideweave
 
 namespace sw_caps {
 

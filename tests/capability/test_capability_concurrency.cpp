@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <typeinfo>
 #include <utility>
 
 #include "capability/capability_test_support.h"
@@ -42,10 +43,16 @@ struct RaceOutcome {
   int empty = 0, whole = 0, mixed = 0, inconsistent = 0;
 };
 
+// Who goes first in a round: nobody (a free race), the declaration (every
+// observer waits until register_operation_capabilities returned), or an
+// observation (the declarer waits until one observer's first enumeration
+// returned; the other observers still race with the declaration).
+enum class Lead { Nobody, Declaration, Observation };
+
 // One fresh class: thread 0 declares, the others observe through every
 // observing query while it does.
 template <int N>
-RaceOutcome race_declaration_against_observation(int declarer_delay_spins, int observer_delay_spins) {
+RaceOutcome race_declaration_against_observation(Lead lead, int declarer_delay_spins, int observer_delay_spins) {
   const CarrierClass cls = Custom<N>::cls();
   const std::vector<OperationCapability> declared =
       caps_of({f32_relu_plan(), i32_add_plan(), f32_add_plan(), f32_mul_scalar_plan()});
@@ -54,23 +61,33 @@ RaceOutcome race_declaration_against_observation(int declarer_delay_spins, int o
   std::atomic<int> outcome{-1};
   std::vector<std::vector<Seen>> seen(kThreads);
   std::atomic<int> inconsistent{0};
+  std::atomic<bool> declaration_returned{false}, first_observation_returned{false};
+  auto wait_for = [](const std::atomic<bool>& flag) {
+    while (!flag.load()) std::this_thread::yield();
+  };
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       start.arrive_and_wait();
       if (t == 0) {
+        if (lead == Lead::Observation) wait_for(first_observation_returned);
         for (int i = 0; i < declarer_delay_spins; ++i) std::this_thread::yield();
         try {
           register_operation_capabilities(cls, declared);
           outcome.store(1);
-        } catch (const TypeError&) {
-          outcome.store(0);
+        } catch (const TypeError& e) {
+          outcome.store(typeid(e) == typeid(TypeError) ? 0 : 2);  // exactly TypeError
+        } catch (...) {
+          outcome.store(2);  // any other error is wrong (counted as inconsistent)
         }
+        declaration_returned.store(true);
         return;
       }
+      if (lead == Lead::Declaration) wait_for(declaration_returned);
       for (int i = 0; i < observer_delay_spins; ++i) std::this_thread::yield();
       for (int k = 0; k < kObservations; ++k) {
         const Seen s = classify(capabilities_for_carrier_class(cls), whole);
+        first_observation_returned.store(true);
         seen[static_cast<std::size_t>(t)].push_back(s);
         // The enumeration observed (and so sealed) the answer: every later
         // query agrees with it, whichever it was.
@@ -80,8 +97,9 @@ RaceOutcome race_declaration_against_observation(int declarer_delay_spins, int o
         bool required = true;
         try {
           require_capability(cls, f32_mul_scalar_plan());
-        } catch (const UnsupportedOperationPlan&) {
+        } catch (const UnsupportedOperationPlan& e) {
           required = false;
+          if (typeid(e) != typeid(UnsupportedOperationPlan)) inconsistent.fetch_add(1);
         }
         const bool filtered_whole = capabilities_for_carrier_class(cls, "add").size() == 2;
         const bool all = supported && matched && no_reason && required && filtered_whole;
@@ -95,7 +113,7 @@ RaceOutcome race_declaration_against_observation(int declarer_delay_spins, int o
   for (std::thread& th : threads) th.join();
   RaceOutcome r;
   r.declared = outcome.load() == 1;
-  r.inconsistent = inconsistent.load();
+  r.inconsistent = inconsistent.load() + (outcome.load() == 0 || outcome.load() == 1 ? 0 : 1);
   for (const auto& per_thread : seen) {
     bool saw_whole = false;
     for (Seen s : per_thread) {
@@ -119,31 +137,62 @@ RaceOutcome race_declaration_against_observation(int declarer_delay_spins, int o
 
 template <int... I>
 std::vector<RaceOutcome> race_all(std::integer_sequence<int, I...>) {
-  // Even rounds let the declaration start first, odd rounds the observers,
-  // so that both outcomes of the race occur.
-  return {race_declaration_against_observation<300 + I>(I % 2 == 0 ? 0 : 20 * (I % 3),
+  // Even rounds let the declaration start first, odd rounds the observers;
+  // which side wins a free race is up to the scheduler.
+  return {race_declaration_against_observation<300 + I>(Lead::Nobody, I % 2 == 0 ? 0 : 20 * (I % 3),
                                                         I % 2 == 0 ? 20 * (1 + I % 3) : 0)...};
 }
 
-TEST(CapabilityConcurrency_RacingDeclarationAndObservation, EveryThreadSeesWholeSetOrSealedEmpty) {
-  const std::vector<RaceOutcome> rounds = race_all(std::make_integer_sequence<int, 16>{});
-  int declared_rounds = 0;
-  for (std::size_t i = 0; i < rounds.size(); ++i) {
-    const RaceOutcome& r = rounds[i];
-    SCOPED_TRACE("round " + std::to_string(i));
-    EXPECT_EQ(r.mixed, 0);
-    EXPECT_EQ(r.inconsistent, 0);
-    if (r.declared) {
-      // The declaration won: nobody observed (and sealed) the empty answer.
-      EXPECT_EQ(r.empty, 0);
-      ++declared_rounds;
-    } else {
-      // An observation sealed the class first: everyone saw the empty answer.
-      EXPECT_EQ(r.whole, 0);
-    }
-    EXPECT_EQ(r.empty + r.whole, (kThreads - 1) * kObservations);
+template <int First, int... I>
+std::vector<RaceOutcome> led_rounds(Lead lead, std::integer_sequence<int, I...>) {
+  return {race_declaration_against_observation<First + I>(lead, 0, 0)...};
+}
+
+void expect_consistent_round(const RaceOutcome& r) {
+  EXPECT_EQ(r.mixed, 0);
+  EXPECT_EQ(r.inconsistent, 0);
+  if (r.declared) {
+    // The declaration won: nobody observed (and sealed) the empty answer.
+    EXPECT_EQ(r.empty, 0);
+  } else {
+    // An observation sealed the class first: everyone saw the empty answer.
+    EXPECT_EQ(r.whole, 0);
   }
-  RecordProperty("declared_rounds", declared_rounds);
+  EXPECT_EQ(r.empty + r.whole, (kThreads - 1) * kObservations);
+}
+
+TEST(CapabilityConcurrency_RacingDeclarationAndObservation, EveryThreadSeesWholeSetOrSealedEmpty) {
+  int declared_rounds = 0, sealed_empty_rounds = 0;
+  const std::vector<RaceOutcome> rounds = race_all(std::make_integer_sequence<int, 16>{});
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    SCOPED_TRACE("free round " + std::to_string(i));
+    expect_consistent_round(rounds[i]);
+    ++(rounds[i].declared ? declared_rounds : sealed_empty_rounds);
+  }
+  RecordProperty("free_rounds_declared", declared_rounds);
+  // Both outcomes, whatever the scheduler does: rounds the declaration leads
+  // end with the whole set for every observer (observers still race with
+  // each other), rounds an observation leads end sealed empty, and the
+  // declaration racing the remaining observers is refused.
+  const auto four = std::make_integer_sequence<int, 4>{};
+  const std::vector<RaceOutcome> declaration_led = led_rounds<320>(Lead::Declaration, four);
+  const std::vector<RaceOutcome> observation_led = led_rounds<330>(Lead::Observation, four);
+  for (std::size_t i = 0; i < declaration_led.size(); ++i) {
+    SCOPED_TRACE("declaration-led round " + std::to_string(i));
+    expect_consistent_round(declaration_led[i]);
+    EXPECT_TRUE(declaration_led[i].declared);
+    EXPECT_EQ(declaration_led[i].whole, (kThreads - 1) * kObservations);
+    ++(declaration_led[i].declared ? declared_rounds : sealed_empty_rounds);
+  }
+  for (std::size_t i = 0; i < observation_led.size(); ++i) {
+    SCOPED_TRACE("observation-led round " + std::to_string(i));
+    expect_consistent_round(observation_led[i]);
+    EXPECT_FALSE(observation_led[i].declared);
+    EXPECT_EQ(observation_led[i].empty, (kThreads - 1) * kObservations);
+    ++(observation_led[i].declared ? declared_rounds : sealed_empty_rounds);
+  }
+  EXPECT_GT(declared_rounds, 0) << "no round ended with the declaration published";
+  EXPECT_GT(sealed_empty_rounds, 0) << "no round ended sealed empty by an observation";
 }
 
 // Several threads declare different sets for one class while others observe:
@@ -155,7 +204,7 @@ void race_declarations() {
       caps_of({f32_add_plan()}), caps_of({i32_add_plan(), f32_relu_plan()}), caps_of({f32_mul_scalar_plan()}),
       caps_of({i32_relu_plan(), f32_add_plan(), i32_add_plan()})};
   StartLine start(kThreads);
-  std::atomic<int> successes{0};
+  std::atomic<int> successes{0}, wrong_type{0};
   std::atomic<int> winner{-1};
   std::vector<std::vector<std::vector<OperationCapability>>> observed(kThreads);
   std::vector<std::thread> threads;
@@ -167,13 +216,15 @@ void race_declarations() {
           register_operation_capabilities(cls, sets[static_cast<std::size_t>(t)]);
           successes.fetch_add(1);
           winner.store(t);
-        } catch (const TypeError&) {
+        } catch (const TypeError& e) {
+          if (typeid(e) != typeid(TypeError)) wrong_type.fetch_add(1);
         }
       }
       for (int k = 0; k < 10; ++k) observed[static_cast<std::size_t>(t)].push_back(capabilities_for_carrier_class(cls));
     });
   }
   for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong_type.load(), 0) << "a refused declaration raised a TypeError subclass";
   EXPECT_LE(successes.load(), 1);
   const std::vector<OperationCapability> final_answer = capabilities_for_carrier_class(cls);
   if (successes.load() == 1) {
@@ -251,15 +302,15 @@ TEST(CapabilityConcurrency_DependentFinalization, RacingFinalizationsOfOneInstan
           try {
             d->finalize();
             finalized.fetch_add(1);
-          } catch (const RuntimeError&) {
-            refused.fetch_add(1);
+          } catch (const RuntimeError& e) {
+            ++(typeid(e) == typeid(RuntimeError) ? refused : wrong);
           }
         } else {
           for (int k = 0; k < 20; ++k) {
             try {
               if (d->operation_capabilities() != set) wrong.fetch_add(1);
-            } catch (const RuntimeError&) {
-              unfinalized_queries.fetch_add(1);  // before finalisation: allowed
+            } catch (const RuntimeError& e) {
+              ++(typeid(e) == typeid(RuntimeError) ? unfinalized_queries : wrong);  // before finalisation: allowed
             }
           }
         }

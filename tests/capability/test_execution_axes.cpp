@@ -18,6 +18,7 @@
 #include "capability/capability_test_support.h"
 #include "carriers/kernel_axes.h"
 #include "execution/kernel_table.h"
+#include "support/expect_exactly.h"
 
 namespace sw_caps {
 namespace {
@@ -238,6 +239,7 @@ void expect_unsupported_axis(const std::function<void()>& f, const std::string& 
     f();
     ADD_FAILURE() << what << ": an Unsupported " << name_of(axis) << " axis was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.backend(), backend) << what;
     EXPECT_EQ(e.operation(), plan.operation()) << what;
     EXPECT_EQ(e.axis(), std::optional<ExecutionAxis>(axis)) << what;
@@ -382,7 +384,7 @@ void prove_every_claim(CarrierClass cls, const std::string& backend) {
         }
       }
       if (overflows) {
-        EXPECT_THROW(run_into(out, OutputMode::Accumulate), OverflowError);
+        EXPECT_THROW_EXACTLY(run_into(out, OutputMode::Accumulate), OverflowError);
         EXPECT_EQ(storage_of(*out.carrier()), before);
         EXPECT_EQ(out.carrier()->version(), v0);
         continue;
@@ -570,7 +572,7 @@ TEST(ExecutionAxes_DescriptorQueries, RepresentativeEntryIsThePolicysHomogeneous
         const std::optional<OperationCapability> got = capability(cls, spec.name(), *d);
         if (!expected) {
           EXPECT_EQ(got, std::nullopt) << cls.name() << " " << spec.name() << " " << d->name();
-          EXPECT_THROW(require_capability(cls, spec.name(), *d), UnsupportedOpDType);
+          EXPECT_THROW_EXACTLY(require_capability(cls, spec.name(), *d), UnsupportedOpDType);
           continue;
         }
         const std::optional<OperationCapability> entry = matching_capability(cls, *expected);
@@ -593,6 +595,7 @@ TEST(ExecutionAxes_DescriptorQueries, RequireCapabilityByAxis) {
     require_capability(cpu, "eq", DType::Float32(), ExecutionAxis::accumulation);
     ADD_FAILURE() << "an Unsupported axis was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.backend(), "CPU");
     EXPECT_EQ(e.operation(), "eq");
     EXPECT_EQ(e.dtype(), &DType::Float32());
@@ -601,20 +604,24 @@ TEST(ExecutionAxes_DescriptorQueries, RequireCapabilityByAxis) {
     EXPECT_EQ(*e.plan(), eq);
     EXPECT_STREQ(e.type_name(), "UnsupportedOpDType");
   }
-  // Catchable as UnsupportedOperationPlan (and so as NotImplementedError).
-  EXPECT_THROW(require_capability(cpu, "eq", DType::Float32(), ExecutionAxis::accumulation), UnsupportedOperationPlan);
-  EXPECT_THROW(require_capability(cpu, "eq", DType::Float32(), ExecutionAxis::accumulation), NotImplementedError);
+  // Catchable as UnsupportedOperationPlan (and so as NotImplementedError):
+  // base-class catches on purpose.
+  EXPECT_THROW(require_capability(cpu, "eq", DType::Float32(), ExecutionAxis::accumulation),
+               UnsupportedOperationPlan);
+  EXPECT_THROW(require_capability(cpu, "eq", DType::Float32(), ExecutionAxis::accumulation),
+               NotImplementedError);
   static_assert(std::is_base_of_v<UnsupportedOperationPlan, UnsupportedOpDType>);
   // By exact plan and axis.
   EXPECT_EQ(require_capability(cpu, f32_add_plan(), ExecutionAxis::strided_output).to_plan(), f32_add_plan());
-  EXPECT_THROW(require_capability(cpu, eq, ExecutionAxis::accumulation), UnsupportedOpDType);
+  EXPECT_THROW_EXACTLY(require_capability(cpu, eq, ExecutionAxis::accumulation), UnsupportedOpDType);
   // Derived: for every entry and axis, the requirement fails iff the level is
   // Unsupported.
   for (CarrierClass cls : {carrier_class<Generic>(), cpu}) {
     for (const OperationCapability& c : capabilities_for_carrier_class(cls)) {
       for (ExecutionAxis axis : all_execution_axes()) {
         if (c.axes().level(axis) == SupportLevel::Unsupported) {
-          EXPECT_THROW(require_capability(cls, c.to_plan(), axis), UnsupportedOpDType) << c.to_plan().to_string();
+          EXPECT_THROW_EXACTLY(require_capability(cls, c.to_plan(), axis), UnsupportedOpDType)
+              << c.to_plan().to_string();
         } else {
           EXPECT_EQ(require_capability(cls, c.to_plan(), axis), c);
         }
@@ -629,6 +636,7 @@ TEST(ExecutionAxes_DescriptorQueries, MissingEntryRaisesUnsupportedOpDType) {
       require_capability(carrier_class<Generic>(), "eq", DType::Int32(), axis);
       ADD_FAILURE() << "a missing entry was accepted";
     } catch (const UnsupportedOpDType& e) {
+      EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
       EXPECT_EQ(e.backend(), "Generic");
       EXPECT_EQ(e.operation(), "eq");
       EXPECT_EQ(e.dtype(), &DType::Int32());
@@ -636,12 +644,15 @@ TEST(ExecutionAxes_DescriptorQueries, MissingEntryRaisesUnsupportedOpDType) {
       EXPECT_FALSE(e.plan().has_value());
     }
   }
-  EXPECT_THROW(require_capability(carrier_class<Generic>(), "caps_test_unknown", DType::Float32()), UnsupportedOpDType);
-  EXPECT_THROW(require_capability(carrier_class<CPU>(), "caps_test_unknown", DType::Float32()), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(require_capability(carrier_class<Generic>(), "caps_test_unknown", DType::Float32()),
+                       UnsupportedOpDType);
+  EXPECT_THROW_EXACTLY(require_capability(carrier_class<CPU>(), "caps_test_unknown", DType::Float32()),
+                       UnsupportedOpDType);
   // An exact plan the class lacks raises the plain UnsupportedOperationPlan.
   const OperationPlan missing("add", {OperandPlan::tensor(DType::Bool()), OperandPlan::tensor(DType::Bool())},
                               Arithmetic::BINARY32, std::nullopt, nullptr, DType::Bool());
-  EXPECT_THROW(require_capability(carrier_class<CPU>(), missing, ExecutionAxis::owned_result), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(require_capability(carrier_class<CPU>(), missing, ExecutionAxis::owned_result),
+                       UnsupportedOperationPlan);
 }
 
 TEST(ExecutionAxes_DescriptorQueries, CustomClassAxesAreDeclared) {
@@ -654,6 +665,7 @@ TEST(ExecutionAxes_DescriptorQueries, CustomClassAxesAreDeclared) {
     require_capability(Custom<200>::cls(), "add", DType::Float32(), ExecutionAxis::strided_output);
     ADD_FAILURE() << "an Unsupported axis was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.backend(), Custom<200>::cls().name());
     EXPECT_EQ(e.axis(), std::optional<ExecutionAxis>(ExecutionAxis::strided_output));
   }
@@ -809,6 +821,7 @@ void expect_refused(const std::function<void()>& f, ExecutionAxis axis) {
     f();
     ADD_FAILURE() << "an Unsupported " << name_of(axis) << " axis was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.axis(), std::optional<ExecutionAxis>(axis));
     EXPECT_EQ(e.operation(), "add");
     EXPECT_EQ(e.dtype(), &DType::Float32());
@@ -878,15 +891,15 @@ TYPED_TEST(ExecutionAxes_CallerOutput, CheckedInt32OverflowLeavesOutputUnchanged
   const Tensor b = i32<C>({1, 1, 1}, Shape{3});
   const Tensor out = i32<C>({7, 8, 9}, Shape{3});
   const std::uint64_t v0 = out.carrier()->version();
-  EXPECT_THROW(compute_into(out, [&] { return add(a, b); }), OverflowError);
+  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), OverflowError);
   EXPECT_EQ(TypedTensor<std::int32_t>(out).values(), (std::vector<std::int32_t>{7, 8, 9}));
   EXPECT_EQ(out.carrier()->version(), v0);
   // A strided output too, and a weak-scalar plan.
   const Tensor base = i32<C>({0, 1, 2, 3, 4, 5, 6}, Shape{7});
   const Tensor view = base.slice(0, 1, 7, 2);
   const std::uint64_t vb = base.carrier()->version();
-  EXPECT_THROW(compute_into(view, [&] { return add(a, b); }), OverflowError);
-  EXPECT_THROW(compute_into(view, [&] { return mul(a, 65536); }), OverflowError);
+  EXPECT_THROW_EXACTLY(compute_into(view, [&] { return add(a, b); }), OverflowError);
+  EXPECT_THROW_EXACTLY(compute_into(view, [&] { return mul(a, 65536); }), OverflowError);
   EXPECT_EQ(TypedTensor<std::int32_t>(base).values(), (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(base.carrier()->version(), vb);
   // The same call without overflow writes all of it, one version step.
@@ -901,7 +914,7 @@ TYPED_TEST(ExecutionAxes_CallerOutput, AccumulationOverflowLeavesOutputUnchanged
   const std::int32_t big = std::numeric_limits<std::int32_t>::max();
   const Tensor a = i32<C>({1, 2}, Shape{2});
   const Tensor out = i32<C>({5, big}, Shape{2});
-  EXPECT_THROW(compute_into(out, [&] { return add(a, a); }, OutputMode::Accumulate), OverflowError);
+  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, a); }, OutputMode::Accumulate), OverflowError);
   EXPECT_EQ(TypedTensor<std::int32_t>(out).values(), (std::vector<std::int32_t>{5, big}));
   EXPECT_EQ(out.carrier()->version(), 0u);
 }
@@ -916,6 +929,7 @@ TYPED_TEST(ExecutionAxes_CallerOutput, BoolAccumulationIsRejectedBeforeTouchingO
     compute_into(out, [&] { return eq(a, b); }, OutputMode::Accumulate);
     ADD_FAILURE() << "accumulating a Bool result was accepted";
   } catch (const UnsupportedOpDType& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
     EXPECT_EQ(e.backend(), carrier_class<C>().name());
     EXPECT_EQ(e.operation(), "eq");
     EXPECT_EQ(e.dtype(), &DType::Float32());
@@ -940,47 +954,47 @@ TYPED_TEST(ExecutionAxes_CallerOutput, OutputValidationErrors) {
   };
   {  // wrong dtype
     const Tensor out = i32<C>({0, 0, 0}, Shape{3});
-    EXPECT_THROW(compute_into(out, [&] { return add(a, b); }), TypeError);
+    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), TypeError);
     unchanged(out, storage_of(*out.carrier()), 0);
   }
   {  // wrong shape
     const Tensor out = f32<C>({0, 0, 0, 0}, Shape{4});
-    EXPECT_THROW(compute_into(out, [&] { return add(a, b); }), ValueError);
+    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), ValueError);
     const Tensor out2 = f32<C>({0, 0, 0}, Shape{1, 3});
-    EXPECT_THROW(compute_into(out2, [&] { return add(a, b); }), ValueError);
+    EXPECT_THROW_EXACTLY(compute_into(out2, [&] { return add(a, b); }), ValueError);
     unchanged(out, storage_of(*out.carrier()), 0);
     unchanged(out2, storage_of(*out2.carrier()), 0);
   }
   {  // another carrier class
     const Tensor out = f32<Other>({0, 0, 0}, Shape{3});
-    EXPECT_THROW(compute_into(out, [&] { return add(a, b); }), TypeError);
+    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), TypeError);
     unchanged(out, storage_of(*out.carrier()), 0);
   }
   {  // immutable
     const std::vector<Value> zeros(3, Value::from_float32(0));
     const Tensor out(C::from_values(zeros, DType::Float32(), false), Shape{3});
-    EXPECT_THROW(compute_into(out, [&] { return add(a, b); }), RuntimeError);
-    EXPECT_THROW(compute_into(out, [&] { return add(a, b); }, OutputMode::Accumulate), RuntimeError);
+    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), RuntimeError);
+    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }, OutputMode::Accumulate), RuntimeError);
     unchanged(out, zeros, 0);
   }
   {  // released
     const Tensor out = f32<C>({0, 0, 0}, Shape{3});
     out.carrier()->release();
-    EXPECT_THROW(compute_into(out, [&] { return add(a, b); }), RuntimeError);
+    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), RuntimeError);
     EXPECT_EQ(out.carrier()->version(), 0u);
   }
   {  // sharing a carrier with an operand (the operand itself, or a view of it)
     const Tensor big = f32<C>({1, 2, 3, 4, 5, 6}, Shape{6});
     const Tensor lo = big.slice(0, 0, 3), hi = big.slice(0, 3, 6);
     const std::vector<Value> before = storage_of(*big.carrier());
-    EXPECT_THROW(compute_into(lo, [&] { return add(lo, b); }), ValueError);
-    EXPECT_THROW(compute_into(hi, [&] { return add(lo, b); }), ValueError);
-    EXPECT_THROW(compute_into(hi, [&] { return add(a, lo); }, OutputMode::Accumulate), ValueError);
+    EXPECT_THROW_EXACTLY(compute_into(lo, [&] { return add(lo, b); }), ValueError);
+    EXPECT_THROW_EXACTLY(compute_into(hi, [&] { return add(lo, b); }), ValueError);
+    EXPECT_THROW_EXACTLY(compute_into(hi, [&] { return add(a, lo); }, OutputMode::Accumulate), ValueError);
     unchanged(big, before, 0);
   }
   {  // an operation that executes no kernel writes nothing
     const Tensor out = f32<C>({0, 0, 0}, Shape{3});
-    EXPECT_THROW(compute_into(out, [&] { return a; }), RuntimeError);
+    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return a; }), RuntimeError);
     unchanged(out, storage_of(*out.carrier()), 0);
   }
 }

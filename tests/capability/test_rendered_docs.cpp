@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "execution/kernel_table.h"
+#include "support/expect_exactly.h"
 
 #include <fstream>
 #include <sstream>
@@ -74,7 +75,7 @@ TEST(ExecutionAxesOutputs, BroadcastViewIsNotAnOutput) {
   const Tensor a = make_tensor<CPU>({1.0f, 2.0f}, Shape{2});
   const Tensor one = make_tensor<CPU>({0.0f}, Shape{1});
   const Tensor wide = one.broadcast_to(Shape{2});
-  EXPECT_THROW(compute_into(wide, [&] { return add(a, a); }), ValueError);
+  EXPECT_THROW_EXACTLY(compute_into(wide, [&] { return add(a, a); }), ValueError);
   EXPECT_EQ(TypedTensor<float>(one).values(), (std::vector<float>{0.0f}));
   EXPECT_EQ(one.carrier()->version(), 0u);
 }

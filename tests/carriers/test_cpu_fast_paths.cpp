@@ -10,6 +10,8 @@
 #include <cmath>
 #include <random>
 
+#include "support/expect_exactly.h"
+
 namespace {
 
 using namespace strideweave;
@@ -158,8 +160,8 @@ TEST(CpuFastPaths, Int32OverflowInAnyRangeRaisesAndChangesNothing) {
   big.back() = 2147483647;  // the last range overflows
   const Tensor a = make_tensor<CPU>(big, Shape{n});
   const Tensor out = make_tensor<CPU>(std::vector<std::int32_t>(static_cast<std::size_t>(n), -5), Shape{n});
-  EXPECT_THROW(add(a, a), OverflowError);
-  EXPECT_THROW(compute_into(out, [&] { return add(a, a); }), OverflowError);
+  EXPECT_THROW_EXACTLY(add(a, a), OverflowError);
+  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, a); }), OverflowError);
   EXPECT_EQ(TypedTensor<std::int32_t>(out).values(), std::vector<std::int32_t>(static_cast<std::size_t>(n), -5));
 }
 
@@ -168,8 +170,8 @@ TEST(CpuFastPaths, ThreadSettingValidatesAndPersists) {
   EXPECT_GE(num_threads(), 1);
   set_num_threads(3);
   EXPECT_EQ(num_threads(), 3);
-  EXPECT_THROW(set_num_threads(0), ValueError);
-  EXPECT_THROW(set_num_threads(-2), ValueError);
+  EXPECT_THROW_EXACTLY(set_num_threads(0), ValueError);
+  EXPECT_THROW_EXACTLY(set_num_threads(-2), ValueError);
   EXPECT_EQ(num_threads(), 3);  // unchanged by the refused calls
   set_num_threads(1);
   EXPECT_EQ(num_threads(), 1);

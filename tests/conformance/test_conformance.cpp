@@ -2,8 +2,10 @@
 // (harness.h). Also the fixed cases the generators cannot express.
 #include <gtest/gtest.h>
 
+#include "capability/capability_test_support.h"
 #include "conformance/harness.h"
 #include "execution/kernel_table.h"
+#include "support/expect_exactly.h"
 
 namespace sw_test {
 
@@ -34,10 +36,68 @@ TEST(Conformance, CpuAgreesWithGenericOnEveryPlan) {
   EXPECT_GT(report.cases, 1000u);
 }
 
-TEST(Conformance, GenericAgreesWithItself) {
-  const ConformanceReport report = run_conformance(Generic::zeros(0, DType::Float32()));
+// The harness itself, on carriers built to pass and to fail it. A custom
+// class (capability_test_support.h, indices 1100 .. 1199) registers kernels
+// for two of Generic's plans; its kernels compute through the carrier's own
+// slot access, the reference's arithmetic or, for the failing class, not.
+template <class Fn>
+KernelFn value_kernel(Fn element) {
+  return [element](const KernelCall& call) {
+    auto& out = dynamic_cast<sw_caps::ValueCarrier&>(*call.output.carrier());
+    std::vector<std::vector<Value>> inputs;
+    for (std::size_t i = 0; i < call.operands.size(); ++i) inputs.push_back(call.tensor(i).values());
+    for (std::int64_t k = 0; k < call.output.size(); ++k)
+      out.poke(call.output.offset() + call.output.layout()(k), element(inputs, static_cast<std::size_t>(k)));
+  };
+}
+
+OperationPlan f32_add() { return resolve_operation_plan("add", {DType::Float32(), DType::Float32()}); }
+OperationPlan f32_neg() { return resolve_operation_plan("neg", {DType::Float32()}); }
+
+// Add and neg exactly as Generic computes them (one binary32 step each).
+void register_two_plan_table(CarrierClass cls, bool wrong_add) {
+  KernelTable table;
+  table.add(f32_add(), value_kernel([wrong_add](const std::vector<std::vector<Value>>& in, std::size_t k) {
+              const float sum = in[0][k].f + in[1][k].f;
+              return Value::from_float32(wrong_add && sum == 1.0f ? 1.5f : sum);
+            }));
+  table.add(f32_neg(), value_kernel([](const std::vector<std::vector<Value>>& in, std::size_t k) {
+              return Value::from_float32(-in[0][k].f);
+            }));
+  register_kernel_table(cls, std::move(table));
+}
+
+// The harness's second half: every registry plan a carrier does not execute
+// is run once on it and must be refused by the gate. Generic and CPU execute
+// every plan, so only a carrier with a partial table reaches that branch.
+TEST(Conformance, PlansACarrierLacksAreRunAndRefusedByTheGate) {
+  using Partial = sw_caps::Custom<1100>;
+  register_two_plan_table(Partial::cls(), false);
+  const ConformanceReport report = run_conformance(Partial::make(DType::Float32(), {}));
   for (const std::string& f : report.failures) ADD_FAILURE() << f;
   EXPECT_EQ(report.failed, 0u);
+  EXPECT_EQ(report.entries, 2u);
+  const std::size_t registry_plans = executable_plan_set().size();
+  EXPECT_EQ(report.unsupported, registry_plans - 2);
+  // Every one of them was run, and every run was refused.
+  EXPECT_EQ(report.refused, report.unsupported);
+  EXPECT_GT(report.cases, report.unsupported + 2);
+  EXPECT_EQ(report.passed, report.cases);
+}
+
+// The harness's first half reports a carrier that disagrees with Generic:
+// the same table with an add that returns 1.5 where the sum is 1.
+TEST(Conformance, DisagreementWithGenericIsReported) {
+  using Wrong = sw_caps::Custom<1101>;
+  register_two_plan_table(Wrong::cls(), true);
+  const ConformanceReport report = run_conformance(Wrong::make(DType::Float32(), {}));
+  EXPECT_GT(report.failed, 0u);
+  EXPECT_EQ(report.refused, report.unsupported);
+  ASSERT_FALSE(report.failures.empty());
+  for (const std::string& f : report.failures) {
+    EXPECT_EQ(f.rfind(f32_add().to_string() + " :: ", 0), 0u) << "only add is wrong: " << f;
+    EXPECT_NE(f.find("generic 1 vs 1.5"), std::string::npos) << f;
+  }
 }
 
 // Int32 overflow raises the same error on both carriers and never wraps.
@@ -47,11 +107,11 @@ TEST(Conformance, Int32OverflowRaisesOnBothCarriers) {
     auto t = [&](std::initializer_list<std::int32_t> v, const Shape& s) {
       return cpu ? make_tensor<CPU>(v, s) : make_tensor<Generic>(v, s);
     };
-    EXPECT_THROW(add(t({big, 1}, Shape{2}), t({1, 1}, Shape{2})), OverflowError);
-    EXPECT_THROW(mul(t({big}, Shape{1}), t({2}, Shape{1})), OverflowError);
-    EXPECT_THROW(mul(t({65536}, Shape{1}), 65536), OverflowError);
-    EXPECT_THROW(reduce_sum(t({big, big}, Shape{2})), OverflowError);
-    EXPECT_THROW(matmul(t({big, big}, Shape{1, 2}), t({1, 1}, Shape{2, 1})), OverflowError);
+    EXPECT_THROW_EXACTLY(add(t({big, 1}, Shape{2}), t({1, 1}, Shape{2})), OverflowError);
+    EXPECT_THROW_EXACTLY(mul(t({big}, Shape{1}), t({2}, Shape{1})), OverflowError);
+    EXPECT_THROW_EXACTLY(mul(t({65536}, Shape{1}), 65536), OverflowError);
+    EXPECT_THROW_EXACTLY(reduce_sum(t({big, big}, Shape{2})), OverflowError);
+    EXPECT_THROW_EXACTLY(matmul(t({big, big}, Shape{1, 2}), t({1, 1}, Shape{2, 1})), OverflowError);
     EXPECT_EQ(TypedTensor<std::int32_t>(add(t({big, -5}, Shape{2}), t({0, 5}, Shape{2}))).values(),
               (std::vector<std::int32_t>{big, 0}));
   }

@@ -34,6 +34,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "support/expect_exactly.h"
+
 namespace sw = strideweave;
 using sw::Carrier;
 using sw::DType;
@@ -285,23 +287,23 @@ TYPED_TEST(CoreConcepts_1_1_Carrier, OutOfRangeIndexRaisesIndexError) {
   const State before = state_of(*c);
   for (std::int64_t bad : {std::int64_t{-1}, std::int64_t{3}, std::int64_t{4}, kInt64Min, kInt64Max}) {
     SCOPED_TRACE(bad);
-    EXPECT_THROW(c->get_value(bad), sw::IndexError);
-    EXPECT_THROW((*c)[bad], sw::IndexError);
-    EXPECT_THROW(c->set_value(bad, F(9)), sw::IndexError);
+    EXPECT_THROW_EXACTLY(c->get_value(bad), sw::IndexError);
+    EXPECT_THROW_EXACTLY((*c)[bad], sw::IndexError);
+    EXPECT_THROW_EXACTLY(c->set_value(bad, F(9)), sw::IndexError);
     EXPECT_EQ(state_of(*c), before);
   }
   EXPECT_EQ(thrown_type([&] { c->get_value(-1); }), "IndexError");
   EXPECT_EQ(thrown_type([&] { c->set_value(3, F(0)); }), "IndexError");
   // IndexError is a LookupError (Python's hierarchy).
-  EXPECT_THROW(c->get_value(3), sw::LookupError);
+  EXPECT_THROW(c->get_value(3), sw::LookupError);  // a base-class catch on purpose
 }
 
 TYPED_TEST(CoreConcepts_1_1_Carrier, EveryIndexOfAnEmptyCarrierRaisesIndexError) {
   using Make = CarrierUnderTest<TypeParam>;
   auto c = Make::allocate(0, DType::Int32());
-  EXPECT_THROW(c->get_value(0), sw::IndexError);
-  EXPECT_THROW(c->get_value(-1), sw::IndexError);
-  EXPECT_THROW(c->set_value(0, I(1)), sw::IndexError);
+  EXPECT_THROW_EXACTLY(c->get_value(0), sw::IndexError);
+  EXPECT_THROW_EXACTLY(c->get_value(-1), sw::IndexError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, I(1)), sw::IndexError);
   EXPECT_EQ(c->version(), 0u);
 }
 
@@ -321,11 +323,11 @@ TYPED_TEST(CoreConcepts_1_1_Carrier, WriteOnImmutableCarrierRaisesRuntimeError) 
   auto c = Make::from_values({F(1), F(2), F(3)}, DType::Float32(), /*mutable_=*/false);
   EXPECT_FALSE(c->is_mutable());
   const State before = state_of(*c);
-  EXPECT_THROW(c->set_value(0, F(9)), sw::RuntimeError);
-  EXPECT_THROW(c->set_value(2, F(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, F(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(2, F(9)), sw::RuntimeError);
   // Immutability is checked before the index and the value kind.
-  EXPECT_THROW(c->set_value(5, F(9)), sw::RuntimeError);
-  EXPECT_THROW(c->set_value(0, I(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(5, F(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, I(9)), sw::RuntimeError);
   EXPECT_EQ(state_of(*c), before);
   EXPECT_EQ(thrown_type([&] { c->set_value(0, F(9)); }), "RuntimeError");
   // Reads still work.
@@ -333,7 +335,7 @@ TYPED_TEST(CoreConcepts_1_1_Carrier, WriteOnImmutableCarrierRaisesRuntimeError) 
   EXPECT_EQ(values_of(*c), (std::vector<Value>{F(1), F(2), F(3)}));
 
   auto zeros = Make::allocate(2, DType::Bool(), /*mutable_=*/false);
-  EXPECT_THROW(zeros->set_value(0, B(true)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(zeros->set_value(0, B(true)), sw::RuntimeError);
   EXPECT_EQ(values_of(*zeros), (std::vector<Value>{B(false), B(false)}));
 }
 
@@ -345,8 +347,8 @@ TYPED_TEST(CoreConcepts_1_1_Carrier, StoringAValueOfAnotherKindRaisesTypeError) 
     const State before = state_of(*c);
     for (const Value& wrong : {F(1), I(1), B(true)}) {
       if (&sw::dtype_of(wrong.kind) == d) continue;
-      EXPECT_THROW(c->set_value(0, wrong), sw::TypeError);
-      EXPECT_THROW(c->set_value(1, wrong), sw::TypeError);
+      EXPECT_THROW_EXACTLY(c->set_value(0, wrong), sw::TypeError);
+      EXPECT_THROW_EXACTLY(c->set_value(1, wrong), sw::TypeError);
     }
     EXPECT_EQ(state_of(*c), before);
   }
@@ -355,14 +357,14 @@ TYPED_TEST(CoreConcepts_1_1_Carrier, StoringAValueOfAnotherKindRaisesTypeError) 
   EXPECT_NE(message.find("int32"), std::string::npos) << message;
   EXPECT_NE(message.find("float32"), std::string::npos) << message;
   // A range error wins over a kind error (index is checked first).
-  EXPECT_THROW(f->set_value(1, I(3)), sw::IndexError);
+  EXPECT_THROW_EXACTLY(f->set_value(1, I(3)), sw::IndexError);
 }
 
 TYPED_TEST(CoreConcepts_1_1_Carrier, ConstructingFromValuesOfAnotherKindRaisesTypeError) {
   using Make = CarrierUnderTest<TypeParam>;
-  EXPECT_THROW(Make::from_values({F(1), I(2)}, DType::Float32()), sw::TypeError);
-  EXPECT_THROW(Make::from_values({I(1)}, DType::Bool()), sw::TypeError);
-  EXPECT_THROW(Make::from_values({B(true)}, DType::Int32()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(Make::from_values({F(1), I(2)}, DType::Float32()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(Make::from_values({I(1)}, DType::Bool()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(Make::from_values({B(true)}, DType::Int32()), sw::TypeError);
 }
 
 // ===========================================================================
@@ -405,7 +407,7 @@ TYPED_TEST(CoreConcepts_1_2_Carrier, SupportIsIdentityBased) {
   EXPECT_EQ(lookalike.bits(), DType::Float32().bits());
   EXPECT_EQ(lookalike.supertype(), DType::Float32().supertype());
   EXPECT_FALSE(c->supports_storage_dtype(lookalike));
-  EXPECT_THROW(Make::allocate(1, lookalike), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Make::allocate(1, lookalike), sw::ValueError);
 }
 
 TYPED_TEST(CoreConcepts_1_2_Carrier, SupportIsIndependentOfCarrierState) {
@@ -427,10 +429,10 @@ TYPED_TEST(CoreConcepts_1_2_Carrier, ConstructingWithAnUnsupportedDtypeRaisesVal
   using Make = CarrierUnderTest<TypeParam>;
   for (const DType* d : unsupported_dtypes()) {
     SCOPED_TRACE(d->name());
-    EXPECT_THROW(Make::from_values({}, *d), sw::ValueError);
-    EXPECT_THROW(Make::from_values({F(1)}, *d), sw::ValueError);
-    EXPECT_THROW(Make::allocate(3, *d), sw::ValueError);
-    EXPECT_THROW(Make::allocate(0, *d), sw::ValueError);
+    EXPECT_THROW_EXACTLY(Make::from_values({}, *d), sw::ValueError);
+    EXPECT_THROW_EXACTLY(Make::from_values({F(1)}, *d), sw::ValueError);
+    EXPECT_THROW_EXACTLY(Make::allocate(3, *d), sw::ValueError);
+    EXPECT_THROW_EXACTLY(Make::allocate(0, *d), sw::ValueError);
   }
   const std::string message = thrown_message([] { Make::allocate(1, DType::Float64()); });
   EXPECT_NE(message.find("float64"), std::string::npos) << message;
@@ -439,8 +441,8 @@ TYPED_TEST(CoreConcepts_1_2_Carrier, ConstructingWithAnUnsupportedDtypeRaisesVal
 
 TYPED_TEST(CoreConcepts_1_2_Carrier, NegativeSizeRaisesValueError) {
   using Make = CarrierUnderTest<TypeParam>;
-  EXPECT_THROW(Make::allocate(-1, DType::Float32()), sw::ValueError);
-  EXPECT_THROW(Make::allocate(kInt64Min, DType::Int32()), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Make::allocate(-1, DType::Float32()), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Make::allocate(kInt64Min, DType::Int32()), sw::ValueError);
 }
 
 // ===========================================================================
@@ -492,7 +494,7 @@ TYPED_TEST(CoreConcepts_1_4_Carrier, NewLikeHonoursDtypeAndMutable) {
   EXPECT_EQ(&fresh->dtype(), &DType::Int32());
   EXPECT_FALSE(fresh->is_mutable());
   EXPECT_EQ(values_of(*fresh), ints);  // immutable storage still receives its values
-  EXPECT_THROW(fresh->set_value(0, I(0)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(fresh->set_value(0, I(0)), sw::RuntimeError);
   EXPECT_EQ(values_of(*fresh), ints);
   // An immutable prototype still makes mutable storage by default.
   auto frozen = Make::from_values({B(true)}, DType::Bool(), /*mutable_=*/false);
@@ -511,9 +513,9 @@ TYPED_TEST(CoreConcepts_1_4_Carrier, NewLikeWithValuesOfAnotherKindRaisesTypeErr
   auto proto = Make::from_values({F(1), F(2)}, DType::Float32());
   const State before = state_of(*proto);
   const std::vector<Value> mixed = {F(1), I(2)};
-  EXPECT_THROW(proto->new_like(mixed), sw::TypeError);
+  EXPECT_THROW_EXACTLY(proto->new_like(mixed), sw::TypeError);
   const std::vector<Value> floats = {F(1)};
-  EXPECT_THROW(proto->new_like(floats, true, &DType::Int32()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(proto->new_like(floats, true, &DType::Int32()), sw::TypeError);
   EXPECT_EQ(state_of(*proto), before);
 }
 
@@ -523,9 +525,9 @@ TYPED_TEST(CoreConcepts_1_4_Carrier, LikeWithAnUnsupportedDtypeRaisesValueError)
   const State before = state_of(*proto);
   for (const DType* d : unsupported_dtypes()) {
     SCOPED_TRACE(d->name());
-    EXPECT_THROW(proto->new_like(std::vector<Value>{}, true, d), sw::ValueError);
-    EXPECT_THROW(proto->allocate_like(2, true, d), sw::ValueError);
-    EXPECT_THROW(proto->allocate_like(2, true, d, /*empty=*/true), sw::ValueError);
+    EXPECT_THROW_EXACTLY(proto->new_like(std::vector<Value>{}, true, d), sw::ValueError);
+    EXPECT_THROW_EXACTLY(proto->allocate_like(2, true, d), sw::ValueError);
+    EXPECT_THROW_EXACTLY(proto->allocate_like(2, true, d, /*empty=*/true), sw::ValueError);
   }
   EXPECT_EQ(state_of(*proto), before);
 }
@@ -546,7 +548,7 @@ TYPED_TEST(CoreConcepts_1_4_Carrier, AllocateLikeReturnsZeroedStorageOfTheSameEx
     EXPECT_EQ(&other->dtype(), d);
     EXPECT_FALSE(other->is_mutable());
     EXPECT_EQ(values_of(*other), (std::vector<Value>(3, *sw::storage_zero(*d))));
-    EXPECT_THROW(other->set_value(0, sample_of(*d)), sw::RuntimeError);
+    EXPECT_THROW_EXACTLY(other->set_value(0, sample_of(*d)), sw::RuntimeError);
   }
   EXPECT_EQ(proto->allocate_like(0)->size(), 0);
 }
@@ -571,8 +573,8 @@ TYPED_TEST(CoreConcepts_1_4_Carrier, AllocateLikeNegativeSizeRaisesValueError) {
   using Make = CarrierUnderTest<TypeParam>;
   auto proto = Make::from_values({F(1)}, DType::Float32());
   const State before = state_of(*proto);
-  EXPECT_THROW(proto->allocate_like(-1), sw::ValueError);
-  EXPECT_THROW(proto->allocate_like(-5, true, nullptr, true), sw::ValueError);
+  EXPECT_THROW_EXACTLY(proto->allocate_like(-1), sw::ValueError);
+  EXPECT_THROW_EXACTLY(proto->allocate_like(-5, true, nullptr, true), sw::ValueError);
   EXPECT_EQ(state_of(*proto), before);
 }
 
@@ -636,11 +638,11 @@ TEST(CoreConcepts_1_5_Mutability, OwnedCarrierIsNotPubliclyMutable) {
   EXPECT_TRUE(c->is_owned());
   EXPECT_FALSE(c->is_mutable());
   const State before = state_of(*c);
-  EXPECT_THROW(c->set_value(1, I(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(1, I(9)), sw::RuntimeError);
   const std::string message = thrown_message([&] { c->set_value(1, I(9)); });
   EXPECT_NE(message.find("owned"), std::string::npos) << message;
   // Releasing an owned carrier -> RuntimeError (1.6), and it stays live.
-  EXPECT_THROW(c->release(), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->release(), sw::RuntimeError);
   EXPECT_FALSE(c->is_released());
   // Aliases may still read.
   EXPECT_EQ(c->get_value(0), I(5));
@@ -659,7 +661,7 @@ TEST(CoreConcepts_1_5_Mutability, OwnershipNeverMakesAnImmutableCarrierMutable) 
   EXPECT_FALSE(c->is_mutable());
   c->mark_owned(false);
   EXPECT_FALSE(c->is_mutable());
-  EXPECT_THROW(c->set_value(0, B(false)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, B(false)), sw::RuntimeError);
   EXPECT_EQ(c->get_value(0), B(true));
 }
 
@@ -679,7 +681,7 @@ TYPED_TEST(CoreConcepts_1_6_Carrier, ReleaseIsPermanentAndIdempotent) {
   EXPECT_NO_THROW(c->release());
   EXPECT_NO_THROW(c->release());
   EXPECT_TRUE(c->is_released());
-  EXPECT_THROW(c->get_value(0), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->get_value(0), sw::RuntimeError);
 }
 
 TYPED_TEST(CoreConcepts_1_6_Carrier, AfterReleaseAccessAndMutationRaiseRuntimeError) {
@@ -687,15 +689,15 @@ TYPED_TEST(CoreConcepts_1_6_Carrier, AfterReleaseAccessAndMutationRaiseRuntimeEr
   auto c = Make::from_values({I(1), I(2), I(3)}, DType::Int32());
   c->set_value(0, I(4));
   c->release();
-  EXPECT_THROW(c->size(), sw::RuntimeError);
-  EXPECT_THROW(c->get_value(0), sw::RuntimeError);
-  EXPECT_THROW((*c)[1], sw::RuntimeError);
-  EXPECT_THROW(c->set_value(0, I(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->size(), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->get_value(0), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY((*c)[1], sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, I(9)), sw::RuntimeError);
   // Released is reported before range and kind problems.
-  EXPECT_THROW(c->get_value(-1), sw::RuntimeError);
-  EXPECT_THROW(c->get_value(3), sw::RuntimeError);
-  EXPECT_THROW(c->set_value(7, I(9)), sw::RuntimeError);
-  EXPECT_THROW(c->set_value(0, F(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->get_value(-1), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->get_value(3), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(7, I(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, F(9)), sw::RuntimeError);
   // Exactly RuntimeError (not a subclass such as NotImplementedError).
   EXPECT_EQ(thrown_type([&] { c->get_value(0); }), "RuntimeError");
   EXPECT_EQ(thrown_type([&] { c->set_value(0, I(1)); }), "RuntimeError");
@@ -834,19 +836,19 @@ TYPED_TEST(CoreConcepts_2_1_Version, FailedWriteAddsNothing) {
   c->set_value(1, F(4));
   const State before = state_of(*c);
   ASSERT_EQ(before.version, 1u);
-  EXPECT_THROW(c->set_value(-1, F(0)), sw::IndexError);
-  EXPECT_THROW(c->set_value(2, F(0)), sw::IndexError);
-  EXPECT_THROW(c->set_value(0, I(0)), sw::TypeError);
-  EXPECT_THROW(c->set_value(0, B(false)), sw::TypeError);
+  EXPECT_THROW_EXACTLY(c->set_value(-1, F(0)), sw::IndexError);
+  EXPECT_THROW_EXACTLY(c->set_value(2, F(0)), sw::IndexError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, I(0)), sw::TypeError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, B(false)), sw::TypeError);
   EXPECT_EQ(state_of(*c), before);
 
   auto frozen = Make::from_values({F(1)}, DType::Float32(), /*mutable_=*/false);
-  EXPECT_THROW(frozen->set_value(0, F(2)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(frozen->set_value(0, F(2)), sw::RuntimeError);
   EXPECT_EQ(frozen->version(), 0u);
   EXPECT_EQ(frozen->get_value(0), F(1));
 
   c->release();
-  EXPECT_THROW(c->set_value(0, F(0)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, F(0)), sw::RuntimeError);
   EXPECT_EQ(c->version(), 1u);
 }
 
@@ -941,7 +943,7 @@ TEST(CoreConcepts_8_2_CPU, ReleaseDoesNotFreeTheCallerBuffer) {
     c->set_value(7, F(70));
     c->release();
     EXPECT_TRUE(c->is_released());
-    EXPECT_THROW(c->get_value(0), sw::RuntimeError);
+    EXPECT_THROW_EXACTLY(c->get_value(0), sw::RuntimeError);
     c->release();
   }
   EXPECT_EQ(buffer[7], 70.0f);
@@ -959,23 +961,23 @@ TEST(CoreConcepts_8_2_CPU, WrapImmutableRefusesWritesAndLeavesTheBuffer) {
   float buffer[2] = {1.0f, 2.0f};
   auto c = sw::CPU::wrap(buffer, 2, DType::Float32(), /*mutable_=*/false);
   EXPECT_FALSE(c->is_mutable());
-  EXPECT_THROW(c->set_value(0, F(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(c->set_value(0, F(9)), sw::RuntimeError);
   EXPECT_EQ(buffer[0], 1.0f);
   EXPECT_EQ(c->version(), 0u);
 }
 
 TEST(CoreConcepts_8_2_CPU, WrapRejectsBadArgumentsWithValueError) {
   alignas(8) std::int32_t ints[4] = {1, 2, 3, 4};
-  EXPECT_THROW(sw::CPU::wrap(nullptr, 4), sw::ValueError);
-  EXPECT_THROW(sw::CPU::wrap(nullptr, 0, DType::Int32()), sw::ValueError);
-  EXPECT_THROW(sw::CPU::wrap(ints, -1, DType::Int32()), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::CPU::wrap(nullptr, 4), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::CPU::wrap(nullptr, 0, DType::Int32()), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::CPU::wrap(ints, -1, DType::Int32()), sw::ValueError);
   // Misaligned for a 4-byte dtype.
   void* misaligned = reinterpret_cast<char*>(ints) + 1;
-  EXPECT_THROW(sw::CPU::wrap(misaligned, 2, DType::Int32()), sw::ValueError);
-  EXPECT_THROW(sw::CPU::wrap(misaligned, 2, DType::Float32()), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::CPU::wrap(misaligned, 2, DType::Int32()), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::CPU::wrap(misaligned, 2, DType::Float32()), sw::ValueError);
   for (const DType* d : unsupported_dtypes()) {
     SCOPED_TRACE(d->name());
-    EXPECT_THROW(sw::CPU::wrap(ints, 4, *d), sw::ValueError);
+    EXPECT_THROW_EXACTLY(sw::CPU::wrap(ints, 4, *d), sw::ValueError);
   }
   EXPECT_EQ(ints[0], 1);
   EXPECT_EQ(ints[3], 4);

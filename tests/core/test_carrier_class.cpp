@@ -15,6 +15,8 @@
 #include <typeinfo>
 #include <vector>
 
+#include "support/expect_exactly.h"
+
 namespace {
 
 using namespace strideweave;
@@ -152,11 +154,11 @@ TEST(CarrierClassIdentity_RuntimeClasses, RegistriesKeepRuntimeClassesApart) {
 }
 
 TEST(CarrierClassIdentity_RuntimeClasses, DefinitionErrors) {
-  EXPECT_THROW(CarrierClass::define_runtime_class("", carrier_class<RuntimeHost>()), ValueError);
-  EXPECT_THROW(CarrierClass::define_runtime_class("X", carrier_class<int>()), TypeError);
-  EXPECT_THROW(CarrierClass::define_runtime_class("X", carrier_class<Carrier>()), TypeError);
+  EXPECT_THROW_EXACTLY(CarrierClass::define_runtime_class("", carrier_class<RuntimeHost>()), ValueError);
+  EXPECT_THROW_EXACTLY(CarrierClass::define_runtime_class("X", carrier_class<int>()), TypeError);
+  EXPECT_THROW_EXACTLY(CarrierClass::define_runtime_class("X", carrier_class<Carrier>()), TypeError);
   const CarrierClass runtime = CarrierClass::define_runtime_class("R", carrier_class<RuntimeHost>());
-  EXPECT_THROW(CarrierClass::define_runtime_class("X", runtime), TypeError);
+  EXPECT_THROW_EXACTLY(CarrierClass::define_runtime_class("X", runtime), TypeError);
 }
 
 TEST(CarrierClassIdentity_RuntimeClasses, OnlyMintedIdentitiesBindAndOnlyToTheirHost) {
@@ -166,17 +168,18 @@ TEST(CarrierClassIdentity_RuntimeClasses, OnlyMintedIdentitiesBindAndOnlyToTheir
     RuntimeHost forged(1, carrier_class<CPU>());
     ADD_FAILURE() << "a static identity was accepted as a run-time class";
   } catch (const TypeError& e) {
+    EXPECT_ERROR_TYPE_IS(e, TypeError);
     EXPECT_NE(std::string(e.what()).find("not a run-time class identity"), std::string::npos) << e.what();
   }
   // An identity minted for RuntimeHost cannot be claimed by another C++ class.
   const CarrierClass foo = CarrierClass::define_runtime_class("Foo", carrier_class<RuntimeHost>());
   const auto impostor = std::make_shared<Impostor>(1, foo);
-  EXPECT_THROW(impostor->exact_class(), TypeError);
+  EXPECT_THROW_EXACTLY(impostor->exact_class(), TypeError);
   // A dependent host needs the dependent constructor, and the reverse.
   const CarrierClass dep = CarrierClass::define_runtime_class("Dep", carrier_class<DependentHost>());
   EXPECT_TRUE(dep.traits().is_dependent);
-  EXPECT_THROW(RuntimeHost(1, dep), TypeError);
-  EXPECT_THROW(DependentHost{foo}, TypeError);
+  EXPECT_THROW_EXACTLY(RuntimeHost(1, dep), TypeError);
+  EXPECT_THROW_EXACTLY(DependentHost{foo}, TypeError);
   const auto d = std::make_shared<DependentHost>(dep);
   EXPECT_EQ(d->exact_class(), dep);
   EXPECT_TRUE(d->operation_capabilities().empty());

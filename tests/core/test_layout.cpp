@@ -14,6 +14,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "support/expect_exactly.h"
+
 namespace sw = strideweave;
 using sw::IntTuple;
 using sw::Layout;
@@ -78,9 +80,9 @@ TEST(CoreConcepts_3_1_Shape, RankZeroShapeHasSizeOne) {
 }
 
 TEST(CoreConcepts_3_1_Shape, RejectsNegativeExtentWithValueError) {
-  EXPECT_THROW(Shape({2, -1}), ValueError);
-  EXPECT_THROW((Shape{2, IntTuple{3, -4}}), ValueError);
-  EXPECT_THROW(Shape::of({-1}), ValueError);
+  EXPECT_THROW_EXACTLY(Shape({2, -1}), ValueError);
+  EXPECT_THROW_EXACTLY((Shape{2, IntTuple{3, -4}}), ValueError);
+  EXPECT_THROW_EXACTLY(Shape::of({-1}), ValueError);
   EXPECT_NE(error_message([] { Shape::of({-1}); }).find("Shape"), std::string::npos);
 }
 
@@ -99,8 +101,8 @@ TEST(CoreConcepts_3_1_Shape, OfMatchesBracedConstruction) {
 }
 
 TEST(CoreConcepts_3_1_Stride, RejectsNegativeStrideWithValueError) {
-  EXPECT_THROW(Stride::of({1, -2}), ValueError);
-  EXPECT_THROW((Stride{1, IntTuple{2, -3}}), ValueError);
+  EXPECT_THROW_EXACTLY(Stride::of({1, -2}), ValueError);
+  EXPECT_THROW_EXACTLY((Stride{1, IntTuple{2, -3}}), ValueError);
   EXPECT_NE(error_message([] { Stride::of({-2}); }).find("Stride"), std::string::npos);
   EXPECT_NO_THROW(Stride::of({0, 0}));
   EXPECT_EQ((Stride{1, IntTuple{2, 6}}).to_string(), "(1,(2,6))");
@@ -136,29 +138,29 @@ TEST(CoreConcepts_3_1_IntTuple, LeavesCongruenceAndProduct) {
 
 TEST(CppMapping_Numbers_ExtentProducts, ShapeSizeOverflowIsValueError) {
   constexpr std::int64_t big = std::int64_t{1} << 32;
-  EXPECT_THROW(Shape::of({big, big}), ValueError);
-  EXPECT_THROW((Shape{IntTuple{big, big}}), ValueError);  // inside one mode
-  EXPECT_THROW((Shape{IntTuple{big, 2}, IntTuple{big, 2}}), ValueError);  // across modes
+  EXPECT_THROW_EXACTLY(Shape::of({big, big}), ValueError);
+  EXPECT_THROW_EXACTLY((Shape{IntTuple{big, big}}), ValueError);  // inside one mode
+  EXPECT_THROW_EXACTLY((Shape{IntTuple{big, 2}, IntTuple{big, 2}}), ValueError);  // across modes
   EXPECT_EQ(Shape::of({std::int64_t{1} << 31, std::int64_t{1} << 31}).size(), std::int64_t{1} << 62);
 }
 
 TEST(CppMapping_Numbers_ExtentProducts, ZeroExtentDoesNotHideOverflow) {
   constexpr std::int64_t big = std::int64_t{1} << 40;
-  EXPECT_THROW(Shape::of({big, big, 0}), ValueError);
-  EXPECT_THROW(Shape::of({0, big, big}), ValueError);
+  EXPECT_THROW_EXACTLY(Shape::of({big, big, 0}), ValueError);
+  EXPECT_THROW_EXACTLY(Shape::of({0, big, big}), ValueError);
   EXPECT_EQ(Shape::of({big, 0}).size(), 0);
 }
 
 TEST(CppMapping_Numbers_ExtentProducts, IntTupleProductOverflowIsValueError) {
   constexpr std::int64_t big = std::int64_t{1} << 33;
-  EXPECT_THROW((IntTuple{big, big}).product("test"), ValueError);
+  EXPECT_THROW_EXACTLY((IntTuple{big, big}).product("test"), ValueError);
   EXPECT_NE(error_message([] { (IntTuple{big, big}).product("my_entity"); }).find("my_entity"), std::string::npos);
 }
 
 TEST(CppMapping_Numbers_ExtentProducts, CosizeOverflowIsValueError) {
   constexpr std::int64_t half = std::int64_t{1} << 62;
-  EXPECT_THROW(Layout(Shape::of({3}), Stride::of({half})), ValueError);
-  EXPECT_THROW(Layout(Shape::of({2, 2}), Stride::of({half, half})), ValueError);
+  EXPECT_THROW_EXACTLY(Layout(Shape::of({3}), Stride::of({half})), ValueError);
+  EXPECT_THROW_EXACTLY(Layout(Shape::of({2, 2}), Stride::of({half, half})), ValueError);
   EXPECT_EQ(Layout(Shape::of({2}), Stride::of({half})).cosize(), half + 1);
 }
 
@@ -166,8 +168,8 @@ TEST(CppMapping_Numbers_CheckedArithmetic, CheckedMulAndAddThrowValueError) {
   constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
   EXPECT_EQ(sw::checked_mul(6, 7, "t"), 42);
   EXPECT_EQ(sw::checked_add(6, 7, "t"), 13);
-  EXPECT_THROW(sw::checked_mul(max / 2 + 1, 2, "t"), ValueError);
-  EXPECT_THROW(sw::checked_add(max, 1, "t"), ValueError);
+  EXPECT_THROW_EXACTLY(sw::checked_mul(max / 2 + 1, 2, "t"), ValueError);
+  EXPECT_THROW_EXACTLY(sw::checked_add(max, 1, "t"), ValueError);
   EXPECT_NE(error_message([] { sw::checked_add(max, 1, "adder"); }).find("adder"), std::string::npos);
 }
 
@@ -175,10 +177,10 @@ TEST(CppMapping_Numbers_CheckedArithmetic, CheckedMulAndAddThrowValueError) {
 // 3.2 Layout: congruence, index map, integer keys
 
 TEST(CoreConcepts_3_2_Layout, RequiresIdenticalNestingElseValueError) {
-  EXPECT_THROW(Layout((Shape{2, IntTuple{3, 4}}), Stride::of({1, 2})), ValueError);
-  EXPECT_THROW(Layout(Shape::of({2, 3}), (Stride{1, IntTuple{2, 6}})), ValueError);
-  EXPECT_THROW(Layout(Shape::of({2, 3}), Stride::of({1})), ValueError);
-  EXPECT_THROW(Layout((Shape{IntTuple{2, 3}}), (Stride{IntTuple{1, 2, 6}})), ValueError);
+  EXPECT_THROW_EXACTLY(Layout((Shape{2, IntTuple{3, 4}}), Stride::of({1, 2})), ValueError);
+  EXPECT_THROW_EXACTLY(Layout(Shape::of({2, 3}), (Stride{1, IntTuple{2, 6}})), ValueError);
+  EXPECT_THROW_EXACTLY(Layout(Shape::of({2, 3}), Stride::of({1})), ValueError);
+  EXPECT_THROW_EXACTLY(Layout((Shape{IntTuple{2, 3}}), (Stride{IntTuple{1, 2, 6}})), ValueError);
   EXPECT_NO_THROW(Layout((Shape{2, IntTuple{3, 4}}), (Stride{1, IntTuple{2, 6}})));
 }
 
@@ -209,17 +211,17 @@ TEST(CoreConcepts_3_2_Layout, IntegerKeyRecursesIntoNestedModesFirstLeafFastest)
 
 TEST(CoreConcepts_3_2_Layout, OutOfDomainIsValueError) {
   const Layout l((Shape{2, IntTuple{3, 4}}), (Stride{1, IntTuple{2, 6}}));
-  EXPECT_THROW(l(-1), ValueError);
-  EXPECT_THROW(l(24), ValueError);
-  EXPECT_THROW(at(l, {0}), ValueError);
-  EXPECT_THROW(at(l, {0, 0, 0}), ValueError);
-  EXPECT_THROW(at(l, {2, 0}), ValueError);
-  EXPECT_THROW(at(l, {0, 12}), ValueError);
-  EXPECT_THROW(at(l, {0, -1}), ValueError);
-  EXPECT_THROW(l.mode_index(2, 0), ValueError);
-  EXPECT_THROW(l.mode_index(1, 12), ValueError);
+  EXPECT_THROW_EXACTLY(l(-1), ValueError);
+  EXPECT_THROW_EXACTLY(l(24), ValueError);
+  EXPECT_THROW_EXACTLY(at(l, {0}), ValueError);
+  EXPECT_THROW_EXACTLY(at(l, {0, 0, 0}), ValueError);
+  EXPECT_THROW_EXACTLY(at(l, {2, 0}), ValueError);
+  EXPECT_THROW_EXACTLY(at(l, {0, 12}), ValueError);
+  EXPECT_THROW_EXACTLY(at(l, {0, -1}), ValueError);
+  EXPECT_THROW_EXACTLY(l.mode_index(2, 0), ValueError);
+  EXPECT_THROW_EXACTLY(l.mode_index(1, 12), ValueError);
   const Layout empty(Shape::of({0}), Stride::of({1}));
-  EXPECT_THROW(empty(0), ValueError);
+  EXPECT_THROW_EXACTLY(empty(0), ValueError);
 }
 
 TEST(CoreConcepts_3_2_Layout, RankZeroLayoutMapsItsOneElementToZero) {
@@ -284,7 +286,7 @@ TEST(CoreConcepts_3_2_Layout, ModeStrideOfLeafAndOfCoalescingNestedMode) {
   EXPECT_EQ(l.mode_stride(0), 7);
   EXPECT_EQ(l.mode_stride(1), 1);               // (3,4):(1,3) coalesces to 12:1
   EXPECT_EQ(l.mode_stride(2), std::nullopt);    // (3,4):(2,100) does not
-  EXPECT_THROW(l.mode_stride(3), ValueError);
+  EXPECT_THROW_EXACTLY(l.mode_stride(3), ValueError);
   // Extent-1 leaves are ignored.
   EXPECT_EQ(Layout((Shape{IntTuple{3, 1, 4}}), (Stride{IntTuple{1, 77, 3}})).mode_stride(0), 1);
   EXPECT_EQ(Layout((Shape{IntTuple{1, 4}}), (Stride{IntTuple{9, 5}})).mode_stride(0), 5);
@@ -384,10 +386,10 @@ TEST(CoreConcepts_3_4_BroadcastTo, ExtentOneBroadcastsToZero) {
 
 TEST(CoreConcepts_3_4_BroadcastTo, IncompatibleExtentOrLowerRankIsValueError) {
   const Layout l(Shape::of({2, 3}), Stride::of({1, 2}));
-  EXPECT_THROW(l.broadcast_to(Shape::of({4, 3})), ValueError);
-  EXPECT_THROW(l.broadcast_to(Shape::of({3, 2})), ValueError);
-  EXPECT_THROW(l.broadcast_to(Shape::of({3})), ValueError);
-  EXPECT_THROW(Layout(Shape::of({0}), Stride::of({1})).broadcast_to(Shape::of({2})), ValueError);
+  EXPECT_THROW_EXACTLY(l.broadcast_to(Shape::of({4, 3})), ValueError);
+  EXPECT_THROW_EXACTLY(l.broadcast_to(Shape::of({3, 2})), ValueError);
+  EXPECT_THROW_EXACTLY(l.broadcast_to(Shape::of({3})), ValueError);
+  EXPECT_THROW_EXACTLY(Layout(Shape::of({0}), Stride::of({1})).broadcast_to(Shape::of({2})), ValueError);
   EXPECT_NE(error_message([&] { l.broadcast_to(Shape::of({4, 3})); }).find("Layout.broadcast_to"),
             std::string::npos);
 }
@@ -407,7 +409,7 @@ TEST(CoreConcepts_4_4_ViewPermute, NonPermutationIsValueError) {
   const Layout l = Layout::compact(Shape::of({2, 3}));
   for (const std::vector<std::int64_t>& bad :
        {std::vector<std::int64_t>{0, 0}, {0}, {0, 2}, {-1, 0}, {0, 1, 2}}) {
-    EXPECT_THROW(l.permute(bad), ValueError);
+    EXPECT_THROW_EXACTLY(l.permute(bad), ValueError);
   }
 }
 
@@ -467,17 +469,17 @@ TEST(CoreConcepts_4_4_ViewSlice, CoalescingNestedModeBecomesLeaf) {
 TEST(CoreConcepts_4_4_ViewSlice, NonCoalescingNestedModeIsValueError) {
   const Layout l((Shape{2, IntTuple{3, 4}}), (Stride{1, IntTuple{2, 100}}));
   std::int64_t off = 0;
-  EXPECT_THROW(l.slice(1, 0, 6, 1, &off), ValueError);
+  EXPECT_THROW_EXACTLY(l.slice(1, 0, 6, 1, &off), ValueError);
   EXPECT_NO_THROW(l.slice(0, 0, 1, 1, &off));
 }
 
 TEST(CoreConcepts_4_4_ViewSlice, BadStepOrAxisIsValueError) {
   const Layout l(Shape::of({4, 5}), Stride::of({1, 4}));
   std::int64_t off = 0;
-  EXPECT_THROW(l.slice(0, 0, 4, 0, &off), ValueError);
-  EXPECT_THROW(l.slice(0, 4, 0, -1, &off), ValueError);
-  EXPECT_THROW(l.slice(2, 0, 1, 1, &off), ValueError);
-  EXPECT_THROW(l.slice(-3, 0, 1, 1, &off), ValueError);
+  EXPECT_THROW_EXACTLY(l.slice(0, 0, 4, 0, &off), ValueError);
+  EXPECT_THROW_EXACTLY(l.slice(0, 4, 0, -1, &off), ValueError);
+  EXPECT_THROW_EXACTLY(l.slice(2, 0, 1, 1, &off), ValueError);
+  EXPECT_THROW_EXACTLY(l.slice(-3, 0, 1, 1, &off), ValueError);
   EXPECT_NE(error_message([&] { l.slice(0, 0, 4, 0, &off); }).find("Layout.slice"), std::string::npos);
 }
 
@@ -550,8 +552,8 @@ TEST(CoreConcepts_4_4_ViewReshape, StrideZeroSourceSplitsIntoStrideZeroPieces) {
 }
 
 TEST(CoreConcepts_4_4_ViewReshape, NotExpressibleAsViewIsValueError) {
-  EXPECT_THROW(Layout(Shape::of({4, 3}), Stride::of({1, 10})).reshape(Shape::of({6, 2})), ValueError);
-  EXPECT_THROW(Layout(Shape::of({3, 2}), Stride::of({2, 1})).reshape(Shape::of({2, 3})), ValueError);
+  EXPECT_THROW_EXACTLY(Layout(Shape::of({4, 3}), Stride::of({1, 10})).reshape(Shape::of({6, 2})), ValueError);
+  EXPECT_THROW_EXACTLY(Layout(Shape::of({3, 2}), Stride::of({2, 1})).reshape(Shape::of({2, 3})), ValueError);
   EXPECT_NE(error_message([] { Layout(Shape::of({3, 2}), Stride::of({2, 1})).reshape(Shape::of({2, 3})); })
                 .find("not expressible as a view"),
             std::string::npos);
@@ -559,8 +561,8 @@ TEST(CoreConcepts_4_4_ViewReshape, NotExpressibleAsViewIsValueError) {
 
 TEST(CoreConcepts_4_4_ViewReshape, SizeMismatchIsValueError) {
   const Layout l = Layout::compact(Shape::of({2, 3}));
-  EXPECT_THROW(l.reshape(Shape::of({7})), ValueError);
-  EXPECT_THROW(l.reshape(Shape::of({0, 6})), ValueError);
+  EXPECT_THROW_EXACTLY(l.reshape(Shape::of({7})), ValueError);
+  EXPECT_THROW_EXACTLY(l.reshape(Shape::of({0, 6})), ValueError);
 }
 
 TEST(CoreConcepts_4_4_ViewReshape, EmptyLayoutReshapesToCompactTarget) {
@@ -583,10 +585,10 @@ TEST(CoreConcepts_4_4_ViewSqueeze, RemovesAllOrListedExtentOneModes) {
 
 TEST(CoreConcepts_4_4_ViewSqueeze, BadAxesAreValueError) {
   const Layout l(Shape::of({1, 3, 1}), Stride::of({0, 1, 0}));
-  EXPECT_THROW(l.squeeze(std::vector<std::int64_t>{1}), ValueError);       // extent 3
-  EXPECT_THROW(l.squeeze(std::vector<std::int64_t>{0, 0}), ValueError);    // duplicate
-  EXPECT_THROW(l.squeeze(std::vector<std::int64_t>{0, -3}), ValueError);   // duplicate after normalising
-  EXPECT_THROW(l.squeeze(std::vector<std::int64_t>{3}), ValueError);       // out of range
+  EXPECT_THROW_EXACTLY(l.squeeze(std::vector<std::int64_t>{1}), ValueError);       // extent 3
+  EXPECT_THROW_EXACTLY(l.squeeze(std::vector<std::int64_t>{0, 0}), ValueError);    // duplicate
+  EXPECT_THROW_EXACTLY(l.squeeze(std::vector<std::int64_t>{0, -3}), ValueError);   // duplicate after normalising
+  EXPECT_THROW_EXACTLY(l.squeeze(std::vector<std::int64_t>{3}), ValueError);       // out of range
 }
 
 TEST(CoreConcepts_4_4_ViewUnsqueeze, InsertsExtentOneStrideZeroMode) {
@@ -597,8 +599,8 @@ TEST(CoreConcepts_4_4_ViewUnsqueeze, InsertsExtentOneStrideZeroMode) {
   EXPECT_EQ(l.unsqueeze(-1), l.unsqueeze(2));
   EXPECT_EQ(l.unsqueeze(-3), l.unsqueeze(0));
   EXPECT_EQ(Layout().unsqueeze(0).to_string(), "(1):(0)");
-  EXPECT_THROW(l.unsqueeze(3), ValueError);
-  EXPECT_THROW(l.unsqueeze(-4), ValueError);
+  EXPECT_THROW_EXACTLY(l.unsqueeze(3), ValueError);
+  EXPECT_THROW_EXACTLY(l.unsqueeze(-4), ValueError);
   expect_same_map(l.unsqueeze(1), l);
 }
 
@@ -668,8 +670,8 @@ TEST(CoreConcepts_3_NormalizeAxis, AcceptsMinusRankToRankExclusive) {
   EXPECT_EQ(sw::normalize_axis(2, 3, "t"), 2);
   EXPECT_EQ(sw::normalize_axis(-1, 3, "t"), 2);
   EXPECT_EQ(sw::normalize_axis(-3, 3, "t"), 0);
-  EXPECT_THROW(sw::normalize_axis(3, 3, "t"), ValueError);
-  EXPECT_THROW(sw::normalize_axis(-4, 3, "t"), ValueError);
-  EXPECT_THROW(sw::normalize_axis(0, 0, "t"), ValueError);
+  EXPECT_THROW_EXACTLY(sw::normalize_axis(3, 3, "t"), ValueError);
+  EXPECT_THROW_EXACTLY(sw::normalize_axis(-4, 3, "t"), ValueError);
+  EXPECT_THROW_EXACTLY(sw::normalize_axis(0, 0, "t"), ValueError);
   EXPECT_NE(error_message([] { sw::normalize_axis(5, 2, "my_op"); }).find("my_op"), std::string::npos);
 }

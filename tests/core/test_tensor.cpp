@@ -32,6 +32,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/expect_exactly.h"
+
 namespace sw = strideweave;
 using sw::Carrier;
 using sw::DType;
@@ -125,14 +127,14 @@ static_assert(std::is_convertible_v<const TypedTensor<float>&, const Tensor&>);
 // 4.1 Construction and validation.
 
 TEST(CoreConcepts_4_1_Tensor, NullCarrierRaisesTypeError) {
-  EXPECT_THROW(Tensor(nullptr, 0, Layout::compact(Shape{2})), sw::TypeError);
-  EXPECT_THROW(Tensor(std::shared_ptr<Carrier>{}, Shape{1}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(Tensor(nullptr, 0, Layout::compact(Shape{2})), sw::TypeError);
+  EXPECT_THROW_EXACTLY(Tensor(std::shared_ptr<Carrier>{}, Shape{1}), sw::TypeError);
 }
 
 TEST(CoreConcepts_4_1_Tensor, NegativeOffsetRaisesValueError) {
   auto c = sw::CPU::from_values(ints({1, 2, 3}), DType::Int32());
-  EXPECT_THROW(Tensor(c, -1, Layout::compact(Shape{2})), sw::ValueError);
-  EXPECT_THROW(Tensor(c, std::numeric_limits<std::int64_t>::min(), Layout::compact(Shape{1})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, -1, Layout::compact(Shape{2})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, std::numeric_limits<std::int64_t>::min(), Layout::compact(Shape{1})), sw::ValueError);
   EXPECT_EQ(slots_of(*c), ints({1, 2, 3}));
   EXPECT_EQ(c->version(), 0u);
 }
@@ -144,14 +146,14 @@ TEST(CoreConcepts_4_1_Tensor, OffsetPlusCosizeBeyondTheCarrierRaisesValueError) 
   EXPECT_NO_THROW(Tensor(c, 2, Layout::compact(Shape{4})));
   EXPECT_NO_THROW(Tensor(c, 1, Layout(Shape{2, 2}, Stride{3, 1})));  // cosize 5
   // One slot too many.
-  EXPECT_THROW(Tensor(c, 1, Layout::compact(Shape{2, 3})), sw::ValueError);
-  EXPECT_THROW(Tensor(c, 3, Layout::compact(Shape{4})), sw::ValueError);
-  EXPECT_THROW(Tensor(c, 2, Layout(Shape{2, 2}, Stride{3, 1})), sw::ValueError);
-  EXPECT_THROW(Tensor(c, 0, Layout::compact(Shape{7})), sw::ValueError);
-  EXPECT_THROW(Tensor(c, 6, Layout::compact(Shape{1})), sw::ValueError);
-  EXPECT_THROW(Tensor(c, Shape{2, 4}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, 1, Layout::compact(Shape{2, 3})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, 3, Layout::compact(Shape{4})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, 2, Layout(Shape{2, 2}, Stride{3, 1})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, 0, Layout::compact(Shape{7})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, 6, Layout::compact(Shape{1})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, Shape{2, 4}), sw::ValueError);
   // offset + cosize overflowing int64 is a ValueError, not a wrap-around.
-  EXPECT_THROW(Tensor(c, std::numeric_limits<std::int64_t>::max(), Layout::compact(Shape{2})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, std::numeric_limits<std::int64_t>::max(), Layout::compact(Shape{2})), sw::ValueError);
   EXPECT_EQ(slots_of(*c), ints({1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(c->version(), 0u);
 }
@@ -160,8 +162,8 @@ TEST(CoreConcepts_4_1_Tensor, CompactTensorOverAWholeCarrierNeedsMatchingSize) {
   // tensor.h: Tensor(carrier, shape) is "a compact tensor over the whole of
   // carrier (size must equal shape size)".
   auto c = sw::CPU::from_values(ints({1, 2, 3, 4}), DType::Int32());
-  EXPECT_THROW(Tensor(c, Shape{3}), sw::ValueError);
-  EXPECT_THROW(Tensor(c, Shape{5}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, Shape{3}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, Shape{5}), sw::ValueError);
   const Tensor t(c, Shape{2, 2});
   EXPECT_EQ(t.offset(), 0);
   EXPECT_EQ(t.layout(), Layout::compact(Shape{2, 2}));
@@ -171,16 +173,16 @@ TEST(CoreConcepts_4_1_Tensor, CompactTensorOverAWholeCarrierNeedsMatchingSize) {
 TEST(CoreConcepts_4_1_Tensor, ReleasedCarrierRaisesRuntimeError) {
   auto c = sw::CPU::from_values(ints({1, 2}), DType::Int32());
   c->release();
-  EXPECT_THROW(Tensor(c, 0, Layout::compact(Shape{2})), sw::RuntimeError);
-  EXPECT_THROW(Tensor(c, Shape{2}), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(Tensor(c, 0, Layout::compact(Shape{2})), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(Tensor(c, Shape{2}), sw::RuntimeError);
   EXPECT_EQ(c->version(), 0u);
 }
 
 TEST(CoreConcepts_4_1_Tensor, UnstoredCarrierDtypeRaisesValueError) {
   auto c = std::make_shared<UnstoredProbe>(DType::Float64());
-  EXPECT_THROW(Tensor(c, 0, Layout::compact(Shape{2})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(c, 0, Layout::compact(Shape{2})), sw::ValueError);
   auto e = std::make_shared<UnstoredProbe>(DType::E4M3());
-  EXPECT_THROW(Tensor(e, Shape{4}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(Tensor(e, Shape{4}), sw::ValueError);
 }
 
 TEST(CoreConcepts_4_1_Tensor, LayoutIndicesAreAddedToTheOffset) {
@@ -223,21 +225,21 @@ TEST(CoreConcepts_4_1_Tensor, MakeTensorStoresValuesFirstModeFastest) {
 }
 
 TEST(CoreConcepts_4_1_Tensor, MakeTensorSizeMismatchRaisesValueError) {
-  EXPECT_THROW(sw::make_tensor<sw::CPU>({1, 2, 3}, Shape{2, 2}), sw::ValueError);
-  EXPECT_THROW(sw::make_tensor<sw::Generic>({1.0f, 2.0f}, Shape{3}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::make_tensor<sw::CPU>({1, 2, 3}, Shape{2, 2}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::make_tensor<sw::Generic>({1.0f, 2.0f}, Shape{3}), sw::ValueError);
 }
 
 TEST(CoreConcepts_4_1_Tensor, BadCoordinateRaisesValueErrorAndChangesNothing) {
   Tensor t = example_2x3<sw::CPU>();
   const State before = state_of(t);
-  EXPECT_THROW(t.at({2, 0}), sw::ValueError);
-  EXPECT_THROW(t.at({0, 3}), sw::ValueError);
-  EXPECT_THROW(t.at({-1, 0}), sw::ValueError);
-  EXPECT_THROW(t.at({0}), sw::ValueError);
-  EXPECT_THROW(t.at({0, 0, 0}), sw::ValueError);
-  EXPECT_THROW(t.at_ordinal(6), sw::ValueError);
-  EXPECT_THROW(set_at(t, {2, 0}, I(9)), sw::ValueError);
-  EXPECT_THROW(set_at(t, {0}, I(9)), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.at({2, 0}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.at({0, 3}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.at({-1, 0}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.at({0}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.at({0, 0, 0}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.at_ordinal(6), sw::ValueError);
+  EXPECT_THROW_EXACTLY(set_at(t, {2, 0}, I(9)), sw::ValueError);
+  EXPECT_THROW_EXACTLY(set_at(t, {0}, I(9)), sw::ValueError);
   EXPECT_EQ(state_of(t), before);
 }
 
@@ -337,13 +339,13 @@ TEST(CoreConcepts_4_3_Tensor, ReleasingTheCarrierMakesEveryTensorOverItRaiseRunt
   Tensor t = example_2x3<sw::CPU>();
   const Tensor view = t.permute({1, 0});
   t.carrier()->release();
-  EXPECT_THROW(t.at({0, 0}), sw::RuntimeError);
-  EXPECT_THROW(t.at_ordinal(0), sw::RuntimeError);
-  EXPECT_THROW(t.values(), sw::RuntimeError);
-  EXPECT_THROW(view.values(), sw::RuntimeError);
-  EXPECT_THROW(set_at(t, {0, 0}, I(1)), sw::RuntimeError);
-  EXPECT_THROW(t.permute({1, 0}), sw::RuntimeError);
-  EXPECT_THROW(t.slice(0, 0, 1), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(t.at({0, 0}), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(t.at_ordinal(0), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(t.values(), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(view.values(), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(set_at(t, {0, 0}, I(1)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(t.permute({1, 0}), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(t.slice(0, 0, 1), sw::RuntimeError);
   // Metadata is still there.
   EXPECT_EQ(t.size(), 6);
   EXPECT_EQ(&t.dtype(), &DType::Int32());
@@ -464,21 +466,21 @@ TYPED_TEST(CoreConcepts_4_4_TensorView, WritesThroughAViewReachTheSharedCarrier)
 TYPED_TEST(CoreConcepts_4_4_TensorView, BadViewArgumentsRaiseValueErrorAndChangeNothing) {
   const Tensor t = example_2x3<TypeParam>();
   const State before = state_of(t);
-  EXPECT_THROW(t.permute({0, 0}), sw::ValueError);
-  EXPECT_THROW(t.permute({0}), sw::ValueError);
-  EXPECT_THROW(t.permute({0, 2}), sw::ValueError);
-  EXPECT_THROW(t.slice(2, 0, 1), sw::ValueError);
-  EXPECT_THROW(t.slice(0, 0, 2, 0), sw::ValueError);
-  EXPECT_THROW(t.reshape(Shape{4}), sw::ValueError);
-  EXPECT_THROW(t.reshape(Shape{4, 2}), sw::ValueError);
-  EXPECT_THROW(t.squeeze(std::vector<std::int64_t>{0}), sw::ValueError);
-  EXPECT_THROW(t.unsqueeze(4), sw::ValueError);
-  EXPECT_THROW(t.broadcast_to(Shape{4, 3}), sw::ValueError);
-  EXPECT_THROW(t.broadcast_to(Shape{3}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.permute({0, 0}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.permute({0}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.permute({0, 2}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.slice(2, 0, 1), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.slice(0, 0, 2, 0), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.reshape(Shape{4}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.reshape(Shape{4, 2}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.squeeze(std::vector<std::int64_t>{0}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.unsqueeze(4), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.broadcast_to(Shape{4, 3}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.broadcast_to(Shape{3}), sw::ValueError);
   // as_strided re-validates bounds against the carrier.
-  EXPECT_THROW(t.as_strided(Layout(Shape{2}, Stride{3}), 3), sw::ValueError);
-  EXPECT_THROW(t.as_strided(Layout::compact(Shape{7}), 0), sw::ValueError);
-  EXPECT_THROW(t.as_strided(Layout::compact(Shape{1}), -1), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.as_strided(Layout(Shape{2}, Stride{3}), 3), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.as_strided(Layout::compact(Shape{7}), 0), sw::ValueError);
+  EXPECT_THROW_EXACTLY(t.as_strided(Layout::compact(Shape{1}), -1), sw::ValueError);
   EXPECT_EQ(state_of(t), before);
   EXPECT_EQ(t.shape(), (Shape{2, 3}));
 }
@@ -514,15 +516,15 @@ TEST(CoreConcepts_2_1_TensorVersion, FailedSetAddsNothing) {
   Tensor t = example_2x3<sw::CPU>();
   set_at(t, {0, 0}, I(0));
   const State before = state_of(t);
-  EXPECT_THROW(set_at(t, {0, 0}, F(1)), sw::TypeError);
-  EXPECT_THROW(set_at(t, {0, 0}, B(true)), sw::TypeError);
-  EXPECT_THROW(set_at(t, {0, 5}, I(1)), sw::ValueError);
+  EXPECT_THROW_EXACTLY(set_at(t, {0, 0}, F(1)), sw::TypeError);
+  EXPECT_THROW_EXACTLY(set_at(t, {0, 0}, B(true)), sw::TypeError);
+  EXPECT_THROW_EXACTLY(set_at(t, {0, 5}, I(1)), sw::ValueError);
   EXPECT_EQ(state_of(t), before);
   EXPECT_EQ(before.version, 1u);
 
   auto frozen = sw::CPU::from_values(ints({1, 2}), DType::Int32(), /*mutable_=*/false);
   Tensor f(frozen, Shape{2});
-  EXPECT_THROW(set_at(f, {1}, I(9)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(set_at(f, {1}, I(9)), sw::RuntimeError);
   EXPECT_EQ(f.values(), ints({1, 2}));
   EXPECT_EQ(frozen->version(), 0u);
 }
@@ -604,14 +606,15 @@ TEST(CoreConcepts_4_TypedTensor, ValuesAndAtAreTyped) {
 TEST(CoreConcepts_4_TypedTensor, WrongDtypeRaisesTypeErrorNamingBothDtypes) {
   const Tensor ints_tensor = example_2x3<sw::CPU>();
   const State before = state_of(ints_tensor);
-  EXPECT_THROW(TypedTensor<float>{ints_tensor}, sw::TypeError);
-  EXPECT_THROW(TypedTensor<bool>{ints_tensor}, sw::TypeError);
+  EXPECT_THROW_EXACTLY(TypedTensor<float>{ints_tensor}, sw::TypeError);
+  EXPECT_THROW_EXACTLY(TypedTensor<bool>{ints_tensor}, sw::TypeError);
   const Tensor floats = sw::make_tensor<sw::Generic>({1.0f}, Shape{1});
-  EXPECT_THROW(TypedTensor<std::int32_t>{floats}, sw::TypeError);
+  EXPECT_THROW_EXACTLY(TypedTensor<std::int32_t>{floats}, sw::TypeError);
   try {
     TypedTensor<float> typed(ints_tensor);
     ADD_FAILURE() << "expected TypeError";
   } catch (const sw::TypeError& e) {
+    EXPECT_ERROR_TYPE_IS(e, sw::TypeError);
     const std::string message = e.what();
     EXPECT_NE(message.find("float32"), std::string::npos) << message;
     EXPECT_NE(message.find("int32"), std::string::npos) << message;
@@ -622,9 +625,9 @@ TEST(CoreConcepts_4_TypedTensor, WrongDtypeRaisesTypeErrorNamingBothDtypes) {
 TEST(CoreConcepts_4_TypedTensor, RequireDtypeChecksIdentity) {
   const Tensor t = sw::make_tensor<sw::CPU>({1.0f}, Shape{1});
   EXPECT_NO_THROW(sw::require_dtype(t, DType::Float32(), "test"));
-  EXPECT_THROW(sw::require_dtype(t, DType::Float64(), "test"), sw::TypeError);
-  EXPECT_THROW(sw::require_dtype(t, DType::Floating(), "test"), sw::TypeError);  // a supertype is not the dtype
+  EXPECT_THROW_EXACTLY(sw::require_dtype(t, DType::Float64(), "test"), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::require_dtype(t, DType::Floating(), "test"), sw::TypeError);  // a supertype is not the dtype
   static const sw::SimpleDType& lookalike =  // registered once per process
       sw::SimpleDType::create("test_core_tensor.float32_lookalike", 32, DType::Floating());
-  EXPECT_THROW(sw::require_dtype(t, lookalike, "test"), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::require_dtype(t, lookalike, "test"), sw::TypeError);
 }

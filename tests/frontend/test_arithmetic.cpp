@@ -12,6 +12,8 @@
 #include <limits>
 #include <vector>
 
+#include "support/expect_exactly.h"
+
 namespace {
 
 using namespace strideweave;
@@ -62,9 +64,9 @@ TYPED_TEST(ArithmeticOps, SubInt32IsExactAndChecked) {
   const Tensor d = sub(a, b);
   EXPECT_EQ(d.dtype(), DType::Int32());
   EXPECT_EQ(vals<std::int32_t>(d), (std::vector<std::int32_t>{-2, 0, kMin, 0, kMin}));
-  EXPECT_THROW(sub(i32<TypeParam>({kMin}), i32<TypeParam>({1})), OverflowError);
-  EXPECT_THROW(sub(i32<TypeParam>({kMax}), i32<TypeParam>({-1})), OverflowError);
-  EXPECT_THROW(sub(i32<TypeParam>({0}), i32<TypeParam>({kMin})), OverflowError);  // -INT32_MIN
+  EXPECT_THROW_EXACTLY(sub(i32<TypeParam>({kMin}), i32<TypeParam>({1})), OverflowError);
+  EXPECT_THROW_EXACTLY(sub(i32<TypeParam>({kMax}), i32<TypeParam>({-1})), OverflowError);
+  EXPECT_THROW_EXACTLY(sub(i32<TypeParam>({0}), i32<TypeParam>({kMin})), OverflowError);  // -INT32_MIN
 }
 
 TYPED_TEST(ArithmeticOps, SubWithAFloat32OperandIsBinary32) {
@@ -163,11 +165,11 @@ TYPED_TEST(ArithmeticOps, PowInt32LargeExponentsExitEarlyOrRaiseOverflow) {
   const Tensor u = i32<TypeParam>({-1, 0, 1});
   EXPECT_EQ(vals<std::int32_t>(pow(u, kMax)), (std::vector<std::int32_t>{-1, 0, 1}));
   EXPECT_EQ(vals<std::int32_t>(pow(u, kMax - 1)), (std::vector<std::int32_t>{1, 0, 1}));
-  EXPECT_THROW(pow(i32<TypeParam>({2}), 31), OverflowError);
-  EXPECT_THROW(pow(i32<TypeParam>({-2}), 32), OverflowError);
-  EXPECT_THROW(pow(i32<TypeParam>({46341}), 2), OverflowError);
-  EXPECT_THROW(pow(i32<TypeParam>({1, 2}), kMax), OverflowError);
-  EXPECT_THROW(pow(i32<TypeParam>({kMin}), 2), OverflowError);
+  EXPECT_THROW_EXACTLY(pow(i32<TypeParam>({2}), 31), OverflowError);
+  EXPECT_THROW_EXACTLY(pow(i32<TypeParam>({-2}), 32), OverflowError);
+  EXPECT_THROW_EXACTLY(pow(i32<TypeParam>({46341}), 2), OverflowError);
+  EXPECT_THROW_EXACTLY(pow(i32<TypeParam>({1, 2}), kMax), OverflowError);
+  EXPECT_THROW_EXACTLY(pow(i32<TypeParam>({kMin}), 2), OverflowError);
 }
 
 TYPED_TEST(ArithmeticOps, PowInt32WithOtherExponentsIsFloat32) {
@@ -266,13 +268,13 @@ TYPED_TEST(ArithmeticOps, Float32OnlyOperationsRejectInt32WithTypeError) {
   const Tensor f = f32<TypeParam>({1.0f, 2.0f});
   for (BinaryFn op :
        {BinaryFn(maximum), BinaryFn(minimum), BinaryFn(rem), BinaryFn(eq), BinaryFn(ne), BinaryFn(lt), BinaryFn(le)}) {
-    EXPECT_THROW(op(i, f), TypeError);
-    EXPECT_THROW(op(f, i), TypeError);
+    EXPECT_THROW_EXACTLY(op(i, f), TypeError);
+    EXPECT_THROW_EXACTLY(op(f, i), TypeError);
   }
-  EXPECT_THROW(logical_not(i), TypeError);
-  EXPECT_THROW(clamp(i, 0, 1), TypeError);
-  EXPECT_THROW(clamp(f, i, 1), TypeError);
-  EXPECT_THROW(clamp(f, 0, i), TypeError);
+  EXPECT_THROW_EXACTLY(logical_not(i), TypeError);
+  EXPECT_THROW_EXACTLY(clamp(i, 0, 1), TypeError);
+  EXPECT_THROW_EXACTLY(clamp(f, i, 1), TypeError);
+  EXPECT_THROW_EXACTLY(clamp(f, 0, i), TypeError);
 }
 
 // ---------------------------------------------------------------- comparisons
@@ -303,7 +305,7 @@ TYPED_TEST(ArithmeticOps, LogicalNotIsEqualToZero) {
   EXPECT_EQ(r.dtype(), DType::Bool());
   EXPECT_EQ(r.shape(), (Shape{2, 3}));
   EXPECT_EQ(vals<bool>(r), (std::vector<bool>{true, true, false, false, false, false}));
-  EXPECT_THROW(logical_not(b8<TypeParam>({true}, Shape{1})), NotImplementedError);  // no Bool arithmetic
+  EXPECT_THROW_EXACTLY(logical_not(b8<TypeParam>({true}, Shape{1})), NotImplementedError);  // no Bool arithmetic
 }
 
 // ---------------------------------------------------------------- clamp
@@ -358,7 +360,7 @@ TYPED_TEST(ArithmeticOps, ClampBroadcastsThreeWays) {
   EXPECT_EQ(clamp(x, lo, 3).shape(), (Shape{3, 2, 1}));
   EXPECT_EQ(vals<float>(clamp(x, -1, hi)), (std::vector<float>{-1, 0, 2, -1, 0, 4}));
   EXPECT_EQ(clamp(f32<TypeParam>({1.0f}, Shape{}), lo, hi).shape(), (Shape{1, 2, 2}));
-  EXPECT_THROW(clamp(x, f32<TypeParam>({1, 2}, Shape{2, 1, 1}), hi), ValueError);  // 3 vs 2 on axis 0
+  EXPECT_THROW_EXACTLY(clamp(x, f32<TypeParam>({1, 2}, Shape{2, 1, 1}), hi), ValueError);  // 3 vs 2 on axis 0
 }
 
 // ---------------------------------------------------------------- select
@@ -384,11 +386,11 @@ TYPED_TEST(ArithmeticOps, SelectRequiresABoolConditionAndFloat32Values) {
   const Tensor c = b8<TypeParam>({true, false}, Shape{2});
   const Tensor f = f32<TypeParam>({1.0f, 2.0f});
   const Tensor i = i32<TypeParam>({1, 2});
-  EXPECT_THROW(select(f, f, f), TypeError);            // Float32 condition
-  EXPECT_THROW(select(i, f, f), TypeError);            // Int32 condition
-  EXPECT_THROW(select(c, i, f), TypeError);            // Int32 value
-  EXPECT_THROW(select(c, f, c), NotImplementedError);  // Bool outside the Bool slot
-  EXPECT_THROW(select(c, f, f32<TypeParam>({1.0f, 2.0f, 3.0f})), ValueError);
+  EXPECT_THROW_EXACTLY(select(f, f, f), TypeError);            // Float32 condition
+  EXPECT_THROW_EXACTLY(select(i, f, f), TypeError);            // Int32 condition
+  EXPECT_THROW_EXACTLY(select(c, i, f), TypeError);            // Int32 value
+  EXPECT_THROW_EXACTLY(select(c, f, c), NotImplementedError);  // Bool outside the Bool slot
+  EXPECT_THROW_EXACTLY(select(c, f, f32<TypeParam>({1.0f, 2.0f, 3.0f})), ValueError);
   EXPECT_EQ(vals<float>(select(c, f, f32<TypeParam>({7.0f, 8.0f}))), (std::vector<float>{1.0f, 8.0f}));
 }
 
@@ -411,10 +413,10 @@ TYPED_TEST(ArithmeticOps, ShapeMismatchIsAValueErrorAndChangesNothing) {
   const auto va = a.carrier()->version(), vb = b.carrier()->version();
   for (BinaryFn op : {BinaryFn(sub), BinaryFn(div), BinaryFn(rem), BinaryFn(maximum), BinaryFn(minimum), BinaryFn(eq),
                       BinaryFn(ne), BinaryFn(lt), BinaryFn(le), BinaryFn(pow)})
-    EXPECT_THROW(op(a, b), ValueError);
-  EXPECT_THROW(clamp(a, b, 1), ValueError);
-  EXPECT_THROW(clamp(a, 0, b), ValueError);
-  EXPECT_THROW(clamp(a, a, b), ValueError);
+    EXPECT_THROW_EXACTLY(op(a, b), ValueError);
+  EXPECT_THROW_EXACTLY(clamp(a, b, 1), ValueError);
+  EXPECT_THROW_EXACTLY(clamp(a, 0, b), ValueError);
+  EXPECT_THROW_EXACTLY(clamp(a, a, b), ValueError);
   EXPECT_EQ(vals<float>(a), (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(a.carrier()->version(), va);
   EXPECT_EQ(b.carrier()->version(), vb);
@@ -423,8 +425,8 @@ TYPED_TEST(ArithmeticOps, ShapeMismatchIsAValueErrorAndChangesNothing) {
 TYPED_TEST(ArithmeticOps, OverflowPublishesNothingAndChangesNoOperand) {
   const Tensor a = i32<TypeParam>({1, kMin});
   const auto va = a.carrier()->version();
-  EXPECT_THROW(sub(a, i32<TypeParam>({0, 1})), OverflowError);
-  EXPECT_THROW(pow(a, 3), OverflowError);
+  EXPECT_THROW_EXACTLY(sub(a, i32<TypeParam>({0, 1})), OverflowError);
+  EXPECT_THROW_EXACTLY(pow(a, 3), OverflowError);
   EXPECT_EQ(vals<std::int32_t>(a), (std::vector<std::int32_t>{1, kMin}));
   EXPECT_EQ(a.carrier()->version(), va);
 }
@@ -432,16 +434,16 @@ TYPED_TEST(ArithmeticOps, OverflowPublishesNothingAndChangesNoOperand) {
 TYPED_TEST(ArithmeticOps, MixedCarrierClassesAndReleasedCarriersAreRejected) {
   const Tensor g = make_tensor<Generic>({1.0f}, Shape{1});
   const Tensor c = make_tensor<CPU>({1.0f}, Shape{1});
-  EXPECT_THROW(sub(g, c), TypeError);
-  EXPECT_THROW(clamp(g, c, 1), TypeError);
-  EXPECT_THROW(select(make_tensor<Generic>(std::initializer_list<bool>{true}, Shape{1}), g, c), TypeError);
+  EXPECT_THROW_EXACTLY(sub(g, c), TypeError);
+  EXPECT_THROW_EXACTLY(clamp(g, c, 1), TypeError);
+  EXPECT_THROW_EXACTLY(select(make_tensor<Generic>(std::initializer_list<bool>{true}, Shape{1}), g, c), TypeError);
   auto storage = TypeParam::from_values(std::vector<Value>{Value::from_float32(1.0f)}, DType::Float32());
   const Tensor r(storage, Shape{1});
   storage->release();
-  EXPECT_THROW(maximum(r, r), RuntimeError);
-  EXPECT_THROW(pow(2, r), RuntimeError);
-  EXPECT_THROW(clamp(r, 0, 1), RuntimeError);
-  EXPECT_THROW(logical_not(r), RuntimeError);
+  EXPECT_THROW_EXACTLY(maximum(r, r), RuntimeError);
+  EXPECT_THROW_EXACTLY(pow(2, r), RuntimeError);
+  EXPECT_THROW_EXACTLY(clamp(r, 0, 1), RuntimeError);
+  EXPECT_THROW_EXACTLY(logical_not(r), RuntimeError);
 }
 
 // ---------------------------------------------------------------- calls by name
@@ -456,17 +458,17 @@ TYPED_TEST(ArithmeticOps, CallEntriesAcceptTheOverloadPositionsOnly) {
   const std::vector<CallOperand> ts{CallOperand(i), CallOperand(WeakScalar(2))};
   EXPECT_EQ(call_operation("pow", ts).plans.front().compute(), Arithmetic::INT32_EXACT_CHECKED);
   const std::vector<CallOperand> ss{CallOperand(WeakScalar(2)), CallOperand(WeakScalar(2))};
-  EXPECT_THROW(call_operation("pow", ss), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("pow", ss), TypeError);
   const std::vector<CallOperand> clamp_ok{CallOperand(f), CallOperand(WeakScalar(0)), CallOperand(f)};
   EXPECT_EQ(vals<float>(call_operation("clamp", clamp_ok).results.front()), (std::vector<float>{2.0f, 3.0f}));
   const std::vector<CallOperand> clamp_bad{CallOperand(WeakScalar(0)), CallOperand(f), CallOperand(f)};
-  EXPECT_THROW(call_operation("clamp", clamp_bad), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("clamp", clamp_bad), TypeError);
   const std::vector<CallOperand> two{CallOperand(f), CallOperand(f)};
-  EXPECT_THROW(call_operation("clamp", two), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("clamp", two), TypeError);
   const std::vector<CallOperand> select_bad{CallOperand(WeakScalar(true)), CallOperand(f), CallOperand(f)};
-  EXPECT_THROW(call_operation("select", select_bad), TypeError);
-  EXPECT_THROW(call_operation("sub", two, CallOptions{{"alpha", OptionValue(1.0)}}), TypeError);  // no options
-  EXPECT_THROW(call_operation("maximum", two, {}, &DType::Float64()), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("select", select_bad), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("sub", two, CallOptions{{"alpha", OptionValue(1.0)}}), TypeError);  // no options
+  EXPECT_THROW_EXACTLY(call_operation("maximum", two, {}, &DType::Float64()), TypeError);
   for (const char* name :
        {"sub", "div", "pow", "rem", "maximum", "minimum", "clamp", "eq", "ne", "lt", "le", "logical_not", "select"})
     EXPECT_NE(find_callable(name), nullptr) << name;

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <limits>
 
+#include "support/expect_exactly.h"
+
 namespace {
 
 using namespace strideweave;
@@ -52,10 +54,12 @@ TEST(FrontEndGate, UnsupportedPlanRaisesBeforeAllocation) {
     add(t, t);
     FAIL() << "expected UnsupportedOperationPlan";
   } catch (const UnsupportedOperationPlan& e) {
+    EXPECT_ERROR_TYPE_IS(e, UnsupportedOperationPlan);
     EXPECT_EQ(e.plan(), resolve_operation_plan("add", {DType::Float32(), DType::Float32()}));
     EXPECT_EQ(std::string(e.what()), carrier_class<CountingCarrier>().name() + " has no capability for operation 'add'.");
   }
-  EXPECT_THROW(relu(t), NotImplementedError);  // UnsupportedOperationPlan is a NotImplementedError
+  EXPECT_THROW_EXACTLY(relu(t), UnsupportedOperationPlan);
+  static_assert(std::is_base_of_v<NotImplementedError, UnsupportedOperationPlan>);
   EXPECT_EQ(CountingCarrier::allocations, 0);
 }
 
@@ -70,11 +74,44 @@ TEST(FrontEndGate, ReasonDistinguishesUnknownOperationFromUnmatchedShape) {
   EXPECT_EQ(reason->rfind("CPU has capabilities for operation 'add' but none matches the plan ", 0), 0u) << *reason;
 }
 
+// ops.h step 3: every tensor operand lives on one exact carrier class. An
+// operand of this suite's carrier beside one of any other shipped class, in
+// any position, is a TypeError naming the operation and both classes, raised
+// before anything is allocated or written.
 TYPED_TEST(FrontEnd, OperandsOnDifferentCarrierClassesAreATypeError) {
-  const Tensor a = make_tensor<Generic>({1.0f}, Shape{1});
-  const Tensor b = make_tensor<CPU>({1.0f}, Shape{1});
-  EXPECT_THROW(add(a, b), TypeError);
-  EXPECT_THROW(matmul(a, b), TypeError);
+  const std::string mine_name = carrier_class<TypeParam>().name();
+  int other_classes = 0;
+  for (const ShippedCarrier& other : shipped_carriers()) {
+    if (other.cls == carrier_class<TypeParam>()) continue;
+    ++other_classes;
+    const std::string other_name = other.cls.name();
+    SCOPED_TRACE(mine_name + " beside " + other_name);
+    const Tensor mine = make_tensor<TypeParam>({1.0f, 2.0f, 3.0f, 4.0f}, Shape{2, 2});
+    const std::vector<Value> values{Value::from_float32(5), Value::from_float32(6), Value::from_float32(7),
+                                    Value::from_float32(8)};
+    const Tensor theirs(other.make(values, DType::Float32()), Shape{2, 2});
+    const Tensor mine_cond = make_tensor<TypeParam>(std::initializer_list<bool>{true, false, true, false}, Shape{2, 2});
+    const auto mine_version = mine.carrier()->version(), theirs_version = theirs.carrier()->version();
+    auto expect_refused = [&](const std::string& message, const char* op, const std::string& first,
+                              const std::string& second) {
+      EXPECT_NE(message.find(std::string(op) + ": "), std::string::npos) << message;
+      EXPECT_NE(message.find("(" + first + " and " + second + ")"), std::string::npos) << message;
+    };
+    expect_refused(EXACT_ERROR_MESSAGE(add(mine, theirs), TypeError), "add", mine_name, other_name);
+    expect_refused(EXACT_ERROR_MESSAGE(add(theirs, mine), TypeError), "add", other_name, mine_name);
+    expect_refused(EXACT_ERROR_MESSAGE(mul(theirs, mine), TypeError), "mul", other_name, mine_name);
+    expect_refused(EXACT_ERROR_MESSAGE(matmul(mine, theirs), TypeError), "matmul", mine_name, other_name);
+    expect_refused(EXACT_ERROR_MESSAGE(matmul(theirs, mine), TypeError), "matmul", other_name, mine_name);
+    // Three tensor operands: the odd one out in the middle or last position.
+    expect_refused(EXACT_ERROR_MESSAGE(clamp(mine, theirs, mine), TypeError), "clamp", mine_name, other_name);
+    expect_refused(EXACT_ERROR_MESSAGE(clamp(mine, mine, theirs), TypeError), "clamp", mine_name, other_name);
+    expect_refused(EXACT_ERROR_MESSAGE(select(mine_cond, mine, theirs), TypeError), "select", mine_name, other_name);
+    EXPECT_EQ(vals<float>(mine), (std::vector<float>{1, 2, 3, 4}));
+    EXPECT_EQ(vals<float>(theirs), (std::vector<float>{5, 6, 7, 8}));
+    EXPECT_EQ(mine.carrier()->version(), mine_version);
+    EXPECT_EQ(theirs.carrier()->version(), theirs_version);
+  }
+  EXPECT_GT(other_classes, 0) << "no other shipped carrier class to pair " << mine_name << " with";
 }
 
 TYPED_TEST(FrontEnd, AddBroadcastsRightAligned) {
@@ -90,9 +127,9 @@ TYPED_TEST(FrontEnd, ShapeMismatchIsAValueErrorAndChangesNothing) {
   const Tensor a = make_tensor<TypeParam>({1.0f, 2.0f, 3.0f}, Shape{3});
   const Tensor b = make_tensor<TypeParam>({1.0f, 2.0f}, Shape{2});
   const auto va = a.carrier()->version(), vb = b.carrier()->version();
-  EXPECT_THROW(add(a, b), ValueError);
-  EXPECT_THROW(elementwise_mul(a, b), ValueError);
-  EXPECT_THROW(matmul(a, b), ValueError);
+  EXPECT_THROW_EXACTLY(add(a, b), ValueError);
+  EXPECT_THROW_EXACTLY(elementwise_mul(a, b), ValueError);
+  EXPECT_THROW_EXACTLY(matmul(a, b), ValueError);
   EXPECT_EQ(vals<float>(a), (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(a.carrier()->version(), va);
   EXPECT_EQ(b.carrier()->version(), vb);
@@ -101,19 +138,19 @@ TYPED_TEST(FrontEnd, ShapeMismatchIsAValueErrorAndChangesNothing) {
 TYPED_TEST(FrontEnd, WrongDtypeIsRejectedByThePolicy) {
   const Tensor b = make_tensor<TypeParam>(std::initializer_list<bool>{true, false}, Shape{2});
   const Tensor f = make_tensor<TypeParam>({1.0f, 2.0f}, Shape{2});
-  EXPECT_THROW(add(b, f), NotImplementedError);  // Bool outside a Bool slot
-  EXPECT_THROW(relu(b), NotImplementedError);
-  EXPECT_THROW(reduce_sum(b), NotImplementedError);
+  EXPECT_THROW_EXACTLY(add(b, f), NotImplementedError);  // Bool outside a Bool slot
+  EXPECT_THROW_EXACTLY(relu(b), NotImplementedError);
+  EXPECT_THROW_EXACTLY(reduce_sum(b), NotImplementedError);
 }
 
 TYPED_TEST(FrontEnd, ReleasedCarrierIsARuntimeError) {
   auto storage = TypeParam::from_values(std::vector<Value>{Value::from_float32(1.0f)}, DType::Float32());
   const Tensor a(storage, Shape{1});
   storage->release();
-  EXPECT_THROW(add(a, a), RuntimeError);
-  EXPECT_THROW(relu(a), RuntimeError);
-  EXPECT_THROW(reduce_sum(a), RuntimeError);
-  EXPECT_THROW(mul(a, 2), RuntimeError);
+  EXPECT_THROW_EXACTLY(add(a, a), RuntimeError);
+  EXPECT_THROW_EXACTLY(relu(a), RuntimeError);
+  EXPECT_THROW_EXACTLY(reduce_sum(a), RuntimeError);
+  EXPECT_THROW_EXACTLY(mul(a, 2), RuntimeError);
 }
 
 TYPED_TEST(FrontEnd, MulHasThreeForms) {
@@ -126,8 +163,8 @@ TYPED_TEST(FrontEnd, MulHasThreeForms) {
   EXPECT_EQ(vals<float>(mul(i, f)), (std::vector<float>{0.5f, -3.0f, -6.0f}));
   EXPECT_EQ(vals<std::int32_t>(mul(i, i)), (std::vector<std::int32_t>{1, 4, 9}));
   EXPECT_EQ(mul(f, 1LL << 31).dtype(), DType::Float32());  // a float plan takes 2**31
-  EXPECT_THROW(mul(i, 1LL << 31), OverflowError);          // an integer plan does not
-  EXPECT_THROW(mul(i, std::numeric_limits<std::int32_t>::max()), OverflowError);  // 3 * INT32_MAX
+  EXPECT_THROW_EXACTLY(mul(i, 1LL << 31), OverflowError);          // an integer plan does not
+  EXPECT_THROW_EXACTLY(mul(i, std::numeric_limits<std::int32_t>::max()), OverflowError);  // 3 * INT32_MAX
 }
 
 TYPED_TEST(FrontEnd, ReluFollowsTheDocumentedSpecialValueRules) {
@@ -155,9 +192,9 @@ TYPED_TEST(FrontEnd, ReduceSumAxesKeepdimsAndErrors) {
   EXPECT_EQ(reduce_sum(a).shape(), Shape{});
   EXPECT_EQ(vals<float>(reduce_sum(a)), (std::vector<float>{21}));
   EXPECT_EQ(reduce_sum(a, std::vector<std::int64_t>{}).shape(), (Shape{2, 3}));
-  EXPECT_THROW(reduce_sum(a, {2}), ValueError);
-  EXPECT_THROW(reduce_sum(a, {-3}), ValueError);
-  EXPECT_THROW(reduce_sum(a, {0, -2}), ValueError);  // duplicate
+  EXPECT_THROW_EXACTLY(reduce_sum(a, {2}), ValueError);
+  EXPECT_THROW_EXACTLY(reduce_sum(a, {-3}), ValueError);
+  EXPECT_THROW_EXACTLY(reduce_sum(a, {0, -2}), ValueError);  // duplicate
   const Tensor e = make_tensor<TypeParam>(std::vector<float>{}, Shape{0, 3});
   EXPECT_EQ(vals<float>(reduce_sum(e, {0})), (std::vector<float>{0, 0, 0}));
 }
@@ -169,7 +206,7 @@ TYPED_TEST(FrontEnd, Int32SumCheckedOnlyAtFinalNarrowing) {
   const Tensor x = make_tensor<TypeParam>(std::initializer_list<std::int32_t>{max, max, -max, -max, 5}, Shape{5});
   EXPECT_EQ(vals<std::int32_t>(reduce_sum(x)), (std::vector<std::int32_t>{5}));
   const Tensor y = make_tensor<TypeParam>(std::initializer_list<std::int32_t>{max, 1}, Shape{2});
-  EXPECT_THROW(reduce_sum(y), OverflowError);
+  EXPECT_THROW_EXACTLY(reduce_sum(y), OverflowError);
   // matmul likewise: partial sums leave Int32, the result does not.
   const Tensor a = make_tensor<TypeParam>(std::initializer_list<std::int32_t>{max, max, -max}, Shape{1, 3});
   const Tensor b = make_tensor<TypeParam>(std::initializer_list<std::int32_t>{1, 1, 1}, Shape{3, 1});
@@ -189,8 +226,8 @@ TYPED_TEST(FrontEnd, MatmulShapesFollowNumpy) {
   const Tensor batch = make_tensor<TypeParam>(std::vector<float>(24, 1.0f), Shape{4, 2, 3});
   EXPECT_EQ(matmul(batch, a.permute({1, 0})).shape(), (Shape{4, 2, 2}));
   const Tensor s = make_tensor<TypeParam>({2.0f}, Shape{});
-  EXPECT_THROW(matmul(s, a), ValueError);
-  EXPECT_THROW(matmul(a, a), ValueError);  // (2,3) x (2,3)
+  EXPECT_THROW_EXACTLY(matmul(s, a), ValueError);
+  EXPECT_THROW_EXACTLY(matmul(a, a), ValueError);  // (2,3) x (2,3)
 }
 
 // cpp-mapping "Numbers": one case where fused contraction would change the
@@ -245,8 +282,9 @@ TYPED_TEST(FrontEnd, Float64AccumulatorChangesOnlyTheAccumulation) {
   const Tensor r = reduce_sum(x, ReduceOptions{}, wide);
   EXPECT_EQ(r.dtype(), DType::Float32());
   EXPECT_EQ(vals<float>(r), (std::vector<float>{16777232.0f}));
-  EXPECT_THROW(reduce_sum(make_tensor<TypeParam>(std::initializer_list<std::int32_t>{1}, Shape{1}), ReduceOptions{}, wide),
-               TypeError);
+  EXPECT_THROW_EXACTLY(
+      reduce_sum(make_tensor<TypeParam>(std::initializer_list<std::int32_t>{1}, Shape{1}), ReduceOptions{}, wide),
+      TypeError);
 }
 
 TYPED_TEST(FrontEnd, IeeeSpecialValuesPropagate) {

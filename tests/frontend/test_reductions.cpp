@@ -12,6 +12,8 @@
 #include <limits>
 #include <numeric>
 
+#include "support/expect_exactly.h"
+
 namespace {
 
 using namespace strideweave;
@@ -67,7 +69,7 @@ TYPED_TEST(ReductionOps, ReduceSumReducesAxesAndKeepsDims) {
   EXPECT_EQ(vals<float>(reduce_sum(x, {0})), (Floats{5, 7, 9}));
   EXPECT_EQ(reduce_sum(x, {0}, true).shape(), (Shape{1, 3}));
   EXPECT_EQ(vals<float>(reduce_sum(x)), (Floats{21}));
-  EXPECT_THROW(reduce_sum(x, {0, -2}), ValueError);
+  EXPECT_THROW_EXACTLY(reduce_sum(x, {0, -2}), ValueError);
 }
 
 TYPED_TEST(ReductionOps, ReduceSumOfPermutedStridedViewIsCompactResult) {
@@ -142,10 +144,11 @@ TYPED_TEST(ReductionOps, ReduceMaxAndMinReduceAxesAndKeepDims) {
 
 TYPED_TEST(ReductionOps, ReduceMaxOfEmptyBlockHasNoIdentity) {
   const Tensor x = make_tensor<TypeParam>(Floats{}, Shape{0, 3});
-  EXPECT_THROW(reduce_max(x), ValueError);
-  EXPECT_THROW(reduce_min(x, {0}), ValueError);
-  EXPECT_THROW(reduce_max(make_tensor<TypeParam>(Floats{}, Shape{3, 0}), {1}), ValueError);
-  EXPECT_THROW(reduce_max(make_tensor<TypeParam>(Floats{}, Shape{0, 0}), {0}), ValueError);  // even with no result element
+  EXPECT_THROW_EXACTLY(reduce_max(x), ValueError);
+  EXPECT_THROW_EXACTLY(reduce_min(x, {0}), ValueError);
+  EXPECT_THROW_EXACTLY(reduce_max(make_tensor<TypeParam>(Floats{}, Shape{3, 0}), {1}), ValueError);
+  EXPECT_THROW_EXACTLY(reduce_max(make_tensor<TypeParam>(Floats{}, Shape{0, 0}), {0}),
+                       ValueError);  // even with no result element
   EXPECT_EQ(reduce_max(x, {1}).shape(), (Shape{0}));  // blocks of 3, no result element
   EXPECT_EQ(reduce_min(x, Ints{}).shape(), (Shape{0, 3}));
 }
@@ -155,22 +158,22 @@ TYPED_TEST(ReductionOps, ReductionsRejectBadAxes) {
   for (auto op : {+[](const Tensor& t, Ints a) { return reduce_prod(t, std::move(a)); },
                   +[](const Tensor& t, Ints a) { return reduce_max(t, std::move(a)); },
                   +[](const Tensor& t, Ints a) { return reduce_min(t, std::move(a)); }}) {
-    EXPECT_THROW(op(x, {2}), ValueError);
-    EXPECT_THROW(op(x, {-3}), ValueError);
-    EXPECT_THROW(op(x, {1, -1}), ValueError);  // duplicate
+    EXPECT_THROW_EXACTLY(op(x, {2}), ValueError);
+    EXPECT_THROW_EXACTLY(op(x, {-3}), ValueError);
+    EXPECT_THROW_EXACTLY(op(x, {1, -1}), ValueError);  // duplicate
   }
 }
 
 TYPED_TEST(ReductionOps, ReductionsOtherThanSumRequireFloat32) {
   const Tensor i = make_tensor<TypeParam>(std::initializer_list<std::int32_t>{1, 2}, Shape{2});
-  EXPECT_THROW(reduce_prod(i), TypeError);
-  EXPECT_THROW(reduce_max(i), TypeError);
-  EXPECT_THROW(reduce_min(i), TypeError);
-  EXPECT_THROW(argmax(i), TypeError);
-  EXPECT_THROW(argmin(i), TypeError);
-  EXPECT_THROW(cumsum(i, 0), TypeError);
-  EXPECT_THROW(sort(i), TypeError);
-  EXPECT_THROW(topk(i, 1), TypeError);
+  EXPECT_THROW_EXACTLY(reduce_prod(i), TypeError);
+  EXPECT_THROW_EXACTLY(reduce_max(i), TypeError);
+  EXPECT_THROW_EXACTLY(reduce_min(i), TypeError);
+  EXPECT_THROW_EXACTLY(argmax(i), TypeError);
+  EXPECT_THROW_EXACTLY(argmin(i), TypeError);
+  EXPECT_THROW_EXACTLY(cumsum(i, 0), TypeError);
+  EXPECT_THROW_EXACTLY(sort(i), TypeError);
+  EXPECT_THROW_EXACTLY(topk(i, 1), TypeError);
   EXPECT_EQ(vals<std::int32_t>(reduce_sum(i)), (Int32s{3}));
 }
 
@@ -228,25 +231,25 @@ TYPED_TEST(ReductionOps, ArgmaxAlongOneAxisGivesPositionsAlongIt) {
 
 TYPED_TEST(ReductionOps, ArgmaxRejectsEmptyBlocksAndBadAxes) {
   const Tensor e = make_tensor<TypeParam>(Floats{}, Shape{0, 2});
-  EXPECT_THROW(argmax(e), ValueError);
-  EXPECT_THROW(argmin(e, 0), ValueError);
+  EXPECT_THROW_EXACTLY(argmax(e), ValueError);
+  EXPECT_THROW_EXACTLY(argmin(e, 0), ValueError);
   EXPECT_EQ(argmax(e, 1).shape(), (Shape{0}));
   const Tensor x = make_tensor<TypeParam>({1.0f, 2.0f}, Shape{2});
-  EXPECT_THROW(argmax(x, 1), ValueError);
-  EXPECT_THROW(argmin(x, -2), ValueError);
+  EXPECT_THROW_EXACTLY(argmax(x, 1), ValueError);
+  EXPECT_THROW_EXACTLY(argmin(x, -2), ValueError);
   const Tensor scalar = make_tensor<TypeParam>({4.0f}, Shape{});
   EXPECT_EQ(i32(argmax(scalar)), 0);
-  EXPECT_THROW(argmax(scalar, 0), ValueError);  // a rank-0 tensor has no axis
+  EXPECT_THROW_EXACTLY(argmax(scalar, 0), ValueError);  // a rank-0 tensor has no axis
 }
 
 TYPED_TEST(ReductionOps, IndicesBeyondInt32AreAnOverflowErrorBeforeAllocation) {
   // 2^31 + 1 positions need the index 2^31; the result is never allocated
   // (a full-size result would be 8 GiB).
   const Tensor x = broadcast_one<TypeParam>(kTwoTo31 + 1);
-  EXPECT_THROW(argmax(x), OverflowError);
-  EXPECT_THROW(argmin(x, 0), OverflowError);
-  EXPECT_THROW(sort(x), OverflowError);
-  EXPECT_THROW(topk(x, 1), OverflowError);
+  EXPECT_THROW_EXACTLY(argmax(x), OverflowError);
+  EXPECT_THROW_EXACTLY(argmin(x, 0), OverflowError);
+  EXPECT_THROW_EXACTLY(sort(x), OverflowError);
+  EXPECT_THROW_EXACTLY(topk(x, 1), OverflowError);
   // reduce_max has no index: it runs (over a broadcast of 1.0).
   EXPECT_EQ(f32(reduce_max(make_tensor<TypeParam>({1.0f}, Shape{1}).broadcast_to(Shape{1000}))), 1.0f);
 }
@@ -272,14 +275,14 @@ TYPED_TEST(ReductionOps, CumsumRunsAlongTheChosenAxis) {
   EXPECT_EQ(row_values<float>(cumsum(x, 0)), (Floats{1, 2, 3, 5, 7, 9}));
   EXPECT_EQ(row_values<float>(cumsum(x, -2)), (Floats{1, 2, 3, 5, 7, 9}));
   EXPECT_EQ(cumsum(make_tensor<TypeParam>(Floats{}, Shape{0, 3}), 0).shape(), (Shape{0, 3}));
-  EXPECT_THROW(cumsum(x, 2), ValueError);
-  EXPECT_THROW(cumsum(x, -3), ValueError);
-  EXPECT_THROW(cumsum(make_tensor<TypeParam>({1.0f}, Shape{}), 0), ValueError);
+  EXPECT_THROW_EXACTLY(cumsum(x, 2), ValueError);
+  EXPECT_THROW_EXACTLY(cumsum(x, -3), ValueError);
+  EXPECT_THROW_EXACTLY(cumsum(make_tensor<TypeParam>({1.0f}, Shape{}), 0), ValueError);
 }
 
 TYPED_TEST(ReductionOps, CumsumByNameRequiresTheAxis) {
   const Tensor x = make_tensor<TypeParam>({1.0f, 2.0f}, Shape{2});
-  EXPECT_THROW(call_operation("cumsum", std::vector<CallOperand>{x}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("cumsum", std::vector<CallOperand>{x}), TypeError);
   const CallResult r = call_operation("cumsum", std::vector<CallOperand>{x}, {{"axis", std::int64_t{0}}});
   EXPECT_EQ(vals<float>(r.results.at(0)), (Floats{1, 3}));
 }
@@ -330,8 +333,8 @@ TYPED_TEST(ReductionOps, SortAlongAnAxisGivesPositionsAlongIt) {
   const SortResult s1 = sort(x, 1, true);
   EXPECT_EQ(row_values<float>(s1.values), (Floats{3, 2, 1, 5, 4, 0}));
   EXPECT_EQ(row_values<std::int32_t>(s1.indices), (Int32s{0, 2, 1, 1, 2, 0}));
-  EXPECT_THROW(sort(x, 2), ValueError);
-  EXPECT_THROW(sort(make_tensor<TypeParam>({1.0f}, Shape{})), ValueError);  // no axis -1 at rank 0
+  EXPECT_THROW_EXACTLY(sort(x, 2), ValueError);
+  EXPECT_THROW_EXACTLY(sort(make_tensor<TypeParam>({1.0f}, Shape{})), ValueError);  // no axis -1 at rank 0
   EXPECT_EQ(sort(make_tensor<TypeParam>(Floats{}, Shape{2, 0})).indices.shape(), (Shape{2, 0}));
 }
 
@@ -368,10 +371,10 @@ TYPED_TEST(ReductionOps, TopkReplacesTheAxisExtentByK) {
 
 TYPED_TEST(ReductionOps, TopkRejectsKOutsideTheExtent) {
   const Tensor x = make_tensor<TypeParam>({1.0f, 2.0f}, Shape{2});
-  EXPECT_THROW(topk(x, 3), ValueError);
-  EXPECT_THROW(topk(x, -1), ValueError);
-  EXPECT_THROW(topk(x, 1, 1), ValueError);
-  EXPECT_THROW(call_operation("topk", std::vector<CallOperand>{x}), TypeError);  // k is required
+  EXPECT_THROW_EXACTLY(topk(x, 3), ValueError);
+  EXPECT_THROW_EXACTLY(topk(x, -1), ValueError);
+  EXPECT_THROW_EXACTLY(topk(x, 1, 1), ValueError);
+  EXPECT_THROW_EXACTLY(call_operation("topk", std::vector<CallOperand>{x}), TypeError);  // k is required
 }
 
 TYPED_TEST(ReductionOps, SortAndTopkByNameReturnValuesThenIndices) {
@@ -385,7 +388,8 @@ TYPED_TEST(ReductionOps, SortAndTopkByNameReturnValuesThenIndices) {
   const CallResult t = call_operation("topk", std::vector<CallOperand>{x}, {{"k", std::int64_t{2}}, {"largest", false}});
   EXPECT_EQ(vals<float>(t.results.at(0)), (Floats{1, 2}));
   EXPECT_EQ(vals<std::int32_t>(t.results.at(1)), (Int32s{1, 0}));
-  EXPECT_THROW(call_operation("sort", std::vector<CallOperand>{x}, {{"stable", true}}), TypeError);  // unknown option
+  EXPECT_THROW_EXACTLY(call_operation("sort", std::vector<CallOperand>{x}, {{"stable", true}}),
+                       TypeError);  // unknown option
 }
 
 // -------------------------------------------------------------- whole family
@@ -464,11 +468,11 @@ TYPED_TEST(ReductionOps, KernelsWriteThroughAStridedCallerOutput) {
 TYPED_TEST(ReductionOps, FailedCallsLeaveTheOperandUnchanged) {
   const Tensor x = make_tensor<TypeParam>({1.0f, 2.0f, 3.0f}, Shape{3});
   const std::uint64_t version = x.carrier()->version();
-  EXPECT_THROW(reduce_max(x, {1}), ValueError);
-  EXPECT_THROW(argmin(x, 3), ValueError);
-  EXPECT_THROW(cumsum(x, 1), ValueError);
-  EXPECT_THROW(sort(x, 1), ValueError);
-  EXPECT_THROW(topk(x, 4), ValueError);
+  EXPECT_THROW_EXACTLY(reduce_max(x, {1}), ValueError);
+  EXPECT_THROW_EXACTLY(argmin(x, 3), ValueError);
+  EXPECT_THROW_EXACTLY(cumsum(x, 1), ValueError);
+  EXPECT_THROW_EXACTLY(sort(x, 1), ValueError);
+  EXPECT_THROW_EXACTLY(topk(x, 4), ValueError);
   EXPECT_EQ(vals<float>(x), (Floats{1, 2, 3}));
   EXPECT_EQ(x.carrier()->version(), version);
 }
@@ -477,12 +481,12 @@ TYPED_TEST(ReductionOps, ReleasedCarrierIsARuntimeError) {
   auto storage = TypeParam::from_values(std::vector<Value>{Value::from_float32(1.0f)}, DType::Float32());
   const Tensor a(storage, Shape{1});
   storage->release();
-  EXPECT_THROW(reduce_prod(a), RuntimeError);
-  EXPECT_THROW(reduce_max(a), RuntimeError);
-  EXPECT_THROW(argmax(a), RuntimeError);
-  EXPECT_THROW(cumsum(a, 0), RuntimeError);
-  EXPECT_THROW(sort(a), RuntimeError);
-  EXPECT_THROW(topk(a, 1), RuntimeError);
+  EXPECT_THROW_EXACTLY(reduce_prod(a), RuntimeError);
+  EXPECT_THROW_EXACTLY(reduce_max(a), RuntimeError);
+  EXPECT_THROW_EXACTLY(argmax(a), RuntimeError);
+  EXPECT_THROW_EXACTLY(cumsum(a, 0), RuntimeError);
+  EXPECT_THROW_EXACTLY(sort(a), RuntimeError);
+  EXPECT_THROW_EXACTLY(topk(a, 1), RuntimeError);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <limits>
 #include <numeric>
 
+#include "support/expect_exactly.h"
+
 namespace {
 
 using namespace strideweave;
@@ -197,26 +199,31 @@ TYPED_TEST(StructuredOps, ConvGeneralRejectsBadShapesAndOptionsBeforeAnyEffect) 
   const auto vx = x.carrier()->version(), vw = w.carrier()->version();
   const ConvOptions g2{std::nullopt, std::nullopt, std::nullopt, 2};
   EXPECT_NO_THROW(conv_general(x, w, g2));
-  EXPECT_THROW(conv_general(x, w), ValueError);  // groups 1: weight needs 4 channels
-  EXPECT_THROW(conv_general(make_tensor<TypeParam>({1.0f, 2.0f}, Shape{1, 2}), w), ValueError);  // rank < 3
-  EXPECT_THROW(conv_general(x, make_tensor<TypeParam>({1.0f, 2.0f}, Shape{1, 2})), ValueError);  // rank mismatch
-  EXPECT_THROW(conv_general(x, w, ConvOptions{std::nullopt, std::nullopt, std::nullopt, 0}), ValueError);
-  EXPECT_THROW(conv_general(x, w, ConvOptions{std::nullopt, std::nullopt, std::nullopt, 3}), ValueError);  // 3 ∤ 4
-  EXPECT_THROW(conv_general(x, make_tensor<TypeParam>(std::vector<float>(6, 1.0f), Shape{3, 2, 1}), g2), ValueError);  // 2 ∤ 3
-  EXPECT_THROW(conv_general(x, w, ConvOptions{Ints{0}, std::nullopt, std::nullopt, 2}), ValueError);
-  EXPECT_THROW(conv_general(x, w, ConvOptions{Ints{1, 1}, std::nullopt, std::nullopt, 2}), ValueError);
-  EXPECT_THROW(conv_general(x, w, ConvOptions{Ints{}, std::nullopt, std::nullopt, 2}), ValueError);
-  EXPECT_THROW(conv_general(x, w, ConvOptions{std::nullopt, Ints{-1}, std::nullopt, 2}), ValueError);
-  EXPECT_THROW(conv_general(x, w, ConvOptions{std::nullopt, Ints{1, 1, 1}, std::nullopt, 2}), ValueError);
-  EXPECT_THROW(conv_general(x, w, ConvOptions{std::nullopt, std::nullopt, Ints{0}, 2}), ValueError);
-  EXPECT_THROW(conv_general(x, w, ConvOptions{std::nullopt, std::nullopt, Ints{5}, 2}), ValueError);  // O = -1
+  EXPECT_THROW_EXACTLY(conv_general(x, w), ValueError);  // groups 1: weight needs 4 channels
+  EXPECT_THROW_EXACTLY(conv_general(make_tensor<TypeParam>({1.0f, 2.0f}, Shape{1, 2}), w), ValueError);  // rank < 3
+  EXPECT_THROW_EXACTLY(conv_general(x, make_tensor<TypeParam>({1.0f, 2.0f}, Shape{1, 2})),
+                       ValueError);  // rank mismatch
+  EXPECT_THROW_EXACTLY(conv_general(x, w, ConvOptions{std::nullopt, std::nullopt, std::nullopt, 0}), ValueError);
+  EXPECT_THROW_EXACTLY(conv_general(x, w, ConvOptions{std::nullopt, std::nullopt, std::nullopt, 3}),
+                       ValueError);  // 3 ∤ 4
+  EXPECT_THROW_EXACTLY(conv_general(x, make_tensor<TypeParam>(std::vector<float>(6, 1.0f), Shape{3, 2, 1}), g2),
+                       ValueError);  // 2 ∤ 3
+  EXPECT_THROW_EXACTLY(conv_general(x, w, ConvOptions{Ints{0}, std::nullopt, std::nullopt, 2}), ValueError);
+  EXPECT_THROW_EXACTLY(conv_general(x, w, ConvOptions{Ints{1, 1}, std::nullopt, std::nullopt, 2}), ValueError);
+  EXPECT_THROW_EXACTLY(conv_general(x, w, ConvOptions{Ints{}, std::nullopt, std::nullopt, 2}), ValueError);
+  EXPECT_THROW_EXACTLY(conv_general(x, w, ConvOptions{std::nullopt, Ints{-1}, std::nullopt, 2}), ValueError);
+  EXPECT_THROW_EXACTLY(conv_general(x, w, ConvOptions{std::nullopt, Ints{1, 1, 1}, std::nullopt, 2}), ValueError);
+  EXPECT_THROW_EXACTLY(conv_general(x, w, ConvOptions{std::nullopt, std::nullopt, Ints{0}, 2}), ValueError);
+  EXPECT_THROW_EXACTLY(conv_general(x, w, ConvOptions{std::nullopt, std::nullopt, Ints{5}, 2}), ValueError);  // O = -1
   EXPECT_EQ(conv_general(x, w, ConvOptions{std::nullopt, std::nullopt, Ints{4}, 2}).shape(), (Shape{1, 2, 0}));  // O = 0
-  EXPECT_THROW(conv_general(x, make_tensor<TypeParam>(std::vector<float>{}, Shape{2, 2, 0}), g2), ValueError);  // K = 0
-  EXPECT_THROW(conv_general(x, w, ConvOptions{std::nullopt, Ints{std::numeric_limits<std::int64_t>::max()}, std::nullopt, 2}),
-               ValueError);  // the output extent overflows
+  EXPECT_THROW_EXACTLY(conv_general(x, make_tensor<TypeParam>(std::vector<float>{}, Shape{2, 2, 0}), g2),
+                       ValueError);  // K = 0
+  EXPECT_THROW_EXACTLY(
+      conv_general(x, w, ConvOptions{std::nullopt, Ints{std::numeric_limits<std::int64_t>::max()}, std::nullopt, 2}),
+      ValueError);  // the output extent overflows
   // The policy: Float32 operands only.
   const Tensor xi = make_tensor<TypeParam>(std::vector<std::int32_t>(16, 1), Shape{1, 4, 4});
-  EXPECT_THROW(conv_general(xi, w, g2), TypeError);
+  EXPECT_THROW_EXACTLY(conv_general(xi, w, g2), TypeError);
   EXPECT_EQ(x.carrier()->version(), vx);
   EXPECT_EQ(w.carrier()->version(), vw);
 }
@@ -236,12 +243,12 @@ TYPED_TEST(StructuredOps, ConvGeneralCallEntryDocumentsAndReadsEveryOption) {
                                       {{"stride", std::int64_t{3}}, {"padding", Ints{2, 1}}, {"dilation", Ints{2}}, {"groups", std::int64_t{1}}});
   EXPECT_EQ(r.plans.front(), resolve_operation_plan("conv_general", {DType::Float32(), DType::Float32()}));
   EXPECT_EQ(TypedTensor<float>(r.results.front()).values(), (std::vector<float>{4, 12, 21}));
-  EXPECT_THROW(call_operation("conv_general", ops, {{"stride", true}}), TypeError);
-  EXPECT_THROW(call_operation("conv_general", ops, {{"groups", Ints{1}}}), TypeError);
-  EXPECT_THROW(call_operation("conv_general", ops, {{"strides", Ints{1}}}), TypeError);
-  EXPECT_THROW(call_operation("conv_general", ops, {{"stride", Ints{0}}}), ValueError);
-  EXPECT_THROW(call_operation("conv_general", ops, {}, &DType::Float64()), TypeError);
-  EXPECT_THROW(call_operation("conv_general", std::vector<CallOperand>{x}, {}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("conv_general", ops, {{"stride", true}}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("conv_general", ops, {{"groups", Ints{1}}}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("conv_general", ops, {{"strides", Ints{1}}}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("conv_general", ops, {{"stride", Ints{0}}}), ValueError);
+  EXPECT_THROW_EXACTLY(call_operation("conv_general", ops, {}, &DType::Float64()), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("conv_general", std::vector<CallOperand>{x}, {}), TypeError);
 }
 
 // ---------------------------------------------------------------- gather
@@ -276,40 +283,43 @@ TYPED_TEST(StructuredOps, GatherOnRankZeroTakesAxisZeroOrMinusOne) {
   const Tensor y = gather(data, idx, -1);
   EXPECT_EQ(y.shape(), Shape{});
   EXPECT_EQ(TypedTensor<float>(y).at_ordinal(0), 7.5f);
-  EXPECT_THROW(gather(data, idx, 1), ValueError);
-  EXPECT_THROW(gather(data, make_tensor<TypeParam>(std::initializer_list<std::int32_t>{1}, Shape{}), 0), IndexError);
+  EXPECT_THROW_EXACTLY(gather(data, idx, 1), ValueError);
+  EXPECT_THROW_EXACTLY(gather(data, make_tensor<TypeParam>(std::initializer_list<std::int32_t>{1}, Shape{}), 0),
+                       IndexError);
 }
 
 TYPED_TEST(StructuredOps, GatherOutOfRangeIndexIsIndexErrorAndChangesNothing) {
   const Tensor data = make_tensor<TypeParam>({1.0f, 2.0f, 3.0f}, Shape{3});
   const auto v = data.carrier()->version();
-  EXPECT_THROW(gather(data, ints<TypeParam>({0, 3}, {2}), 0), IndexError);
-  EXPECT_THROW(gather(data, ints<TypeParam>({-1}, {1}), 0), IndexError);  // no negative indices
-  EXPECT_THROW(gather(data, ints<TypeParam>({std::numeric_limits<std::int32_t>::min()}, {1}), 0), IndexError);
-  EXPECT_THROW(gather(make_tensor<TypeParam>(std::vector<float>{}, Shape{2, 0}), ints<TypeParam>({0, 0}, {2, 1}), 1),
-               IndexError);  // an empty axis has no valid index
+  EXPECT_THROW_EXACTLY(gather(data, ints<TypeParam>({0, 3}, {2}), 0), IndexError);
+  EXPECT_THROW_EXACTLY(gather(data, ints<TypeParam>({-1}, {1}), 0), IndexError);  // no negative indices
+  EXPECT_THROW_EXACTLY(gather(data, ints<TypeParam>({std::numeric_limits<std::int32_t>::min()}, {1}), 0), IndexError);
+  EXPECT_THROW_EXACTLY(
+      gather(make_tensor<TypeParam>(std::vector<float>{}, Shape{2, 0}), ints<TypeParam>({0, 0}, {2, 1}), 1),
+      IndexError);  // an empty axis has no valid index
   EXPECT_EQ(data.carrier()->version(), v);
   EXPECT_EQ(TypedTensor<float>(data).values(), (std::vector<float>{1, 2, 3}));
 }
 
 TYPED_TEST(StructuredOps, GatherRejectsBadShapesAxesAndDtypes) {
   const Tensor data = rows<TypeParam>(std::vector<float>{0, 1, 2, 10, 11, 12}, {2, 3});
-  EXPECT_THROW(gather(data, ints<TypeParam>({0, 0}, {2}), 0), ValueError);               // rank mismatch
-  EXPECT_THROW(gather(data, ints<TypeParam>({0, 0, 0, 0}, {1, 4}), 0), ValueError);      // 4 > 3 on axis 1
-  EXPECT_THROW(gather(data, ints<TypeParam>({0, 0, 0}, {3, 1}), 1), ValueError);         // 3 > 2 on axis 0
-  EXPECT_THROW(gather(data, ints<TypeParam>({0, 0}, {1, 2}), 2), ValueError);            // axis out of range
-  EXPECT_THROW(gather(data, ints<TypeParam>({0, 0}, {1, 2}), -3), ValueError);
-  EXPECT_THROW(gather(data, data, 0), TypeError);                                         // Float32 indices
-  EXPECT_THROW(gather(ints<TypeParam>({0, 0}, {1, 2}), ints<TypeParam>({0, 0}, {1, 2}), 0), TypeError);  // Int32 data
+  EXPECT_THROW_EXACTLY(gather(data, ints<TypeParam>({0, 0}, {2}), 0), ValueError);               // rank mismatch
+  EXPECT_THROW_EXACTLY(gather(data, ints<TypeParam>({0, 0, 0, 0}, {1, 4}), 0), ValueError);      // 4 > 3 on axis 1
+  EXPECT_THROW_EXACTLY(gather(data, ints<TypeParam>({0, 0, 0}, {3, 1}), 1), ValueError);         // 3 > 2 on axis 0
+  EXPECT_THROW_EXACTLY(gather(data, ints<TypeParam>({0, 0}, {1, 2}), 2), ValueError);            // axis out of range
+  EXPECT_THROW_EXACTLY(gather(data, ints<TypeParam>({0, 0}, {1, 2}), -3), ValueError);
+  EXPECT_THROW_EXACTLY(gather(data, data, 0), TypeError);                                         // Float32 indices
+  EXPECT_THROW_EXACTLY(gather(ints<TypeParam>({0, 0}, {1, 2}), ints<TypeParam>({0, 0}, {1, 2}), 0),
+                       TypeError);  // Int32 data
 }
 
 TYPED_TEST(StructuredOps, GatherCallEntryRequiresAxis) {
   const Tensor data = make_tensor<TypeParam>({1.0f, 2.0f, 3.0f}, Shape{3});
   const std::vector<CallOperand> ops{data, ints<TypeParam>({2, 0}, {2})};
-  EXPECT_THROW(call_operation("gather", ops, {}), TypeError);
-  EXPECT_THROW(call_operation("gather", ops, {{"axis", std::monostate{}}}), TypeError);
-  EXPECT_THROW(call_operation("gather", ops, {{"axis", 0.5}}), TypeError);
-  EXPECT_THROW(call_operation("gather", ops, {{"axis", std::int64_t{0}}, {"dim", std::int64_t{0}}}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("gather", ops, {}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("gather", ops, {{"axis", std::monostate{}}}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("gather", ops, {{"axis", 0.5}}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("gather", ops, {{"axis", std::int64_t{0}}, {"dim", std::int64_t{0}}}), TypeError);
   const CallResult r = call_operation("gather", ops, {{"axis", std::int64_t{0}}});
   EXPECT_EQ(TypedTensor<float>(r.results.front()).values(), (std::vector<float>{3, 1}));
   EXPECT_EQ(find_callable("gather")->options.front().default_value, "required");
@@ -384,10 +394,10 @@ TYPED_TEST(StructuredOps, ScatterOutOfRangeIndexIsIndexErrorAndChangesNothing) {
   const Tensor data = make_tensor<TypeParam>({1.0f, 2.0f, 3.0f}, Shape{3});
   const Tensor src = make_tensor<TypeParam>({9.0f, 9.0f}, Shape{2});
   const auto vd = data.carrier()->version(), vs = src.carrier()->version();
-  EXPECT_THROW(scatter(data, ints<TypeParam>({0, 3}, {2}), src, 0), IndexError);
-  EXPECT_THROW(scatter_add(data, ints<TypeParam>({-1, 0}, {2}), src, 0), IndexError);
-  EXPECT_THROW(scatter_add(data, ints<TypeParam>({1, std::numeric_limits<std::int32_t>::max()}, {2}), src, 0),
-               IndexError);
+  EXPECT_THROW_EXACTLY(scatter(data, ints<TypeParam>({0, 3}, {2}), src, 0), IndexError);
+  EXPECT_THROW_EXACTLY(scatter_add(data, ints<TypeParam>({-1, 0}, {2}), src, 0), IndexError);
+  EXPECT_THROW_EXACTLY(scatter_add(data, ints<TypeParam>({1, std::numeric_limits<std::int32_t>::max()}, {2}), src, 0),
+                       IndexError);
   EXPECT_EQ(data.carrier()->version(), vd);
   EXPECT_EQ(src.carrier()->version(), vs);
   EXPECT_EQ(TypedTensor<float>(data).values(), (std::vector<float>{1, 2, 3}));
@@ -397,15 +407,18 @@ TYPED_TEST(StructuredOps, ScatterRejectsBadShapesAxesAndDtypes) {
   const Tensor data = make_tensor<TypeParam>(std::vector<float>(6, 0.0f), Shape{2, 3});
   const Tensor src = make_tensor<TypeParam>(std::vector<float>(6, 1.0f), Shape{2, 3});
   for (auto op : {scatter, scatter_add}) {
-    EXPECT_THROW(op(data, ints<TypeParam>({0, 0}, {2}), src, 0), ValueError);                  // rank mismatch
-    EXPECT_THROW(op(data, ints<TypeParam>({0, 0}, {1, 2}), make_tensor<TypeParam>({1.0f}, Shape{1}), 0),
-                 ValueError);                                                                 // src rank
-    EXPECT_THROW(op(data, ints<TypeParam>({0, 0, 0, 0}, {1, 4}), make_tensor<TypeParam>(std::vector<float>(4, 1.0f), Shape{1, 4}), 0),
-                 ValueError);                                                                 // 4 > 3 on axis 1
-    EXPECT_THROW(op(data, ints<TypeParam>({0, 0, 0}, {3, 1}), src, 1), ValueError);           // src smaller than indices
-    EXPECT_THROW(op(data, ints<TypeParam>({0}, {1, 1}), src, 2), ValueError);                 // axis out of range
-    EXPECT_THROW(op(data, src, src, 0), TypeError);                                           // Float32 indices
-    EXPECT_THROW(op(data, ints<TypeParam>({0}, {1, 1}), ints<TypeParam>({0}, {1, 1}), 0), TypeError);  // Int32 src
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0}, {2}), src, 0), ValueError);                  // rank mismatch
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0}, {1, 2}), make_tensor<TypeParam>({1.0f}, Shape{1}), 0),
+                         ValueError);                                                                 // src rank
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0, 0, 0}, {1, 4}), make_tensor<TypeParam>(std::vector<float>(4, 1.0f), Shape{1, 4}), 0),
+                         ValueError);                                                                 // 4 > 3 on axis 1
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0, 0}, {3, 1}), src, 1),
+                         ValueError);           // src smaller than indices
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0}, {1, 1}), src, 2),
+                         ValueError);                 // axis out of range
+    EXPECT_THROW_EXACTLY(op(data, src, src, 0), TypeError);                                           // Float32 indices
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0}, {1, 1}), ints<TypeParam>({0}, {1, 1}), 0),
+                         TypeError);  // Int32 src
   }
   // Indices longer than data on the axis itself are fine.
   EXPECT_NO_THROW(scatter(data, ints<TypeParam>({0, 1, 0, 1}, {4, 1}), make_tensor<TypeParam>(std::vector<float>(4, 1.0f), Shape{4, 1}), 0));
@@ -416,8 +429,9 @@ TYPED_TEST(StructuredOps, ScatterCallEntriesRequireAxis) {
   const Tensor src = make_tensor<TypeParam>({1.0f, 2.0f}, Shape{2});
   const std::vector<CallOperand> ops{data, ints<TypeParam>({1, 1}, {2}), src};
   for (const char* name : {"scatter", "scatter_add"}) {
-    EXPECT_THROW(call_operation(name, ops, {}), TypeError) << name;
-    EXPECT_THROW(call_operation(name, std::vector<CallOperand>{data, src}, {{"axis", std::int64_t{0}}}), TypeError);
+    EXPECT_THROW_EXACTLY(call_operation(name, ops, {}), TypeError) << name;
+    EXPECT_THROW_EXACTLY(call_operation(name, std::vector<CallOperand>{data, src}, {{"axis", std::int64_t{0}}}),
+                         TypeError);
   }
   EXPECT_EQ(TypedTensor<float>(call_operation("scatter", ops, {{"axis", std::int64_t{0}}}).results.front()).values(),
             (std::vector<float>{0, 2}));
@@ -436,6 +450,7 @@ std::string index_error_message(const std::string& op) {
     else if (op == "scatter") scatter(data, idx, data, 0);
     else scatter_add(data, idx, data, 0);
   } catch (const IndexError& e) {
+    EXPECT_ERROR_TYPE_IS(e, IndexError);
     return e.what();
   }
   return "no error";

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <limits>
 
+#include "support/expect_exactly.h"
+
 namespace {
 
 using namespace strideweave;
@@ -90,8 +92,8 @@ TYPED_TEST(UnaryOps, MathFunctionsAcceptOnlyFloat32) {
   const Tensor b = make_tensor<TypeParam>(std::initializer_list<bool>{true}, Shape{1});
   for (const auto& [name, fn] : kMath) {
     SCOPED_TRACE(name);
-    EXPECT_THROW(fn(i), TypeError);            // Int32 outside the F domain
-    EXPECT_THROW(fn(b), NotImplementedError);  // Bool is never numeric
+    EXPECT_THROW_EXACTLY(fn(i), TypeError);            // Int32 outside the F domain
+    EXPECT_THROW_EXACTLY(fn(b), NotImplementedError);  // Bool is never numeric
     EXPECT_EQ(&fn(f32<TypeParam>({1.0f})).dtype(), &DType::Float32());
   }
 }
@@ -280,16 +282,16 @@ TYPED_TEST(UnaryOps, InvalidOptionsRaiseValueErrorBeforeAnyEffect) {
   const Tensor x = f32<TypeParam>({-1.0f, 2.0f});
   const auto version = x.carrier()->version();
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_THROW(elu(x, inf), ValueError);
-  EXPECT_THROW(elu(x, nan), ValueError);
-  EXPECT_THROW(elu(x, 1e39), ValueError);  // finite in double, infinite in binary32
-  EXPECT_THROW(leaky_relu(x, -inf), ValueError);
-  EXPECT_THROW(leaky_relu(x, nan), ValueError);
-  EXPECT_THROW(softplus(x, 0.0), ValueError);
-  EXPECT_THROW(softplus(x, -0.0), ValueError);
-  EXPECT_THROW(softplus(x, 1e-50), ValueError);  // rounds to 0 in binary32
-  EXPECT_THROW(softplus(x, inf), ValueError);
-  EXPECT_THROW(softplus(x, 1.0, nan), ValueError);
+  EXPECT_THROW_EXACTLY(elu(x, inf), ValueError);
+  EXPECT_THROW_EXACTLY(elu(x, nan), ValueError);
+  EXPECT_THROW_EXACTLY(elu(x, 1e39), ValueError);  // finite in double, infinite in binary32
+  EXPECT_THROW_EXACTLY(leaky_relu(x, -inf), ValueError);
+  EXPECT_THROW_EXACTLY(leaky_relu(x, nan), ValueError);
+  EXPECT_THROW_EXACTLY(softplus(x, 0.0), ValueError);
+  EXPECT_THROW_EXACTLY(softplus(x, -0.0), ValueError);
+  EXPECT_THROW_EXACTLY(softplus(x, 1e-50), ValueError);  // rounds to 0 in binary32
+  EXPECT_THROW_EXACTLY(softplus(x, inf), ValueError);
+  EXPECT_THROW_EXACTLY(softplus(x, 1.0, nan), ValueError);
   EXPECT_EQ(x.carrier()->version(), version);
   ExpectSame({-1.0f, 2.0f}, x);
   // Values that round to a finite binary32 are accepted.
@@ -299,20 +301,20 @@ TYPED_TEST(UnaryOps, InvalidOptionsRaiseValueErrorBeforeAnyEffect) {
 TYPED_TEST(UnaryOps, DtypeErrorsComeBeforeOptionErrors) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const Tensor b = make_tensor<TypeParam>(std::initializer_list<bool>{true}, Shape{1});
-  EXPECT_THROW(elu(b, nan), NotImplementedError);
-  EXPECT_THROW(softplus(b, 0.0), NotImplementedError);
+  EXPECT_THROW_EXACTLY(elu(b, nan), NotImplementedError);
+  EXPECT_THROW_EXACTLY(softplus(b, 0.0), NotImplementedError);
   // An Int32 operand is valid for the activations: the option error remains.
-  EXPECT_THROW(elu(i32<TypeParam>({1}), nan), ValueError);
+  EXPECT_THROW_EXACTLY(elu(i32<TypeParam>({1}), nan), ValueError);
 }
 
 TYPED_TEST(UnaryOps, ReleasedCarrierIsARuntimeError) {
   auto storage = TypeParam::from_values(std::vector<Value>{Value::from_float32(1.0f)}, DType::Float32());
   const Tensor a(storage, Shape{1});
   storage->release();
-  for (const auto& [name, fn] : kMath) EXPECT_THROW(fn(a), RuntimeError) << name;
-  for (const auto& [name, fn] : kActivations) EXPECT_THROW(fn(a), RuntimeError) << name;
+  for (const auto& [name, fn] : kMath) EXPECT_THROW_EXACTLY(fn(a), RuntimeError) << name;
+  for (const auto& [name, fn] : kActivations) EXPECT_THROW_EXACTLY(fn(a), RuntimeError) << name;
   // A bad option on a released operand: the option error comes first.
-  EXPECT_THROW(softplus(a, 0.0), ValueError);
+  EXPECT_THROW_EXACTLY(softplus(a, 0.0), ValueError);
 }
 
 // ---- layouts
@@ -368,15 +370,15 @@ TEST(UnaryCalls, OptionsReachTheTypedFunctionAndBadOnesRaise) {
   ExpectSame({c_log1p(c_exp(-2.0f)) / 2.0f, 30.0f}, r.results.front());
   ExpectSame(vals(gelu(x, true)), call_operation("gelu", ops, CallOptions{{"approximate", true}}).results.front());
   ExpectSame(vals(elu(x, 3.0)), call_operation("elu", ops, CallOptions{{"alpha", std::int64_t{3}}}).results.front());
-  EXPECT_THROW(call_operation("elu", ops, CallOptions{{"alpha", true}}), TypeError);
-  EXPECT_THROW(call_operation("gelu", ops, CallOptions{{"approximate", 1.0}}), TypeError);
-  EXPECT_THROW(call_operation("leaky_relu", ops, CallOptions{{"slope", 0.1}}), TypeError);  // unknown option
-  EXPECT_THROW(call_operation("neg", ops, CallOptions{{"alpha", 1.0}}), TypeError);
-  EXPECT_THROW(call_operation("softplus", ops, CallOptions{{"beta", 0.0}}), ValueError);
-  EXPECT_THROW(call_operation("sqrt", std::vector<CallOperand>{x, x}), TypeError);
-  EXPECT_THROW(call_operation("sqrt", std::vector<CallOperand>{WeakScalar(2.0)}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("elu", ops, CallOptions{{"alpha", true}}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("gelu", ops, CallOptions{{"approximate", 1.0}}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("leaky_relu", ops, CallOptions{{"slope", 0.1}}), TypeError);  // unknown option
+  EXPECT_THROW_EXACTLY(call_operation("neg", ops, CallOptions{{"alpha", 1.0}}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("softplus", ops, CallOptions{{"beta", 0.0}}), ValueError);
+  EXPECT_THROW_EXACTLY(call_operation("sqrt", std::vector<CallOperand>{x, x}), TypeError);
+  EXPECT_THROW_EXACTLY(call_operation("sqrt", std::vector<CallOperand>{WeakScalar(2.0)}), TypeError);
   const DType* f64 = &DType::Float64();
-  EXPECT_THROW(call_operation("exp", ops, {}, f64), TypeError);  // no execution options
+  EXPECT_THROW_EXACTLY(call_operation("exp", ops, {}, f64), TypeError);  // no execution options
   // An explicit null option means the default.
   ExpectSame(vals(elu(x)), call_operation("elu", ops, CallOptions{{"alpha", std::monostate{}}}).results.front());
 }

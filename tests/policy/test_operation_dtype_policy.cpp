@@ -9,6 +9,7 @@
 // are C macros); a null `const DType*` operand models a non-DType in a tensor
 // slot.
 #include "policy/policy_test_support.h"
+#include "support/expect_exactly.h"
 
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/carriers/generic.h>
@@ -135,8 +136,8 @@ TEST(OperationDtypePolicy_R1, OperandPlanFieldsAndConstructionTypeErrors) {
   EXPECT_EQ(w.dtype(), nullptr);
   EXPECT_EQ(&w.convert_to(), &I32());
   // A tensor operand needs a source dtype; a weak scalar has none.
-  EXPECT_THROW(sw::OperandPlan(OperandRole::TENSOR, nullptr, F32()), sw::TypeError);
-  EXPECT_THROW(sw::OperandPlan(OperandRole::WEAK_SCALAR, &F32(), F32()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::OperandPlan(OperandRole::TENSOR, nullptr, F32()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::OperandPlan(OperandRole::WEAK_SCALAR, &F32(), F32()), sw::TypeError);
 }
 
 TEST(OperationDtypePolicy_R1, OperationPlanHoldsItsFieldsInPositionalOrder) {
@@ -152,7 +153,7 @@ TEST(OperationDtypePolicy_R1, OperationPlanHoldsItsFieldsInPositionalOrder) {
   EXPECT_EQ(p.accumulator_dtype(), nullptr);
   EXPECT_EQ(&p.output(), &I32());
   // Implementation choice: an operand-less plan is a ValueError.
-  EXPECT_THROW(make_plan("add", {}, Arithmetic::BINARY32, std::nullopt, nullptr, F32()), sw::ValueError);
+  EXPECT_THROW_EXACTLY(make_plan("add", {}, Arithmetic::BINARY32, std::nullopt, nullptr, F32()), sw::ValueError);
 }
 
 TEST(OperationDtypePolicy_R1, RecordsAreImmutableValueTypes) {
@@ -286,8 +287,8 @@ TEST(OperationDtypePolicy_R2, Int32SumWithOutOfRangePartialButInRangeTotalSuccee
 TEST(OperationDtypePolicy_R2, Int32SumWithOutOfRangeTotalRaisesOverflowErrorAtFinalNarrowing) {
   constexpr std::int32_t kMax = std::numeric_limits<std::int32_t>::max();
   const std::vector<std::int32_t> values{kMax, 2, -1};  // total INT32_MAX + 1
-  EXPECT_THROW(sw::reduce_sum(sw::make_tensor<sw::Generic>(values, sw::Shape::of({3}))), sw::OverflowError);
-  EXPECT_THROW(sw::reduce_sum(sw::make_tensor<sw::CPU>(values, sw::Shape::of({3}))), sw::OverflowError);
+  EXPECT_THROW_EXACTLY(sw::reduce_sum(sw::make_tensor<sw::Generic>(values, sw::Shape::of({3}))), sw::OverflowError);
+  EXPECT_THROW_EXACTLY(sw::reduce_sum(sw::make_tensor<sw::CPU>(values, sw::Shape::of({3}))), sw::OverflowError);
 }
 
 // ================================================================ R3
@@ -307,15 +308,18 @@ TEST(OperationDtypePolicy_R3, OperationOverloadHoldsRolesRuleAndDomains) {
 
 TEST(OperationDtypePolicy_R3, OperationOverloadWrongDomainCountOrEmptyDomainIsValueError) {
   const std::vector<OperandRole> tt{OperandRole::TENSOR, OperandRole::TENSOR};
-  EXPECT_THROW(sw::OperationOverload(tt, trivial_rule(), std::vector<sw::DTypeDomain>{{&F32()}}), sw::ValueError);
-  EXPECT_THROW(sw::OperationOverload(tt, trivial_rule(), std::vector<sw::DTypeDomain>{{&F32()}, {&F32()}, {&F32()}}),
-               sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationOverload(tt, trivial_rule(), std::vector<sw::DTypeDomain>{{&F32()}}),
+                       sw::ValueError);
+  EXPECT_THROW_EXACTLY(
+      sw::OperationOverload(tt, trivial_rule(), std::vector<sw::DTypeDomain>{{&F32()}, {&F32()}, {&F32()}}),
+      sw::ValueError);
   // Domains count TENSOR roles only.
-  EXPECT_THROW(sw::OperationOverload({OperandRole::TENSOR, OperandRole::WEAK_SCALAR}, trivial_rule(),
-                                     std::vector<sw::DTypeDomain>{{&F32()}, {&F32()}}),
-               sw::ValueError);
-  EXPECT_THROW(sw::OperationOverload(tt, trivial_rule(), std::vector<sw::DTypeDomain>{{&F32()}, {}}), sw::ValueError);
-  EXPECT_THROW(sw::OperationOverload(tt, trivial_rule(), std::vector<sw::DTypeDomain>{}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationOverload({OperandRole::TENSOR, OperandRole::WEAK_SCALAR}, trivial_rule(),
+                                             std::vector<sw::DTypeDomain>{{&F32()}, {&F32()}}),
+                       sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationOverload(tt, trivial_rule(), std::vector<sw::DTypeDomain>{{&F32()}, {}}),
+                       sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationOverload(tt, trivial_rule(), std::vector<sw::DTypeDomain>{}), sw::ValueError);
   EXPECT_NO_THROW(sw::OperationOverload(tt, trivial_rule(), std::vector<sw::DTypeDomain>{{&F32()}, {&I32()}}));
 }
 
@@ -325,18 +329,18 @@ TEST(OperationDtypePolicy_R3, OperationSpecViolationsAreValueError) {
       ts{OperandRole::TENSOR, OperandRole::WEAK_SCALAR};
   using Positions = std::optional<std::vector<std::int64_t>>;
   // Empty overloads.
-  EXPECT_THROW(sw::OperationSpec("x", {}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {}), sw::ValueError);
   // Duplicate role signature.
-  EXPECT_THROW(sw::OperationSpec("x", {ov(tt), ov(tt)}), sw::ValueError);
-  EXPECT_THROW(sw::OperationSpec("x", {ov(tt), ov(ts), ov(tt)}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {ov(tt), ov(tt)}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {ov(tt), ov(ts), ov(tt)}), sw::ValueError);
   // Positions: negative, not strictly increasing, length mismatch.
-  EXPECT_THROW(sw::OperationSpec("x", {ov(tt)}, true, Positions{{-1, 0}}), sw::ValueError);
-  EXPECT_THROW(sw::OperationSpec("x", {ov(tt)}, true, Positions{{1, 1}}), sw::ValueError);
-  EXPECT_THROW(sw::OperationSpec("x", {ov(tt)}, true, Positions{{2, 1}}), sw::ValueError);
-  EXPECT_THROW(sw::OperationSpec("x", {ov(tt)}, true, Positions{{0}}), sw::ValueError);
-  EXPECT_THROW(sw::OperationSpec("x", {ov(tt)}, true, Positions{{0, 1, 2}}), sw::ValueError);
-  EXPECT_THROW(sw::OperationSpec("x", {ov(t), ov(tt)}, true, Positions{{0, 1}}), sw::ValueError);
-  EXPECT_THROW(sw::OperationSpec("x", {ov(tt)}, true, Positions{std::vector<std::int64_t>{}}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {ov(tt)}, true, Positions{{-1, 0}}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {ov(tt)}, true, Positions{{1, 1}}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {ov(tt)}, true, Positions{{2, 1}}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {ov(tt)}, true, Positions{{0}}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {ov(tt)}, true, Positions{{0, 1, 2}}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {ov(t), ov(tt)}, true, Positions{{0, 1}}), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::OperationSpec("x", {ov(tt)}, true, Positions{std::vector<std::int64_t>{}}), sw::ValueError);
   // Valid: gaps are allowed (positions index the full forward argument list).
   const sw::OperationSpec ok("x", {ov(tt), ov(ts)}, false, Positions{{0, 3}});
   EXPECT_EQ(ok.name(), "x");
@@ -358,8 +362,8 @@ TEST(OperationDtypePolicy_R3, SingleOverloadSpecExposesRolesAndRuleMultiOverload
     const sw::OperationSpec* spec = sw::find_operation(name);
     ASSERT_NE(spec, nullptr);
     EXPECT_GT(spec->overloads().size(), 1u) << name;
-    EXPECT_THROW((void)spec->roles(), sw::AttributeError) << name;
-    EXPECT_THROW((void)spec->rule(), sw::AttributeError) << name;
+    EXPECT_THROW_EXACTLY((void)spec->roles(), sw::AttributeError) << name;
+    EXPECT_THROW_EXACTLY((void)spec->rule(), sw::AttributeError) << name;
   }
   // Every registered spec: exactly the multi-overload ones raise.
   for (const sw::OperationSpec& s : sw::registered_operations()) {
@@ -367,7 +371,7 @@ TEST(OperationDtypePolicy_R3, SingleOverloadSpecExposesRolesAndRuleMultiOverload
       EXPECT_NO_THROW((void)s.roles()) << s.name();
       EXPECT_NO_THROW((void)s.rule()) << s.name();
     } else {
-      EXPECT_THROW((void)s.roles(), sw::AttributeError) << s.name();
+      EXPECT_THROW_EXACTLY((void)s.roles(), sw::AttributeError) << s.name();
     }
   }
 }
@@ -397,10 +401,10 @@ TEST(OperationDtypePolicy_R3, PartialDtypeOperandPositionsNeverMakeAxesOrFlagsWe
           << s.name();
     }
   }
-  EXPECT_THROW(sw::resolve_operation_plan("cumsum", {F32(), 0}), sw::TypeError);             // axis
-  EXPECT_THROW(sw::resolve_operation_plan("_topk_values", {F32(), 5}), sw::TypeError);       // k
-  EXPECT_THROW(sw::resolve_operation_plan("conv_general", {F32(), F32(), 1}), sw::TypeError);  // stride
-  EXPECT_THROW(sw::resolve_operation_plan("gather", {F32(), I32(), 0}), sw::TypeError);       // axis
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("cumsum", {F32(), 0}), sw::TypeError);             // axis
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("_topk_values", {F32(), 5}), sw::TypeError);       // k
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("conv_general", {F32(), F32(), 1}), sw::TypeError);  // stride
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("gather", {F32(), I32(), 0}), sw::TypeError);       // axis
 }
 
 // ================================================================ R4
@@ -434,7 +438,7 @@ TEST(OperationDtypePolicy_R4, RepresentationOnlyNamesAndGtGeAreNotRegistered) {
   for (const char* name : {"view", "reshape", "permute", "rearrange", "as_strided", "broadcast_to", "squeeze",
                            "unsqueeze", "move", "gt", "ge", "sort", "topk"}) {
     EXPECT_EQ(sw::find_operation(name), nullptr) << name;
-    EXPECT_THROW(sw::resolve_operation_plan(name, {F32()}), sw::NotImplementedError) << name;
+    EXPECT_THROW_EXACTLY(sw::resolve_operation_plan(name, {F32()}), sw::NotImplementedError) << name;
   }
 }
 
@@ -566,9 +570,9 @@ TEST(OperationDtypePolicy_R4, DefaultsIncludeEveryOverloadShapeAndBothAccumulato
 
 TEST(OperationDtypePolicy_R4, AddingBoolToTensorDtypesMakesDomainLessOverloadsRaiseNotImplementedError) {
   const sw::SimpleDType* with_bool[] = {&F32(), &I32(), &BOOL()};
-  EXPECT_THROW(sw::resolvable_plans(with_bool, sw::WEAK_SCALAR_PROBES()), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolvable_plans(with_bool, sw::WEAK_SCALAR_PROBES()), sw::NotImplementedError);
   const sw::SimpleDType* only_bool[] = {&BOOL()};
-  EXPECT_THROW(sw::resolvable_plans(only_bool, sw::WEAK_SCALAR_PROBES()), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolvable_plans(only_bool, sw::WEAK_SCALAR_PROBES()), sw::NotImplementedError);
 }
 
 TEST(OperationDtypePolicy_R4, RestrictedEnumerationsHonourDomains) {
@@ -597,9 +601,9 @@ TEST(OperationDtypePolicy_R4, RestrictedEnumerationsHonourDomains) {
 // ================================================================ R5
 
 TEST(OperationDtypePolicy_R5, UnknownNameRaisesNotImplementedError) {
-  EXPECT_THROW(sw::resolve_operation_plan("no_such_operation", {F32()}), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("", {F32()}), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("Add", {F32(), F32()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("no_such_operation", {F32()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("", {F32()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("Add", {F32(), F32()}), sw::NotImplementedError);
 }
 
 TEST(OperationDtypePolicy_R5, MulAndPowTensorTensorVersusTensorScalarChooseDistinctOverloads) {
@@ -616,34 +620,34 @@ TEST(OperationDtypePolicy_R5, MulAndPowTensorTensorVersusTensorScalarChooseDisti
   const sw::OperationSpec* mul = sw::find_operation("mul");
   ASSERT_NE(mul, nullptr);
   ASSERT_EQ(mul->overloads().size(), 2u);
-  EXPECT_THROW(sw::resolve_operation_plan("mul", {2, F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("mul", {2, F32()}), sw::TypeError);
   EXPECT_EQ(sw::resolve_operation_plan("pow", {2, F32()}).roles(),
             (std::vector<OperandRole>{OperandRole::WEAK_SCALAR, OperandRole::TENSOR}));
 }
 
 TEST(OperationDtypePolicy_R5, WrongOperandCountRaisesTypeError) {
-  EXPECT_THROW(sw::resolve_operation_plan("add", {F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("add", {F32(), F32(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("neg", {F32(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("select", {BOOL(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_sum", std::span<const PlanOperand>()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {F32(), F32(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("neg", {F32(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("select", {BOOL(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_sum", std::span<const PlanOperand>()), sw::TypeError);
 }
 
 TEST(OperationDtypePolicy_R5, NoMatchingRoleSignatureRaisesTypeError) {
-  EXPECT_THROW(sw::resolve_operation_plan("add", {F32(), 3}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("add", {3, F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("add", {3, 4}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("pow", {3, 4}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("neg", {1.5}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("select", {BOOL(), 1, F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("clamp", {1, F32(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {F32(), 3}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {3, F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {3, 4}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("pow", {3, 4}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("neg", {1.5}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("select", {BOOL(), 1, F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("clamp", {1, F32(), F32()}), sw::TypeError);
 }
 
 TEST(OperationDtypePolicy_R5, NonDTypeInTensorSlotRaisesTypeError) {
-  EXPECT_THROW(sw::resolve_operation_plan("add", {null_dtype(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("add", {F32(), null_dtype()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("neg", {null_dtype()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("mul", {null_dtype(), 3}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {null_dtype(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {F32(), null_dtype()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("neg", {null_dtype()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("mul", {null_dtype(), 3}), sw::TypeError);
   // A non-real weak scalar cannot be built at all in C++.
   static_assert(!std::is_constructible_v<WeakScalar, std::string>);
   static_assert(!std::is_constructible_v<WeakScalar, const char*>);
@@ -655,24 +659,24 @@ TEST(OperationDtypePolicy_R5, NonDTypeInTensorSlotRaisesTypeError) {
 
 TEST(OperationDtypePolicy_R5, BothAccumulatorDtypeAndOptionsRaiseTypeError) {
   const OperationExecutionOptions options("reduce_sum", &F64());
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_sum", {F32()}, &F64(), &options), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_sum", {F32()}, &F32(), &options), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_sum", {F32()}, &F64(), &options), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_sum", {F32()}, &F32(), &options), sw::TypeError);
 }
 
 TEST(OperationDtypePolicy_R5, OptionsBoundToAnotherOperationRaiseValueError) {
   const OperationExecutionOptions for_matmul("matmul", &F64());
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_sum", {F32()}, nullptr, &for_matmul), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_sum", {F32()}, nullptr, &for_matmul), sw::ValueError);
   const OperationExecutionOptions for_sum("reduce_sum");
-  EXPECT_THROW(sw::resolve_operation_plan("matmul", {F32(), F32()}, nullptr, &for_sum), sw::ValueError);
-  EXPECT_THROW(sw::resolve_operation_plan("add", {F32(), F32()}, nullptr, &for_sum), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("matmul", {F32(), F32()}, nullptr, &for_sum), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {F32(), F32()}, nullptr, &for_sum), sw::ValueError);
 }
 
 TEST(OperationDtypePolicy_R5, OptionsAndAccumulatorAreValidatedBeforeTheNameIsLookedUp) {
   const OperationExecutionOptions for_sum("reduce_sum");
-  EXPECT_THROW(sw::resolve_operation_plan("no_such_operation", {F32()}, nullptr, &for_sum), sw::ValueError);
-  EXPECT_THROW(sw::resolve_operation_plan("no_such_operation", {F32()}, &F64()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("no_such_operation", {F32()}, nullptr, &for_sum), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("no_such_operation", {F32()}, &F64()), sw::TypeError);
   // Options are validated before dtypes.
-  EXPECT_THROW(sw::resolve_operation_plan("add", {F64(), F32()}, &F64()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {F64(), F32()}, &F64()), sw::TypeError);
 }
 
 TEST(OperationDtypePolicy_R5, ResolutionDependsOnlyOnNameDtypesAndBranchScalarsAndIsDeterministic) {
@@ -696,12 +700,14 @@ TEST(OperationDtypePolicy_R6, CategoryInAnyTensorSlotRaisesTypeError) {
   EXPECT_GT(probes.size(), 70u);
   for (const SlotProbe& probe : probes)
     for (const sw::DType* c : categories)
-      EXPECT_THROW(resolve_with(probe, *c), sw::TypeError) << probe.name << " slot " << probe.slot << " " << c->name();
+      EXPECT_THROW_EXACTLY(resolve_with(probe, *c), sw::TypeError)
+          << probe.name << " slot " << probe.slot << " " << c->name();
 }
 
 TEST(OperationDtypePolicy_R6, CompoundInAnyTensorSlotRaisesNotImplementedError) {
   for (const SlotProbe& probe : every_tensor_slot())
-    EXPECT_THROW(resolve_with(probe, user_compound()), sw::NotImplementedError) << probe.name << " slot " << probe.slot;
+    EXPECT_THROW_EXACTLY(resolve_with(probe, user_compound()), sw::NotImplementedError)
+        << probe.name << " slot " << probe.slot;
 }
 
 TEST(OperationDtypePolicy_R6, RegisteredButUnimplementedSimpleDtypesRaiseNotImplementedError) {
@@ -710,11 +716,11 @@ TEST(OperationDtypePolicy_R6, RegisteredButUnimplementedSimpleDtypesRaiseNotImpl
       &sw::DType::E3M2(),    &sw::DType::E2M3(), &sw::DType::E2M1()};
   for (const SlotProbe& probe : every_tensor_slot())
     for (const sw::DType* d : unimplemented)
-      EXPECT_THROW(resolve_with(probe, *d), sw::NotImplementedError)
+      EXPECT_THROW_EXACTLY(resolve_with(probe, *d), sw::NotImplementedError)
           << probe.name << " slot " << probe.slot << " " << d->name();
   // Never widened: Float64 does not become a Float32 plan.
-  EXPECT_THROW(sw::resolve_operation_plan("add", {F64(), F32()}), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("mul", {sw::DType::Int8(), 2}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {F64(), F32()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("mul", {sw::DType::Int8(), 2}), sw::NotImplementedError);
 }
 
 TEST(OperationDtypePolicy_R6, BoolOutsideABoolSlotRaisesNotImplementedError) {
@@ -724,34 +730,34 @@ TEST(OperationDtypePolicy_R6, BoolOutsideABoolSlotRaisesNotImplementedError) {
       EXPECT_NO_THROW(resolve_with(probe, BOOL()));
       continue;
     }
-    EXPECT_THROW(resolve_with(probe, BOOL()), sw::NotImplementedError) << probe.name << " slot " << probe.slot;
+    EXPECT_THROW_EXACTLY(resolve_with(probe, BOOL()), sw::NotImplementedError) << probe.name << " slot " << probe.slot;
     ++checked;
   }
   EXPECT_GT(checked, 70u);
 }
 
 TEST(OperationDtypePolicy_R6, ImplementedDtypeOutsideARestrictedSlotRaisesTypeError) {
-  EXPECT_THROW(sw::resolve_operation_plan("neg", {I32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("maximum", {I32(), I32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("maximum", {F32(), I32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("select", {F32(), F32(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_prod", {I32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("argmax", {I32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("neg", {I32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("maximum", {I32(), I32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("maximum", {F32(), I32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("select", {F32(), F32(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_prod", {I32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("argmax", {I32()}), sw::TypeError);
 }
 
 TEST(OperationDtypePolicy_R6, MatchingIsByIdentityFloat32ImpostorNeverMatches) {
   EXPECT_EQ(float32_impostor().bits(), F32().bits());
   EXPECT_FALSE(float32_impostor() == F32());
   for (const SlotProbe& probe : every_tensor_slot())
-    EXPECT_THROW(resolve_with(probe, float32_impostor()), sw::NotImplementedError)
+    EXPECT_THROW_EXACTLY(resolve_with(probe, float32_impostor()), sw::NotImplementedError)
         << probe.name << " slot " << probe.slot;
 }
 
 TEST(OperationDtypePolicy_R6, FirstFailingSlotInPositionalOrderDecides) {
   // Implementation choice (the spec fixes no order among slots): slots are
   // checked in positional order and the first failure wins.
-  EXPECT_THROW(sw::resolve_operation_plan("add", {sw::DType::Any(), user_compound()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("add", {user_compound(), sw::DType::Any()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {sw::DType::Any(), user_compound()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {user_compound(), sw::DType::Any()}), sw::NotImplementedError);
 }
 
 // ================================================================ R7
@@ -795,9 +801,9 @@ TEST(OperationDtypePolicy_R7, Int32TensorMulPythonTrueIsFloat32Plan) {
 }
 
 TEST(OperationDtypePolicy_R7, Int32Mul2To31RaisesOverflowError) {
-  EXPECT_THROW(sw::resolve_operation_plan("mul", {I32(), WeakScalar(kTwo31)}), sw::OverflowError);
-  EXPECT_THROW(sw::resolve_operation_plan("mul", {I32(), WeakScalar::integer(sw::int128{1} << 100)}),
-               sw::OverflowError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("mul", {I32(), WeakScalar(kTwo31)}), sw::OverflowError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("mul", {I32(), WeakScalar::integer(sw::int128{1} << 100)}),
+                       sw::OverflowError);
 }
 
 TEST(OperationDtypePolicy_R7, Float32Mul2To31IsFine) {
@@ -807,7 +813,7 @@ TEST(OperationDtypePolicy_R7, Float32Mul2To31IsFine) {
 
 TEST(OperationDtypePolicy_R7, Int32MulRangeIsInclusiveMinus2To31) {
   EXPECT_EQ(&sw::resolve_operation_plan("mul", {I32(), WeakScalar(-kTwo31)}).output(), &I32());
-  EXPECT_THROW(sw::resolve_operation_plan("mul", {I32(), WeakScalar(-kTwo31 - 1)}), sw::OverflowError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("mul", {I32(), WeakScalar(-kTwo31 - 1)}), sw::OverflowError);
   EXPECT_EQ(&sw::resolve_operation_plan("mul", {I32(), WeakScalar(kTwo31 - 1)}).output(), &I32());
 }
 
@@ -816,15 +822,16 @@ TEST(OperationDtypePolicy_R7, ToInt32AcceptsExactlyTheInt32Range) {
   EXPECT_EQ(WeakScalar(-kTwo31).to_int32("mul"), std::numeric_limits<std::int32_t>::min());
   EXPECT_EQ(WeakScalar(0).to_int32("mul"), 0);
   EXPECT_EQ(WeakScalar(-1).to_int32("mul"), -1);
-  EXPECT_THROW(WeakScalar(kTwo31).to_int32("mul"), sw::OverflowError);
-  EXPECT_THROW(WeakScalar(-kTwo31 - 1).to_int32("mul"), sw::OverflowError);
-  EXPECT_THROW(WeakScalar(std::numeric_limits<std::uint64_t>::max()).to_int32("mul"), sw::OverflowError);
-  EXPECT_THROW(WeakScalar::integer(-(sw::int128{1} << 100)).to_int32("mul"), sw::OverflowError);
+  EXPECT_THROW_EXACTLY(WeakScalar(kTwo31).to_int32("mul"), sw::OverflowError);
+  EXPECT_THROW_EXACTLY(WeakScalar(-kTwo31 - 1).to_int32("mul"), sw::OverflowError);
+  EXPECT_THROW_EXACTLY(WeakScalar(std::numeric_limits<std::uint64_t>::max()).to_int32("mul"), sw::OverflowError);
+  EXPECT_THROW_EXACTLY(WeakScalar::integer(-(sw::int128{1} << 100)).to_int32("mul"), sw::OverflowError);
   // The message names the operation.
   try {
     WeakScalar(kTwo31).to_int32("mul");
     ADD_FAILURE() << "no OverflowError";
   } catch (const sw::OverflowError& e) {
+    EXPECT_ERROR_TYPE_IS(e, sw::OverflowError);
     EXPECT_NE(std::string(e.what()).find("mul"), std::string::npos) << e.what();
   }
 }
@@ -833,9 +840,9 @@ TEST(OperationDtypePolicy_R7, ToInt32AcceptsExactlyTheInt32Range) {
 
 TEST(OperationDtypePolicy_R10, OptionsAcceptOnlyReduceSumAndMatmul) {
   for (const char* op : {"add", "mul", "cumsum", "reduce_prod", "conv_general", "no_such_operation"}) {
-    EXPECT_THROW(OperationExecutionOptions{op}, sw::TypeError) << op;
-    EXPECT_THROW(OperationExecutionOptions(op, &F64()), sw::TypeError) << op;
-    EXPECT_THROW(sw::operation_execution_options(op), sw::TypeError) << op;
+    EXPECT_THROW_EXACTLY(OperationExecutionOptions{op}, sw::TypeError) << op;
+    EXPECT_THROW_EXACTLY(OperationExecutionOptions(op, &F64()), sw::TypeError) << op;
+    EXPECT_THROW_EXACTLY(sw::operation_execution_options(op), sw::TypeError) << op;
   }
   const OperationExecutionOptions sum("reduce_sum");
   EXPECT_EQ(sum.operation(), "reduce_sum");
@@ -851,21 +858,21 @@ TEST(OperationDtypePolicy_R10, NonSimpleAccumulatorIsTypeErrorUnsupportedSimpleI
                              static_cast<const sw::DType*>(&sw::DType::Any()),
                              static_cast<const sw::DType*>(&user_category()),
                              static_cast<const sw::DType*>(&user_compound())}) {
-    EXPECT_THROW(OperationExecutionOptions("reduce_sum", d), sw::TypeError) << d->name();
-    EXPECT_THROW(sw::operation_execution_options("matmul", d), sw::TypeError) << d->name();
+    EXPECT_THROW_EXACTLY(OperationExecutionOptions("reduce_sum", d), sw::TypeError) << d->name();
+    EXPECT_THROW_EXACTLY(sw::operation_execution_options("matmul", d), sw::TypeError) << d->name();
   }
   for (const sw::DType* d : {static_cast<const sw::DType*>(&I32()), static_cast<const sw::DType*>(&BOOL()),
                              static_cast<const sw::DType*>(&sw::DType::Int8()),
                              static_cast<const sw::DType*>(&sw::DType::E4M3()),
                              static_cast<const sw::DType*>(&float32_impostor())}) {
-    EXPECT_THROW(OperationExecutionOptions("reduce_sum", d), sw::NotImplementedError) << d->name();
-    EXPECT_THROW(sw::operation_execution_options("matmul", d), sw::NotImplementedError) << d->name();
+    EXPECT_THROW_EXACTLY(OperationExecutionOptions("reduce_sum", d), sw::NotImplementedError) << d->name();
+    EXPECT_THROW_EXACTLY(sw::operation_execution_options("matmul", d), sw::NotImplementedError) << d->name();
   }
   EXPECT_NO_THROW(OperationExecutionOptions("reduce_sum", &F64()));
   // The same validation applies to resolve_operation_plan's accumulator_dtype.
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_sum", {F32()}, &sw::DType::Floating()), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_sum", {F32()}, &I32()), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("add", {F32(), F32()}, &F64()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_sum", {F32()}, &sw::DType::Floating()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_sum", {F32()}, &I32()), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {F32(), F32()}, &F64()), sw::TypeError);
 }
 
 TEST(OperationDtypePolicy_R10, OperationExecutionOptionsFactoryEqualsConstructor) {
@@ -878,10 +885,10 @@ TEST(OperationDtypePolicy_R10, OperationExecutionOptionsFactoryEqualsConstructor
 TEST(OperationDtypePolicy_R10, FloatingAccumulatorOnExactIntegerPlanRaisesTypeErrorAtResolution) {
   const OperationExecutionOptions sum64("reduce_sum", &F64());
   const OperationExecutionOptions mm64("matmul", &F64());
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_sum", {I32()}, nullptr, &sum64), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("matmul", {I32(), I32()}, nullptr, &mm64), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_sum", {I32()}, &F64()), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("matmul", {I32(), I32()}, &F64()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_sum", {I32()}, nullptr, &sum64), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("matmul", {I32(), I32()}, nullptr, &mm64), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_sum", {I32()}, &F64()), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("matmul", {I32(), I32()}, &F64()), sw::TypeError);
   // Default options (no accumulator) are fine on the exact plans.
   const OperationExecutionOptions sum_default("reduce_sum");
   EXPECT_EQ(&sw::resolve_operation_plan("reduce_sum", {I32()}, nullptr, &sum_default).output(), &I32());
@@ -947,13 +954,14 @@ TEST(OperationDtypePolicy_R10, PlanAccumulatorVariantsOfOtherPlansIsThePlanAlone
 
 TEST(OperationDtypePolicy_R10, FrontEndOptionsBoundToAnotherOperationRaiseValueError) {
   const sw::Tensor x = sw::make_tensor<sw::Generic>(std::vector<float>{1.0f, 2.0f}, sw::Shape::of({2}));
-  EXPECT_THROW(sw::reduce_sum(x, sw::ReduceOptions{}, sw::operation_execution_options("matmul")), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::reduce_sum(x, sw::ReduceOptions{}, sw::operation_execution_options("matmul")),
+                       sw::ValueError);
   const sw::Tensor m = sw::make_tensor<sw::Generic>(std::vector<float>{1.0f, 2.0f}, sw::Shape::of({1, 2}));
   const sw::Tensor n = sw::make_tensor<sw::Generic>(std::vector<float>{1.0f, 2.0f}, sw::Shape::of({2, 1}));
-  EXPECT_THROW(sw::matmul(m, n, sw::operation_execution_options("reduce_sum")), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::matmul(m, n, sw::operation_execution_options("reduce_sum")), sw::ValueError);
   const sw::Tensor xi = sw::make_tensor<sw::CPU>(std::vector<std::int32_t>{1, 2}, sw::Shape::of({2}));
-  EXPECT_THROW(sw::reduce_sum(xi, sw::ReduceOptions{}, sw::operation_execution_options("reduce_sum", &F64())),
-               sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::reduce_sum(xi, sw::ReduceOptions{}, sw::operation_execution_options("reduce_sum", &F64())),
+                       sw::TypeError);
 }
 
 // ================================================================ Contracted arithmetic
@@ -990,18 +998,18 @@ TEST(PolicyExtension_ContractedArithmetic, OptionSelectsTheFusedMatmulPlan) {
 }
 
 TEST(PolicyExtension_ContractedArithmetic, InvalidRequestsRaiseTypedErrors) {
-  EXPECT_THROW(OperationExecutionOptions("reduce_sum", nullptr, Arithmetic::BINARY32_FUSED), sw::TypeError);
-  EXPECT_THROW(OperationExecutionOptions("matmul", &F64(), Arithmetic::BINARY32_FUSED), sw::TypeError);
-  EXPECT_THROW(OperationExecutionOptions("matmul", nullptr, Arithmetic::INT32_EXACT), sw::TypeError);
-  EXPECT_THROW(OperationExecutionOptions("matmul", nullptr, Arithmetic::INT32_EXACT_CHECKED), sw::TypeError);
-  EXPECT_THROW(OperationExecutionOptions("add", nullptr, Arithmetic::BINARY32), sw::TypeError);
+  EXPECT_THROW_EXACTLY(OperationExecutionOptions("reduce_sum", nullptr, Arithmetic::BINARY32_FUSED), sw::TypeError);
+  EXPECT_THROW_EXACTLY(OperationExecutionOptions("matmul", &F64(), Arithmetic::BINARY32_FUSED), sw::TypeError);
+  EXPECT_THROW_EXACTLY(OperationExecutionOptions("matmul", nullptr, Arithmetic::INT32_EXACT), sw::TypeError);
+  EXPECT_THROW_EXACTLY(OperationExecutionOptions("matmul", nullptr, Arithmetic::INT32_EXACT_CHECKED), sw::TypeError);
+  EXPECT_THROW_EXACTLY(OperationExecutionOptions("add", nullptr, Arithmetic::BINARY32), sw::TypeError);
   const OperationExecutionOptions fused("matmul", nullptr, Arithmetic::BINARY32_FUSED);
-  EXPECT_THROW(sw::resolve_operation_plan("matmul", {I32(), I32()}, nullptr, &fused), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("matmul", {I32(), I32()}, nullptr, &fused), sw::TypeError);
   const OperationExecutionOptions strict("matmul", nullptr, Arithmetic::BINARY32);
-  EXPECT_THROW(sw::resolve_operation_plan("matmul", {I32(), I32()}, nullptr, &strict), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("matmul", {I32(), I32()}, nullptr, &strict), sw::TypeError);
   EXPECT_EQ(sw::arithmetic_from_value("binary32_fused"), Arithmetic::BINARY32_FUSED);
-  EXPECT_THROW(sw::arithmetic_from_value("fused"), sw::ValueError);
-  EXPECT_THROW(sw::arithmetic_from_value("BINARY32"), sw::ValueError);  // values, not member names
+  EXPECT_THROW_EXACTLY(sw::arithmetic_from_value("fused"), sw::ValueError);
+  EXPECT_THROW_EXACTLY(sw::arithmetic_from_value("BINARY32"), sw::ValueError);  // values, not member names
 }
 
 TEST(PolicyExtension_ContractedArithmetic, ArithmeticVariantsListTheFusedMatmulOnly) {

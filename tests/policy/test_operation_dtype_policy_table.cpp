@@ -7,6 +7,7 @@
 // dtype_operand_positions and the exact plans for each input combination.
 // The other requirements are in test_operation_dtype_policy.cpp.
 #include "policy/policy_test_support.h"
+#include "support/expect_exactly.h"
 
 #include <algorithm>
 #include <map>
@@ -447,12 +448,12 @@ TEST(OperationDtypePolicy_R8, DivInt32Int32IsFloat32) {
 }
 
 TEST(OperationDtypePolicy_R8, BoolNeverJoinsNumericPromotion) {
-  EXPECT_THROW(sw::resolve_operation_plan("add", {BOOL(), F32()}), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("add", {BOOL(), BOOL()}), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("mul", {BOOL(), 3}), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("reduce_sum", {BOOL()}), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("logical_not", {BOOL()}), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("eq", {BOOL(), BOOL()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {BOOL(), F32()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("add", {BOOL(), BOOL()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("mul", {BOOL(), 3}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("reduce_sum", {BOOL()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("logical_not", {BOOL()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("eq", {BOOL(), BOOL()}), sw::NotImplementedError);
 }
 
 // ---------------------------------------------------------------- R9
@@ -486,9 +487,9 @@ TEST(OperationDtypePolicy_R9, RestrictedOpOutsideDomainFailsNeverPromotes) {
           in[k] = PlanOperand(static_cast<const sw::DType&>(*d));
           SCOPED_TRACE(describe(spec.name(), in));
           if (d == &BOOL())
-            EXPECT_THROW(resolve(spec.name(), in), sw::NotImplementedError);
+            EXPECT_THROW_EXACTLY(resolve(spec.name(), in), sw::NotImplementedError);
           else
-            EXPECT_THROW(resolve(spec.name(), in), sw::TypeError);
+            EXPECT_THROW_EXACTLY(resolve(spec.name(), in), sw::TypeError);
           ++checked;
         }
       }
@@ -496,14 +497,14 @@ TEST(OperationDtypePolicy_R9, RestrictedOpOutsideDomainFailsNeverPromotes) {
   }
   EXPECT_GT(checked, 80u);
   // Named examples of R6.5 / R9.
-  EXPECT_THROW(sw::resolve_operation_plan("neg", {I32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("maximum", {I32(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("gather", {F32(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("select", {F32(), F32(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("select", {I32(), F32(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("select", {BOOL(), I32(), F32()}), sw::TypeError);
-  EXPECT_THROW(sw::resolve_operation_plan("select", {BOOL(), BOOL(), F32()}), sw::NotImplementedError);
-  EXPECT_THROW(sw::resolve_operation_plan("clamp", {I32(), 0, 1}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("neg", {I32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("maximum", {I32(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("gather", {F32(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("select", {F32(), F32(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("select", {I32(), F32(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("select", {BOOL(), I32(), F32()}), sw::TypeError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("select", {BOOL(), BOOL(), F32()}), sw::NotImplementedError);
+  EXPECT_THROW_EXACTLY(sw::resolve_operation_plan("clamp", {I32(), 0, 1}), sw::TypeError);
 }
 
 TEST(OperationDtypePolicy_R9, DomainLessSlotsRejectBoolAsUnimplemented) {
@@ -516,7 +517,7 @@ TEST(OperationDtypePolicy_R9, DomainLessSlotsRejectBoolAsUnimplemented) {
         std::vector<PlanOperand> in = valid;
         in[k] = PlanOperand(static_cast<const sw::DType&>(BOOL()));
         SCOPED_TRACE(describe(spec.name(), in));
-        EXPECT_THROW(resolve(spec.name(), in), sw::NotImplementedError);
+        EXPECT_THROW_EXACTLY(resolve(spec.name(), in), sw::NotImplementedError);
       }
     }
   }
