@@ -544,7 +544,7 @@ std::optional<OperationPlan> representative_plan(std::string_view operation, con
     for (const OperationOverload* o : tied) {
       std::vector<std::string> roles;
       for (OperandRole r : o->roles()) roles.emplace_back(name_of(r));
-      names.push_back("(" + fmt::format("{}", fmt::join(roles, ", ")) + ")");
+      names.push_back(fmt::format("({})", fmt::join(roles, ", ")));
     }
     throw ValueError(fmt::format("representative_plan: operation '{}' has several overloads with {} tensor operands: {}",
                                  operation, tensor_count(*chosen), fmt::join(names, ", ")));

@@ -6,6 +6,8 @@
 // and one class has one name in every message.
 #include <strideweave/strideweave.h>
 
+#include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -193,7 +195,7 @@ TEST(CarrierClassIdentity_RuntimeClasses, ConcurrentDefinitionsAreDistinct) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i)
         minted[static_cast<std::size_t>(t)].push_back(
-            CarrierClass::define_runtime_class("C" + std::to_string(i), carrier_class<RuntimeHost>()));
+            CarrierClass::define_runtime_class(fmt::format("C{}", i), carrier_class<RuntimeHost>()));
     });
   for (auto& th : threads) th.join();
   std::vector<CarrierClass> all;
