@@ -99,7 +99,7 @@ std::vector<TwinCase> reduce_sum_cases(const OperationPlan& plan, std::mt19937& 
               }
               std::optional<Tensor> abs_sum;
               try {
-                abs_sum = reduce_sum(abs_twin(x.generic), ReduceOptions{axes, keepdims},
+                abs_sum = reduce_sum(abs_twin(x.generic), axes ? Axes(*axes) : Axes::all(), keepdims,
                                      OperationExecutionOptions("reduce_sum", &DType::Float64()));
               } catch (const ValueError&) {  // a duplicate axis: both carriers raise
                 out.push_back(std::move(tc));

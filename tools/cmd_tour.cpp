@@ -43,7 +43,7 @@ int run_tour() {
   step("reduce_sum(a, axes=[1])", resolve_operation_plan("reduce_sum", {a.dtype()}), reduce_sum(a, {1}));
   const OperationExecutionOptions wide("reduce_sum", &DType::Float64());
   step("reduce_sum(a) with the Float64 accumulator", resolve_operation_plan("reduce_sum", {a.dtype()}, nullptr, &wide),
-       reduce_sum(a, ReduceOptions{}, wide));
+       reduce_sum(a, Axes::all(), false, wide));
   step("matmul(a, permute(a))", resolve_operation_plan("matmul", {a.dtype(), a.dtype()}), matmul(a, a.permute({1, 0})));
   const OperationExecutionOptions fused("matmul", nullptr, Arithmetic::BINARY32_FUSED);
   step("matmul(a, permute(a)) contracted on request (beyond the specification)",

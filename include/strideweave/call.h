@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include <strideweave/output.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
 
@@ -37,11 +38,17 @@ using CallOperand = std::variant<Tensor, WeakScalar>;
 struct ExecutionRequest {
   const DType* accumulator = nullptr;
   std::optional<Arithmetic> arithmetic;
+  // A caller-provided output for the call (ops.h, "Caller-provided
+  // outputs"); an operation with several results (sort, topk) refuses one
+  // with TypeError.
+  Output out;
 
   ExecutionRequest() = default;
   ExecutionRequest(const DType* accumulator_dtype) : accumulator(accumulator_dtype) {}  // NOLINT: implicit on purpose
   ExecutionRequest(const DType* accumulator_dtype, std::optional<Arithmetic> arithmetic_)
       : accumulator(accumulator_dtype), arithmetic(arithmetic_) {}
+  // No accumulator and no arithmetic requested (the output is not an
+  // execution option of the plan).
   bool empty() const noexcept { return accumulator == nullptr && !arithmetic; }
   std::optional<OperationExecutionOptions> options(std::string_view operation) const {
     if (empty()) return std::nullopt;

@@ -106,7 +106,8 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   std::shared_ptr<Carrier> new_like(std::span<const Value> values, bool mutable_ = true,
                                     const DType* dtype = nullptr) const;
   // Fresh storage of `size` slots, initialised to storage_zero unless `empty`
-  // (which lets a carrier skip zeroing).
+  // (which lets a carrier skip zeroing). Memory the system cannot give is a
+  // MemoryError naming the class (std::bad_alloc from make_like is mapped).
   std::shared_ptr<Carrier> allocate_like(std::int64_t size, bool mutable_ = true, const DType* dtype = nullptr,
                                          bool empty = false) const;
 
@@ -172,6 +173,9 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   Carrier(const SimpleDType& dtype, bool mutable_, DependentTag) noexcept
       : dtype_(&dtype), intrinsic_mutable_(mutable_), dependent_instance_(true) {}
   Carrier(const SimpleDType& dtype, bool mutable_, DependentTag, CarrierClass runtime_class);
+
+  static std::shared_ptr<Carrier> make_like_mapped(const Carrier& self, std::int64_t size, bool mutable_,
+                                                   const SimpleDType& dtype, bool empty);
 
   const SimpleDType* dtype_;
   bool intrinsic_mutable_;

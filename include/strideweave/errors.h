@@ -9,6 +9,9 @@
 //   LookupError  - core-concepts names it (dtype name resolution);
 //   IndexError   - core-concepts names it (carrier index out of range); it
 //                  derives from LookupError exactly as in Python.
+//   MemoryError  - storage that cannot be allocated (std::bad_alloc never
+//                  escapes the library; the Python binding raises Python's
+//                  MemoryError).
 //
 // Every message names the operation or entity it concerns. A thrown error
 // leaves registries, carriers, versions and tensors exactly as they were.
@@ -49,6 +52,7 @@ STRIDEWEAVE_DECLARE_ERROR(AttributeError, Error)
 STRIDEWEAVE_DECLARE_ERROR(BufferError, Error)
 STRIDEWEAVE_DECLARE_ERROR(LookupError, Error)
 STRIDEWEAVE_DECLARE_ERROR(IndexError, LookupError)
+STRIDEWEAVE_DECLARE_ERROR(MemoryError, Error)
 
 #undef STRIDEWEAVE_DECLARE_ERROR
 

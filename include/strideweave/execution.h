@@ -17,6 +17,7 @@
 // typed instantiation, so no kernel switches on dtype per element.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -77,6 +78,15 @@ struct KernelCall {
 };
 
 using KernelFn = std::function<void(const KernelCall&)>;
+
+// How many times the framework's FallbackCopy path has run for carrier
+// class `cls` on `axis` since the process started: a borrowed operand copied
+// into a compact temporary, a result computed into fresh storage and copied
+// into a caller's (strided) output or read-modify-written into it, or an
+// owned result materialised by copy (docs/capabilities.md, "Execution
+// axes"). Native execution never counts. Monotonic and thread-safe; a class
+// that never fell back answers 0.
+std::uint64_t fallback_copy_count(CarrierClass cls, ExecutionAxis axis);
 
 }  // namespace strideweave
 

@@ -21,7 +21,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -29,6 +28,7 @@
 
 #include <strideweave/capability.h>
 #include <strideweave/execution.h>
+#include <strideweave/output.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
 
@@ -43,24 +43,29 @@ namespace strideweave {
 // `operation` when incompatible).
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation);
 
-// Caller-provided outputs (the descriptor note's execution axes).
+// Caller-provided outputs (the descriptor note's execution axes;
+// <strideweave/output.h>). Every single-result operation takes a trailing
+// `const Output& out = {}`:
 //
-//   Tensor r = compute_into(out, [&] { return add(a, b); });
-//   compute_into(acc, [&] { return matmul(a, b); }, OutputMode::Accumulate);
+//   add(a, b, into(out));                          // out = a + b
+//   matmul(a, b, std::nullopt, accumulate_into(acc));   // acc += a @ b
 //
-// runs one front-end call and writes its (first) result into `out` instead
-// of fresh storage, or adds it into `out` (read-modify-write in the plan's
-// output arithmetic). `out` must be on the operands' exact carrier class
-// (TypeError), publicly mutable and live (RuntimeError), of the plan's output
-// dtype (TypeError), of the result's shape (ValueError), and share no
-// carrier with an operand (ValueError). The executing carrier's capability
-// entry decides how: caller_output / accumulation (and strided_output when
-// `out` is not compact) must not be Unsupported (UnsupportedOpDType, before
-// any allocation); Native kernels write `out` directly, FallbackCopy computes
-// into fresh storage and copies. Either way `out` changes only if the whole
-// call succeeds, and its carrier's version advances by exactly one. Returns
-// `out`.
-enum class OutputMode { Overwrite, Accumulate };
-Tensor compute_into(const Tensor& out, const std::function<Tensor()>& op, OutputMode mode = OutputMode::Overwrite);
+// and then writes its result into `out` instead of fresh storage, or adds it
+// into `out` (read-modify-write in the plan's output arithmetic), and returns
+// the `out` handle itself. After the plan is resolved and the shapes are
+// validated, and before any allocation: `out` must be on the operands' exact
+// carrier class (TypeError), publicly mutable and live (RuntimeError), of the
+// plan's output dtype (TypeError), of the result's shape (or that shape
+// without the extent-1 axes a vector matmul removes; ValueError), injective
+// (ValueError), and share no carrier with an operand (ValueError). The
+// executing carrier's capability entry decides how: caller_output /
+// accumulation (and strided_output when `out` is not compact at offset 0)
+// must not be Unsupported (UnsupportedOpDType); Native kernels write `out`
+// directly, FallbackCopy computes into fresh storage and copies (counted:
+// fallback_copy_count, execution.h). Either way `out` changes only if the
+// whole call succeeds, and its carrier's version advances by exactly one.
+// While an operand requires grad (grad mode on), a caller-provided output is
+// a RuntimeError: the result could not be recorded for backward.
+// sort and topk (two results) take no output.
 
 }  // namespace strideweave

@@ -14,7 +14,7 @@ namespace strideweave::autograd {
 void record_operation(const OperationPlan& plan, std::span<const KernelOperand> operands,
                       const Attributes& attributes, const Tensor& result);
 
-// Before a kernel writes a caller-provided output (compute_into): a call that
+// Before a kernel writes a caller-provided output (into/accumulate_into): a call that
 // would be recorded raises RuntimeError instead, before anything is written
 // (a caller-provided output cannot carry the call's graph node).
 void refuse_caller_output(const OperationPlan& plan, std::span<const KernelOperand> operands);

@@ -20,7 +20,7 @@ struct Reduction {
         keepdims(attr_bool(c, "keepdims")) {}
   // The cotangent broadcast back to x's extents.
   Tensor expand(const Tensor& g) const { return expand_reduced(g, extents, axes, keepdims); }
-  ReduceOptions kept() const { return ReduceOptions{axes, true}; }
+  Axes reduced() const { return Axes(axes); }
 };
 
 Grads sum_vjp(const VjpContext& c, const Tensor& g) { return {Reduction(c).expand(g)}; }
@@ -33,8 +33,8 @@ Grads prod_vjp(const VjpContext& c, const Tensor& g) {
   const Tensor one = scalar_like(r.x, 1.0f), zero = scalar_like(r.x, 0.0f);
   const Tensor is_zero = eq(r.x, zero);
   const Tensor nonzero = select(is_zero, one, r.x);
-  const Tensor p = reduce_prod(nonzero, r.kept());
-  const Tensor zeros = reduce_sum(select(is_zero, one, zero), r.kept());
+  const Tensor p = reduce_prod(nonzero, r.reduced(), true);
+  const Tensor zeros = reduce_sum(select(is_zero, one, zero), r.reduced(), true);
   const Tensor d = select(is_zero, select(eq(zeros, one), p, zero), select(eq(zeros, zero), div(p, nonzero), zero));
   return {mul(r.expand(g), d)};
 }
@@ -45,7 +45,7 @@ Grads prod_vjp(const VjpContext& c, const Tensor& g) {
 template <bool Max>
 Grads extremum_vjp(const VjpContext& c, const Tensor& g) {
   const Reduction r(c);
-  const Tensor m = Max ? reduce_max(r.x, r.kept()) : reduce_min(r.x, r.kept());
+  const Tensor m = Max ? reduce_max(r.x, r.reduced(), true) : reduce_min(r.x, r.reduced(), true);
   const Tensor one = scalar_like(r.x, 1.0f), zero = scalar_like(r.x, 0.0f);
   const Tensor winner = eq(select(ne(m, m), select(ne(r.x, r.x), one, zero), select(eq(r.x, m), one, zero)), one);
   // The ordinal of each element inside its block (exact below 2^24).
@@ -58,7 +58,7 @@ Grads extremum_vjp(const VjpContext& c, const Tensor& g) {
     return static_cast<float>(k);
   });
   const Tensor never = scalar_like(r.x, std::numeric_limits<float>::infinity());
-  const Tensor first = reduce_min(select(winner, ordinal, never), r.kept());
+  const Tensor first = reduce_min(select(winner, ordinal, never), r.reduced(), true);
   return {select(eq(ordinal, first), r.expand(g), zero)};
 }
 

@@ -1,13 +1,16 @@
 // Internal: the execution axes of a kernel that writes its result through
-// the output tensor's own layout (strided writes) and reads its operands as
-// views in place — true of every Generic and CPU kernel. Shared by the
-// shipped carriers' registrations so that what a table claims is written
-// once (backend-capability-descriptor.md).
+// the output tensor's own layout (strided writes) — true of every Generic
+// and CPU kernel. Shared by the shipped carriers' registrations so that what
+// a table claims is written once (backend-capability-descriptor.md).
 //
 //   owned_result    Native       fresh compact result storage
-//   borrowed_input  Native       operands are read in place as views (CPU
-//                                copies a hierarchical mode that does not
-//                                coalesce to one stride; docs/capabilities.md)
+//   borrowed_input  as given     Generic: Native (every view is read in place
+//                                through its Layout); CPU: FallbackCopy (plain
+//                                strided views are read in place, an operand
+//                                with a hierarchical mode that does not
+//                                coalesce to one stride goes through the
+//                                framework's counted copy first;
+//                                docs/capabilities.md)
 //   caller_output   Native when the kernel cannot fail once entered,
 //                   FallbackCopy otherwise (checked Int32 arithmetic, exact
 //                   integer narrowing, index errors, the contracted matmul's
@@ -29,10 +32,10 @@ inline bool kernel_may_fail(const OperationPlan& plan) {
          plan.compute() == Arithmetic::BINARY32_FUSED;  // a library call (oneDNN) that may fail
 }
 
-inline ExecutionAxes direct_write_axes(const OperationPlan& plan) {
+inline ExecutionAxes direct_write_axes(const OperationPlan& plan, SupportLevel borrowed_input) {
   ExecutionAxes axes;
   axes.owned_result = SupportLevel::Native;
-  axes.borrowed_input = SupportLevel::Native;
+  axes.borrowed_input = borrowed_input;
   axes.caller_output = kernel_may_fail(plan) ? SupportLevel::FallbackCopy : SupportLevel::Native;
   axes.strided_output = axes.caller_output;
   axes.accumulation = &plan.output() == &DType::Bool() ? SupportLevel::Unsupported : SupportLevel::FallbackCopy;

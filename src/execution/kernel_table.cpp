@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 
@@ -88,6 +90,33 @@ const KernelTable* kernel_table(CarrierClass cls) {
       return last_table;
     }
   return nullptr;
+}
+
+namespace {
+
+struct FallbackCounts {
+  std::mutex mutex;
+  std::unordered_map<CarrierClass, std::array<std::uint64_t, 5>> counts;
+};
+
+FallbackCounts& fallback_counts() {
+  static FallbackCounts* c = new FallbackCounts();  // lives for the program
+  return *c;
+}
+
+}  // namespace
+
+void record_fallback_copy(CarrierClass cls, ExecutionAxis axis) {
+  FallbackCounts& c = fallback_counts();
+  std::lock_guard lock(c.mutex);
+  ++c.counts[cls][static_cast<std::size_t>(axis)];
+}
+
+std::uint64_t fallback_copy_count(CarrierClass cls, ExecutionAxis axis) {
+  FallbackCounts& c = fallback_counts();
+  std::lock_guard lock(c.mutex);
+  auto it = c.counts.find(cls);
+  return it == c.counts.end() ? 0 : it->second[static_cast<std::size_t>(axis)];
 }
 
 std::vector<CarrierClass> registered_kernel_classes() {

@@ -23,6 +23,15 @@ class KernelTable {
   const std::vector<OperationPlan>& plans() const noexcept { return order_; }
   const ExecutionAxes& axes(const OperationPlan& plan) const { return kernels_.at(plan).axes; }
 
+  // Which operand layouts the class's kernels read in place. Under an
+  // entry's borrowed_input = FallbackCopy, the framework copies every operand
+  // the predicate refuses into a compact temporary (counted, see
+  // record_fallback_copy) before the kernel runs; under Native every layout
+  // is handed to the kernel as it is. Default (null): every layout.
+  using InPlaceReader = bool (*)(const Layout&);
+  void set_in_place_reader(InPlaceReader reader) noexcept { reader_ = reader; }
+  bool reads_in_place(const Layout& layout) const { return reader_ == nullptr || reader_(layout); }
+
  private:
   struct Entry {
     KernelFn kernel;
@@ -30,7 +39,12 @@ class KernelTable {
   };
   std::unordered_map<OperationPlan, Entry> kernels_;
   std::vector<OperationPlan> order_;
+  InPlaceReader reader_ = nullptr;
 };
+
+// Counts one run of the framework's FallbackCopy path for class `cls` on
+// `axis` (read back through fallback_copy_count, execution.h). Thread-safe.
+void record_fallback_copy(CarrierClass cls, ExecutionAxis axis);
 
 // Publishes the kernel table of `cls` and, derived from it, the class's
 // sealed capability declaration (one OperationCapability per registered

@@ -94,5 +94,10 @@ inline std::vector<PlanOperand> plan_operands(std::span<const CallOperand> opera
 inline void no_accumulator(std::string_view op, const ExecutionRequest& execution) {
   (void)execution.options(op);  // raises the policy's TypeError unless empty
 }
+// A call with several results: a caller-provided output is a TypeError.
+inline void no_output(std::string_view op, const ExecutionRequest& execution) {
+  if (execution.out)
+    throw TypeError(fmt::format("{}: has two results and takes no caller-provided output", op));
+}
 
 }  // namespace strideweave::frontend

@@ -15,17 +15,11 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <new>
 
 namespace strideweave {
 namespace frontend {
 namespace {
-
-struct OutputRequest {
-  Tensor out;
-  OutputMode mode;
-  bool consumed = false;
-};
-thread_local OutputRequest* pending_output = nullptr;
 
 std::atomic<const AutogradHooks*> installed_hooks{nullptr};
 
@@ -41,12 +35,29 @@ Value accumulate_value(const Value& old, const Value& add, const std::string& op
   return Value::from_float32(old.f + add.f);
 }
 
-// Validates a caller-provided output and decides Native (true) or
-// FallbackCopy (false). Raises before any allocation.
-bool admit_output(const OperationPlan& plan, const OperationCapability& cap, const OutputRequest& req,
-                  std::span<const KernelOperand> operands, const Shape& result_shape, const Carrier& prototype) {
+// The level of `axis` in the entry the gate found; an Unsupported axis goes
+// back to the registry, which raises the structured UnsupportedOpDType with
+// its stable sentence (before anything is allocated).
+SupportLevel required_level(const OperationCapability& cap, const OperationPlan& plan, const Carrier& prototype,
+                            ExecutionAxis axis) {
+  const SupportLevel level = cap.axes().level(axis);
+  if (level == SupportLevel::Unsupported) require_capability(prototype.exact_class(), plan, axis);
+  return level;
+}
+
+// How a caller-provided output is written.
+struct OutputRoute {
+  bool native = false;  // the kernel writes `out` directly
+  ExecutionAxis counted_axis = ExecutionAxis::caller_output;  // the axis a FallbackCopy is counted on
+  Layout aligned;       // out's layout with the result's shape
+};
+
+// Validates a caller-provided output and decides Native or FallbackCopy.
+// Raises before any allocation.
+OutputRoute admit_output(const OperationPlan& plan, const OperationCapability& cap, const Output& request,
+                         std::span<const KernelOperand> operands, const Shape& result_shape, const Carrier& prototype) {
   const std::string& op = plan.operation();
-  const Tensor& out = req.out;
+  const Tensor& out = request.tensor();
   if (!(out.carrier()->exact_class() == prototype.exact_class()))
     throw TypeError(fmt::format("{}: the output lives on {} but the operands on {}", op, out.carrier()->class_name(),
                                 prototype.class_name()));
@@ -73,19 +84,69 @@ bool admit_output(const OperationPlan& plan, const OperationCapability& cap, con
   for (const KernelOperand& o : operands)
     if (const Tensor* t = std::get_if<Tensor>(&o); t && t->carrier() == out.carrier())
       throw ValueError(fmt::format("{}: the output shares its carrier with an operand", op));
-  // The gate already found the entry: read its axes; only an Unsupported
-  // axis goes back to the registry, which raises the structured
-  // UnsupportedOpDType with its stable sentence.
-  auto level_of = [&](ExecutionAxis axis) {
-    const SupportLevel level = cap.axes().level(axis);
-    if (level == SupportLevel::Unsupported) require_capability(prototype.exact_class(), plan, axis);
-    return level;
-  };
-  const SupportLevel level =
-      level_of(req.mode == OutputMode::Accumulate ? ExecutionAxis::accumulation : ExecutionAxis::caller_output);
+  const ExecutionAxis write_axis =
+      request.mode() == OutputMode::Accumulate ? ExecutionAxis::accumulation : ExecutionAxis::caller_output;
+  const SupportLevel level = required_level(cap, plan, prototype, write_axis);
   const bool strided = !out.layout().is_compact() || out.offset() != 0;
-  const SupportLevel strided_level = strided ? level_of(ExecutionAxis::strided_output) : SupportLevel::Native;
-  return level == SupportLevel::Native && strided_level == SupportLevel::Native && out.layout().is_flat();
+  const SupportLevel strided_level =
+      strided ? required_level(cap, plan, prototype, ExecutionAxis::strided_output) : SupportLevel::Native;
+  OutputRoute route;
+  route.aligned = out.layout().reshape(result_shape);
+  route.native = level == SupportLevel::Native && strided_level == SupportLevel::Native && route.aligned.is_flat();
+  route.counted_axis = level != SupportLevel::Native ? write_axis
+                       : strided                     ? ExecutionAxis::strided_output
+                                                     : write_axis;
+  return route;
+}
+
+// The borrowed_input axis, first half: Unsupported refuses a non-compact
+// operand (UnsupportedOpDType) before anything is allocated.
+void check_operands(const OperationPlan& plan, const OperationCapability& cap, std::span<const KernelOperand> operands,
+                    const Carrier& prototype) {
+  if (cap.axes().borrowed_input != SupportLevel::Unsupported) return;
+  for (const KernelOperand& o : operands)
+    if (const Tensor* t = std::get_if<Tensor>(&o); t && !t->layout().is_compact())
+      required_level(cap, plan, prototype, ExecutionAxis::borrowed_input);
+}
+
+// Second half: under FallbackCopy, the operands the class's kernels cannot
+// read in place (KernelTable::reads_in_place) are materialised through the
+// framework's counted copy; returns the operands the kernel reads, or
+// nullopt when they are the caller's own (Native, or nothing to copy). The
+// caller's operands stay what autograd records.
+std::optional<std::vector<KernelOperand>> copy_operands(const OperationCapability& cap, const KernelTable& table,
+                                                        std::span<const KernelOperand> operands, CarrierClass cls) {
+  if (cap.axes().borrowed_input != SupportLevel::FallbackCopy) return std::nullopt;
+  std::optional<std::vector<KernelOperand>> replaced;
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    const Tensor* t = std::get_if<Tensor>(&operands[i]);
+    if (!t || table.reads_in_place(t->layout())) continue;
+    if (!replaced) replaced.emplace(operands.begin(), operands.end());
+    const std::vector<Value> values = t->values();
+    (*replaced)[i] = Tensor(t->carrier()->new_like(values), 0, Layout::compact(Shape::of(t->shape().extents())));
+    record_fallback_copy(cls, ExecutionAxis::borrowed_input);
+  }
+  return replaced;
+}
+
+// Runs `kernel` with std::bad_alloc from inside it (a temporary buffer)
+// reported as the operation's MemoryError.
+void run_kernel(const KernelFn& kernel, const KernelCall& call) {
+  try {
+    kernel(call);
+  } catch (const std::bad_alloc&) {
+    throw MemoryError(fmt::format("{}: out of memory inside the kernel", call.plan.operation()));
+  }
+}
+
+// A fresh compact result of `shape` on the prototype's class, computed by
+// `kernel`.
+Tensor fresh_result(const KernelFn& kernel, const OperationPlan& plan, std::span<const KernelOperand> operands,
+                    const Attributes& attributes, const Shape& shape, const Carrier& prototype) {
+  std::shared_ptr<Carrier> storage = prototype.allocate_like(shape.size(), true, &plan.output(), true);
+  Tensor result(std::move(storage), 0, Layout::compact(shape));
+  run_kernel(kernel, KernelCall{plan, operands, attributes, result});
+  return result;
 }
 
 }  // namespace
@@ -119,7 +180,7 @@ const Carrier& common_carrier(std::string_view operation, std::initializer_list<
 }
 
 Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
-               const Shape& result_shape, const Carrier& prototype) {
+               const Shape& result_shape, const Carrier& prototype, const Output& out) {
   // The gate: an exact capability, before any allocation or kernel entry.
   const OperationCapability& cap = storage::gate(prototype, plan);
   const KernelTable* table = kernel_table(prototype.exact_class());
@@ -127,43 +188,48 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
   if (!kernel)
     throw NotImplementedError(fmt::format("{} declares a capability for {} but registered no kernel for it",
                                           prototype.class_name(), plan.to_string()));
-  OutputRequest* req = pending_output && !pending_output->consumed ? pending_output : nullptr;
-  if (!req) {
-    std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
-    Tensor result(std::move(storage), 0, Layout::compact(result_shape));
-    (*kernel)(KernelCall{plan, operands, attributes, result});
+  const CarrierClass cls = prototype.exact_class();
+  if (!out) {
+    const SupportLevel owned = required_level(cap, plan, prototype, ExecutionAxis::owned_result);
+    check_operands(plan, cap, operands, prototype);
+    const std::optional<std::vector<KernelOperand>> copied = copy_operands(cap, *table, operands, cls);
+    Tensor result = fresh_result(*kernel, plan, copied ? *copied : operands, attributes, result_shape, prototype);
+    if (owned == SupportLevel::FallbackCopy) {
+      // The kernel's result is materialised into a second fresh result by
+      // the framework's counted copy.
+      const std::vector<Value> values = result.values();
+      result = Tensor(result.carrier()->new_like(values), 0, Layout::compact(result_shape));
+      record_fallback_copy(cls, ExecutionAxis::owned_result);
+    }
     autograd_hooks().record_operation(plan, operands, attributes, result);  // autograd hook
     return result;
   }
-  bool native = admit_output(plan, cap, *req, operands, result_shape, prototype);
+  const OutputRoute route = admit_output(plan, cap, out, operands, result_shape, prototype);
+  check_operands(plan, cap, operands, prototype);
   autograd_hooks().refuse_caller_output(plan, operands);  // autograd hook: before anything is written
-  req->consumed = true;
-  const Tensor& out = req->out;
-  // The output viewed with the result's shape (only extent-1 axes differ).
-  const Layout aligned = out.layout().reshape(result_shape);
-  native = native && aligned.is_flat();
-  if (native) {
-    const Tensor target(out.carrier(), out.offset(), Layout(result_shape, Stride::of(*aligned.flat_strides())));
-    (*kernel)(KernelCall{plan, operands, attributes, target, req->mode == OutputMode::Accumulate});
-    out.carrier()->bump_version();
-    return Tensor(out.carrier(), out.offset(), aligned);  // compute_into hands back `out` itself
+  const std::optional<std::vector<KernelOperand>> copied = copy_operands(cap, *table, operands, cls);
+  const std::span<const KernelOperand> kernel_operands = copied ? std::span<const KernelOperand>(*copied) : operands;
+  const Tensor& target = out.tensor();
+  if (route.native) {
+    const Tensor view(target.carrier(), target.offset(), Layout(result_shape, Stride::of(*route.aligned.flat_strides())));
+    run_kernel(*kernel, KernelCall{plan, kernel_operands, attributes, view, out.mode() == OutputMode::Accumulate});
+    target.carrier()->bump_version();
+    return target;  // the caller's output handle itself
   }
   // FallbackCopy: compute into fresh storage, then publish into `out` in one
   // versioned bulk write (nothing is written if anything fails).
-  std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
-  const Tensor fresh(std::move(storage), 0, Layout::compact(result_shape));
-  (*kernel)(KernelCall{plan, operands, attributes, fresh});
+  const Tensor fresh = fresh_result(*kernel, plan, kernel_operands, attributes, result_shape, prototype);
   std::vector<std::int64_t> indices(static_cast<std::size_t>(fresh.size()));
   std::vector<Value> values = fresh.values();
   for (std::int64_t k = 0; k < fresh.size(); ++k) {
-    indices[static_cast<std::size_t>(k)] = out.offset() + aligned(k);
-    if (req->mode == OutputMode::Accumulate)
-      values[static_cast<std::size_t>(k)] =
-          accumulate_value(out.carrier()->get_value(indices[static_cast<std::size_t>(k)]), values[static_cast<std::size_t>(k)],
-                           plan.operation());
+    const auto i = static_cast<std::size_t>(k);
+    indices[i] = target.offset() + route.aligned(k);
+    if (out.mode() == OutputMode::Accumulate)
+      values[i] = accumulate_value(target.carrier()->get_value(indices[i]), values[i], plan.operation());
   }
-  out.carrier()->write_slots(indices, values);
-  return Tensor(out.carrier(), out.offset(), aligned);  // compute_into hands back `out` itself
+  target.carrier()->write_slots(indices, values);
+  record_fallback_copy(cls, route.counted_axis);
+  return target;  // the caller's output handle itself
 }
 
 Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::string_view operation) {
@@ -193,7 +259,7 @@ const OperationPlan& tensor_plan(std::string_view op, std::initializer_list<cons
   return cache.back().plan;
 }
 
-Tensor binary(std::string_view op, const Tensor& a, const Tensor& b) {
+Tensor binary(std::string_view op, const Tensor& a, const Tensor& b, const Output& out) {
   std::optional<OperationPlan> scratch;
   const OperationPlan& plan = tensor_plan(op, {&a.dtype(), &b.dtype()}, scratch);
   // Equal shapes (the common case) need no broadcast shape to be built.
@@ -204,14 +270,13 @@ Tensor binary(std::string_view op, const Tensor& a, const Tensor& b) {
   const Carrier& prototype = common_carrier(op, {&a, &b});
   // An operand already of the result's shape is passed as it is (no view).
   return execute(plan, {a.shape() == shape ? a : a.broadcast_to(shape), b.shape() == shape ? b : b.broadcast_to(shape)},
-                 Attributes{}, shape, prototype);
+                 Attributes{}, shape, prototype, out);
 }
 
-Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s) {
+Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, const Output& out) {
   const OperationPlan plan = resolve_operation_plan(op, {a.dtype(), s});
   const Carrier& prototype = common_carrier(op, {&a});
-  return execute(plan, {a, materialize(s, plan.operands()[1], op)}, Attributes{}, flat(a.shape()),
-                 prototype);
+  return execute(plan, {a, materialize(s, plan.operands()[1], op)}, Attributes{}, flat(a.shape()), prototype, out);
 }
 
 // Normalised, sorted, duplicate-free axes (ValueError otherwise).
@@ -231,22 +296,6 @@ std::vector<std::int64_t> normalize_axes(std::string_view op, const std::optiona
 }
 
 }  // namespace frontend
-
-Tensor compute_into(const Tensor& out, const std::function<Tensor()>& op, OutputMode mode) {
-  frontend::OutputRequest request{out, mode};
-  frontend::OutputRequest* previous = frontend::pending_output;
-  frontend::pending_output = &request;
-  try {
-    op();
-    frontend::pending_output = previous;
-    if (!request.consumed)
-      throw RuntimeError("compute_into: the operation executed no kernel, so nothing was written to the output");
-    return out;
-  } catch (...) {
-    frontend::pending_output = previous;
-    throw;
-  }
-}
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operation) {
   if (a.rank() == b.rank() && std::ranges::equal(a.extents(), b.extents())) return Shape::of(a.extents());

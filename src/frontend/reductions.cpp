@@ -52,19 +52,21 @@ Attributes reduce_attributes(const std::vector<std::int64_t>& axes, bool keepdim
 
 // reduce_prod, reduce_max, reduce_min: resolve -> axes -> shape -> (no
 // identity: empty block is a ValueError) -> carrier -> execute.
-Tensor reduce(std::string_view op, const Tensor& x, const ReduceOptions& options, bool has_identity) {
+Tensor reduce(std::string_view op, const Tensor& x, const Axes& requested, bool keepdims, bool has_identity,
+              const Output& out) {
   const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
-  const std::vector<std::int64_t> axes = normalize_axes(op, options.axes, x.rank());
-  const Shape shape = reduced_shape(x, axes, options.keepdims);
+  const std::vector<std::int64_t> axes = normalize_axes(op, requested.list(), x.rank());
+  const Shape shape = reduced_shape(x, axes, keepdims);
   if (!has_identity && block_size(x, axes) == 0)
     throw ValueError(fmt::format("{}: the reduced block of input shape {} is empty and {} has no identity", op,
                                  x.shape().to_string(), op));
   const Carrier& prototype = common_carrier(op, {&x});
-  return execute(plan, {x}, reduce_attributes(axes, options.keepdims), shape, prototype);
+  return execute(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype, out);
 }
 
 // argmax, argmin: one axis, or every axis (flat logical ordinal).
-Tensor arg_reduce(std::string_view op, const Tensor& x, std::optional<std::int64_t> axis, bool keepdims) {
+Tensor arg_reduce(std::string_view op, const Tensor& x, std::optional<std::int64_t> axis, bool keepdims,
+                  const Output& out) {
   const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
   const std::string what = fmt::format("{} axis", op);
   const std::vector<std::int64_t> axes =
@@ -78,7 +80,7 @@ Tensor arg_reduce(std::string_view op, const Tensor& x, std::optional<std::int64
     throw OverflowError(fmt::format("{}: a block of {} elements has ordinals beyond the Int32 index range (at most {})",
                                     op, n, kMaxIndexedExtent));
   const Carrier& prototype = common_carrier(op, {&x});
-  return execute(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype);
+  return execute(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype, out);
 }
 
 // The normalised axis of sort/topk; OverflowError when its positions do not
@@ -128,7 +130,7 @@ LineCall topk_call(const Tensor& x, std::int64_t k, std::int64_t axis, bool larg
 void gate_before_allocation(std::initializer_list<const OperationPlan*> plans, const Carrier& prototype) {
   const KernelTable* table = kernel_table(prototype.exact_class());
   for (const OperationPlan* plan : plans)
-    if (!table || !table->find(*plan)) execute(*plan, {}, Attributes{}, Shape{}, prototype);
+    if (!table || !table->find(*plan)) execute(*plan, {}, Attributes{}, Shape{}, prototype, Output{});
 }
 
 // sort/topk: resolve both plans -> validate -> carrier -> gate both -> run both.
@@ -139,47 +141,55 @@ SortResult line_pair(std::string_view op, const Tensor& x, const char* values_op
   const LineCall c = validate();
   const Carrier& prototype = common_carrier(op, {&x});
   gate_before_allocation({&values_plan, &indices_plan}, prototype);
-  Tensor values = execute(values_plan, {x}, c.attributes, c.shape, prototype);
-  Tensor indices = execute(indices_plan, {x}, c.attributes, c.shape, prototype);
+  Tensor values = execute(values_plan, {x}, c.attributes, c.shape, prototype, Output{});
+  Tensor indices = execute(indices_plan, {x}, c.attributes, c.shape, prototype, Output{});
   return SortResult{std::move(values), std::move(indices)};
 }
 
 // One internal plan of sort/topk (the name-based entries below).
-Tensor line_single(std::string_view op, const Tensor& x, const std::function<LineCall()>& validate) {
+Tensor line_single(std::string_view op, const Tensor& x, const std::function<LineCall()>& validate,
+                   const Output& out) {
   const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
   const LineCall c = validate();
   const Carrier& prototype = common_carrier(op, {&x});
-  return execute(plan, {x}, c.attributes, c.shape, prototype);
+  return execute(plan, {x}, c.attributes, c.shape, prototype, out);
 }
 
 }  // namespace
 
-Tensor reduce_sum(const Tensor& x, ReduceOptions reduce, const std::optional<OperationExecutionOptions>& options) {
+Tensor reduce_sum(const Tensor& x, Axes requested, bool keepdims, const std::optional<OperationExecutionOptions>& options,
+                  const Output& out) {
   const OperationPlan plan =
       resolve_operation_plan("reduce_sum", {x.dtype()}, nullptr, options ? &*options : nullptr);
-  const std::vector<std::int64_t> axes = normalize_axes("reduce_sum", reduce.axes, x.rank());
-  const Shape shape = reduced_shape(x, axes, reduce.keepdims);
+  const std::vector<std::int64_t> axes = normalize_axes("reduce_sum", requested.list(), x.rank());
+  const Shape shape = reduced_shape(x, axes, keepdims);
   const Carrier& prototype = common_carrier("reduce_sum", {&x});
-  return execute(plan, {x}, reduce_attributes(axes, reduce.keepdims), shape, prototype);
+  return execute(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype, out);
 }
 
-Tensor reduce_prod(const Tensor& x, ReduceOptions r) { return reduce("reduce_prod", x, r, true); }
-Tensor reduce_max(const Tensor& x, ReduceOptions r) { return reduce("reduce_max", x, r, false); }
-Tensor reduce_min(const Tensor& x, ReduceOptions r) { return reduce("reduce_min", x, r, false); }
-
-Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims) {
-  return arg_reduce("argmax", x, axis, keepdims);
+Tensor reduce_prod(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
+  return reduce("reduce_prod", x, axes, keepdims, true, out);
 }
-Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims) {
-  return arg_reduce("argmin", x, axis, keepdims);
+Tensor reduce_max(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
+  return reduce("reduce_max", x, axes, keepdims, false, out);
+}
+Tensor reduce_min(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
+  return reduce("reduce_min", x, axes, keepdims, false, out);
 }
 
-Tensor cumsum(const Tensor& x, std::int64_t axis) {
+Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
+  return arg_reduce("argmax", x, axis, keepdims, out);
+}
+Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
+  return arg_reduce("argmin", x, axis, keepdims, out);
+}
+
+Tensor cumsum(const Tensor& x, std::int64_t axis, const Output& out) {
   const OperationPlan plan = resolve_operation_plan("cumsum", {x.dtype()});
   Attributes attributes;
   attributes.set("axis", normalize_axis(axis, x.rank(), "cumsum axis"));
   const Carrier& prototype = common_carrier("cumsum", {&x});
-  return execute(plan, {x}, attributes, flat(x.shape()), prototype);
+  return execute(plan, {x}, attributes, flat(x.shape()), prototype, out);
 }
 
 SortResult sort(const Tensor& x, std::int64_t axis, bool descending) {
@@ -204,6 +214,12 @@ std::int64_t required_integer(std::string_view op, OptionReader& r, const char* 
   return *v;
 }
 
+// The axes option: missing or null = every axis; a list (or one integer).
+Axes axes_option(OptionReader& r) {
+  std::optional<std::vector<std::int64_t>> list = r.integers("axes");
+  return list ? Axes(std::move(*list)) : Axes::all();
+}
+
 // One tensor operand, no accumulator.
 const Tensor& only_tensor(std::string_view op, std::span<const CallOperand> ops, const ExecutionRequest& acc) {
   no_accumulator(op, acc);
@@ -222,13 +238,14 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
     c.accepts_accumulator = true;
     c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       OptionReader r("reduce_sum", options);
-      ReduceOptions reduce{r.integers("axes"), r.boolean("keepdims", false)};
+      const Axes axes = axes_option(r);
+      const bool keepdims = r.boolean("keepdims", false);
       r.finish();
       expect_arity("reduce_sum", ops, 1);
       const Tensor& x = tensor_arg("reduce_sum", ops, 0);
       const std::optional<OperationExecutionOptions> exec = acc.options("reduce_sum");
       return CallResult{{resolve_operation_plan("reduce_sum", {x.dtype()}, nullptr, exec ? &*exec : nullptr)},
-                        {reduce_sum(x, reduce, exec)}};
+                        {reduce_sum(x, axes, keepdims, exec, acc.out)}};
     };
     out.push_back(std::move(c));
   }
@@ -239,12 +256,14 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
     c.options = {kAxesDoc, kKeepdimsDoc};
     c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
       OptionReader r(name, options);
-      ReduceOptions reduce{r.integers("axes"), r.boolean("keepdims", false)};
+      const Axes axes = axes_option(r);
+      const bool keepdims = r.boolean("keepdims", false);
       r.finish();
       const Tensor& x = only_tensor(name, ops, acc);
       const std::string_view n(name);
-      Tensor result = n == "reduce_prod" ? reduce_prod(x, reduce) : n == "reduce_max" ? reduce_max(x, reduce)
-                                                                                       : reduce_min(x, reduce);
+      Tensor result = n == "reduce_prod"  ? reduce_prod(x, axes, keepdims, acc.out)
+                      : n == "reduce_max" ? reduce_max(x, axes, keepdims, acc.out)
+                                          : reduce_min(x, axes, keepdims, acc.out);
       return CallResult{{resolve_operation_plan(name, {x.dtype()})}, {std::move(result)}};
     };
     out.push_back(std::move(c));
@@ -261,7 +280,8 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
       const bool keepdims = r.boolean("keepdims", false);
       r.finish();
       const Tensor& x = only_tensor(name, ops, acc);
-      Tensor result = std::string_view(name) == "argmax" ? argmax(x, axis, keepdims) : argmin(x, axis, keepdims);
+      Tensor result = std::string_view(name) == "argmax" ? argmax(x, axis, keepdims, acc.out)
+                                                         : argmin(x, axis, keepdims, acc.out);
       return CallResult{{resolve_operation_plan(name, {x.dtype()})}, {std::move(result)}};
     };
     out.push_back(std::move(c));
@@ -276,7 +296,7 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
       const std::int64_t axis = required_integer("cumsum", r, "axis");
       r.finish();
       const Tensor& x = only_tensor("cumsum", ops, acc);
-      return CallResult{{resolve_operation_plan("cumsum", {x.dtype()})}, {cumsum(x, axis)}};
+      return CallResult{{resolve_operation_plan("cumsum", {x.dtype()})}, {cumsum(x, axis, acc.out)}};
     };
     out.push_back(std::move(c));
   }
@@ -300,7 +320,8 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
       const Tensor& x = only_tensor(name, ops, acc);
       if (std::string_view(name) != "sort")
         return CallResult{{resolve_operation_plan(name, {x.dtype()})},
-                          {line_single(name, x, [&] { return sort_call(x, axis, descending); })}};
+                          {line_single(name, x, [&] { return sort_call(x, axis, descending); }, acc.out)}};
+      no_output(name, acc);
       SortResult s = sort(x, axis, descending);
       return CallResult{{resolve_operation_plan("_sort_values", {x.dtype()}),
                          resolve_operation_plan("_sort_indices", {x.dtype()})},
@@ -328,7 +349,8 @@ void add_reduction_calls(std::vector<CallableOperation>& out) {
       const Tensor& x = only_tensor(name, ops, acc);
       if (std::string_view(name) != "topk")
         return CallResult{{resolve_operation_plan(name, {x.dtype()})},
-                          {line_single(name, x, [&] { return topk_call(x, k, axis, largest); })}};
+                          {line_single(name, x, [&] { return topk_call(x, k, axis, largest); }, acc.out)}};
+      no_output(name, acc);
       SortResult s = topk(x, k, axis, largest);
       return CallResult{{resolve_operation_plan("_topk_values", {x.dtype()}),
                          resolve_operation_plan("_topk_indices", {x.dtype()})},

@@ -18,7 +18,8 @@ using frontend::flat;
 using frontend::normalize_axes;
 using frontend::tensor_scalar;
 
-Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options) {
+Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options,
+              const Output& out) {
   const OperationPlan plan =
       resolve_operation_plan("matmul", {a.dtype(), b.dtype()}, nullptr, options ? &*options : nullptr);
   if (a.rank() == 0 || b.rank() == 0)
@@ -41,7 +42,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExe
   eb.insert(eb.end(), {k, n});
   eo.insert(eo.end(), {m, n});
   Tensor result = execute(plan, {a2.broadcast_to(Shape::of(ea)), b2.broadcast_to(Shape::of(eb))}, Attributes{},
-                          Shape::of(eo), prototype);
+                          Shape::of(eo), prototype, out);
+  if (out) return result;  // the caller's output itself
   // Remove the axes the vector promotion introduced.
   const auto rank = static_cast<std::int64_t>(eo.size());
   if (a.rank() == 1 && b.rank() == 1) return result.squeeze(std::vector<std::int64_t>{rank - 2, rank - 1});
@@ -77,7 +79,7 @@ std::vector<std::int64_t> spatial_option(const std::optional<std::vector<std::in
 
 }  // namespace
 
-Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions& options) {
+Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions& options, const Output& out) {
   const OperationPlan plan = resolve_operation_plan("conv_general", {input.dtype(), weight.dtype()});
   if (input.rank() < 3)
     throw ValueError(fmt::format("conv_general: input must have rank >= 3 (N, C_in, S_1..S_d), got {}",
@@ -134,7 +136,7 @@ Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions
   attributes.set("padding_hi", hi);
   attributes.set("dilation", dilation);
   attributes.set("groups", groups);
-  return execute(plan, {input, weight}, attributes, Shape::of(out_extents), prototype);
+  return execute(plan, {input, weight}, attributes, Shape::of(out_extents), prototype, out);
 }
 
 // ---- gather, scatter, scatter_add
@@ -162,7 +164,7 @@ void require_within(std::string_view op, const Tensor& indices, const Tensor& ot
 }
 
 Tensor scatter_like(std::string_view op, const Tensor& data, const Tensor& indices, const Tensor& src,
-                    std::int64_t axis) {
+                    std::int64_t axis, const Output& out) {
   const OperationPlan plan = resolve_operation_plan(op, {data.dtype(), indices.dtype(), src.dtype()});
   if (indices.rank() != data.rank() || src.rank() != data.rank())
     throw ValueError(fmt::format("{}: data {}, indices {} and src {} must have equal rank", op,
@@ -174,13 +176,13 @@ Tensor scatter_like(std::string_view op, const Tensor& data, const Tensor& indic
   const Carrier& prototype = common_carrier(op, {&data, &indices, &src});
   Attributes attributes;
   attributes.set("axis", a);
-  Tensor result = execute(plan, {d1, i1, s1}, attributes, flat(d1.shape()), prototype);
-  return data.rank() == 0 ? result.squeeze() : result;
+  Tensor result = execute(plan, {d1, i1, s1}, attributes, flat(d1.shape()), prototype, out);
+  return data.rank() == 0 && !out ? result.squeeze() : result;
 }
 
 }  // namespace
 
-Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis) {
+Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis, const Output& out) {
   const OperationPlan plan = resolve_operation_plan("gather", {data.dtype(), indices.dtype()});
   if (indices.rank() != data.rank())
     throw ValueError(fmt::format("gather: data {} and indices {} must have equal rank", data.shape().to_string(),
@@ -191,16 +193,17 @@ Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis) {
   const Carrier& prototype = common_carrier("gather", {&data, &indices});
   Attributes attributes;
   attributes.set("axis", a);
-  Tensor result = execute(plan, {d1, i1}, attributes, flat(i1.shape()), prototype);
-  return data.rank() == 0 ? result.squeeze() : result;
+  Tensor result = execute(plan, {d1, i1}, attributes, flat(i1.shape()), prototype, out);
+  return data.rank() == 0 && !out ? result.squeeze() : result;
 }
 
-Tensor scatter(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis) {
-  return scatter_like("scatter", data, indices, src, axis);
+Tensor scatter(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis, const Output& out) {
+  return scatter_like("scatter", data, indices, src, axis, out);
 }
 
-Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis) {
-  return scatter_like("scatter_add", data, indices, src, axis);
+Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
+                   const Output& out) {
+  return scatter_like("scatter_add", data, indices, src, axis, out);
 }
 
 namespace frontend {
@@ -232,7 +235,7 @@ void add_structured_calls(std::vector<CallableOperation>& out) {
       const Tensor& b = tensor_arg("matmul", ops, 1);
       const std::optional<OperationExecutionOptions> exec = acc.options("matmul");
       return CallResult{{resolve_operation_plan("matmul", {a.dtype(), b.dtype()}, nullptr, exec ? &*exec : nullptr)},
-                        {matmul(a, b, exec)}};
+                        {matmul(a, b, exec, acc.out)}};
     };
     out.push_back(std::move(c));
   }
@@ -255,7 +258,7 @@ void add_structured_calls(std::vector<CallableOperation>& out) {
       const Tensor& input = tensor_arg("conv_general", ops, 0);
       const Tensor& weight = tensor_arg("conv_general", ops, 1);
       return CallResult{{resolve_operation_plan("conv_general", {input.dtype(), weight.dtype()})},
-                        {conv_general(input, weight, conv)}};
+                        {conv_general(input, weight, conv, acc.out)}};
     };
     out.push_back(std::move(c));
   }
@@ -273,7 +276,7 @@ void add_structured_calls(std::vector<CallableOperation>& out) {
       const Tensor& data = tensor_arg("gather", ops, 0);
       const Tensor& indices = tensor_arg("gather", ops, 1);
       return CallResult{{resolve_operation_plan("gather", {data.dtype(), indices.dtype()})},
-                        {gather(data, indices, axis)}};
+                        {gather(data, indices, axis, acc.out)}};
     };
     out.push_back(std::move(c));
   }
@@ -293,7 +296,7 @@ void add_structured_calls(std::vector<CallableOperation>& out) {
       const Tensor& indices = tensor_arg(name, ops, 1);
       const Tensor& src = tensor_arg(name, ops, 2);
       return CallResult{{resolve_operation_plan(name, {data.dtype(), indices.dtype(), src.dtype()})},
-                        {add ? scatter_add(data, indices, src, axis) : scatter(data, indices, src, axis)}};
+                        {add ? scatter_add(data, indices, src, axis, acc.out) : scatter(data, indices, src, axis, acc.out)}};
     };
     out.push_back(std::move(c));
   }

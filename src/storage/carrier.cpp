@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <new>
+
 #include <typeindex>
 
 #include "core/carrier_class_internal.h"
@@ -130,6 +132,17 @@ void Carrier::release() {
   if (released_.compare_exchange_strong(expected, true)) release_storage();
 }
 
+// make_like through which std::bad_alloc never escapes: a carrier whose hook
+// lets it through (a third-party carrier) still reports a MemoryError.
+std::shared_ptr<Carrier> Carrier::make_like_mapped(const Carrier& self, std::int64_t size, bool mutable_,
+                                                   const SimpleDType& dtype, bool empty) {
+  try {
+    return self.make_like(size, mutable_, dtype, empty);
+  } catch (const std::bad_alloc&) {
+    throw MemoryError(fmt::format("{}: cannot allocate {} {} slots", self.class_name(), size, dtype.name()));
+  }
+}
+
 static const SimpleDType& resolve_like_dtype(const Carrier& self, const DType* dtype, const char* what) {
   if (!dtype) return self.dtype();
   if (!dtype->is_simple() || !self.supports_storage_dtype(*dtype))
@@ -146,7 +159,7 @@ std::shared_ptr<Carrier> Carrier::new_like(std::span<const Value> values, bool m
                                   d.name()));
   // Fill through the hook (not set_value): construction is not a versioned
   // write, and an immutable result must still receive its values.
-  std::shared_ptr<Carrier> out = make_like(static_cast<std::int64_t>(values.size()), mutable_, d, true);
+  std::shared_ptr<Carrier> out = make_like_mapped(*this, static_cast<std::int64_t>(values.size()), mutable_, d, true);
   for (std::size_t i = 0; i < values.size(); ++i) out->write_slot(static_cast<std::int64_t>(i), values[i]);
   return out;
 }
@@ -155,7 +168,7 @@ std::shared_ptr<Carrier> Carrier::allocate_like(std::int64_t size, bool mutable_
                                                 bool empty) const {
   const SimpleDType& d = resolve_like_dtype(*this, dtype, "Carrier.allocate_like");
   if (size < 0) throw ValueError(fmt::format("Carrier.allocate_like: size must be >= 0, got {}", size));
-  return make_like(size, mutable_, d, empty);
+  return make_like_mapped(*this, size, mutable_, d, empty);
 }
 
 }  // namespace strideweave

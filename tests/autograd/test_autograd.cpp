@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/expect_exactly.h"
+
 namespace sw = strideweave;
 using sw::CPU;
 using sw::DType;
@@ -486,15 +488,15 @@ TEST(CoreConcepts_6_1_Differentiability, OnlyLeavesChangeTheirFlag) {
 
 // ---- caller-provided outputs
 
-TEST(AutogradCallerOutput, ComputeIntoRefusesARecordedCallBeforeWriting) {
+TEST(AutogradCallerOutput, ACallerOutputRefusesARecordedCallBeforeWriting) {
   Tensor x = leaf({1, 2}, Shape{2});
   Tensor out = F({0, 0}, Shape{2});
   const std::uint64_t version = out.carrier()->version();
-  EXPECT_THROW(sw::compute_into(out, [&] { return sw::add(x, x); }), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(sw::add(x, x, sw::into(out)), sw::RuntimeError);
   EXPECT_EQ(out.carrier()->version(), version);
   EXPECT_EQ(floats(out), (std::vector<float>{0, 0}));
   sw::NoGradGuard off;
-  sw::compute_into(out, [&] { return sw::add(x, x); });
+  sw::add(x, x, sw::into(out));
   EXPECT_EQ(floats(out), (std::vector<float>{2, 4}));
 }
 

@@ -6,7 +6,8 @@
 // test therefore uses its OWN exact classes, made distinct by the template
 // index N. Index ranges per file (so that no two tests share a class):
 //   test_backend_capabilities.cpp   1 .. 199
-//   test_execution_axes.cpp         200 .. 299
+//   test_execution_axes.cpp         200 .. 229, 250 .. 299
+//   test_execution_axes_enforced.cpp 230 .. 249
 //   test_capability_concurrency.cpp 300 .. 999
 //   test_kernel_registration.cpp    1000 .. 1099
 //   conformance/test_conformance.cpp 1100 .. 1199

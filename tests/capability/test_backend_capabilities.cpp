@@ -976,8 +976,8 @@ TEST(BackendCapabilities_UnsupportedPlansFailBeforeExecution, GateWithCallerOutp
   const auto o = Custom<43>::make(DType::Float32(), f32_values({7, 8}));
   const Tensor t(c, Shape{2}), out(o, Shape{2});
   Custom<43>::allocations = 0;
-  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(t, t); }), UnsupportedOperationPlan);
-  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(t, t); }, OutputMode::Accumulate), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(add(t, t, into(out)), UnsupportedOperationPlan);
+  EXPECT_THROW_EXACTLY(add(t, t, accumulate_into(out)), UnsupportedOperationPlan);
   EXPECT_EQ(Custom<43>::allocations.load(), 0);
   EXPECT_EQ(o->version(), 0u);
   EXPECT_EQ(o->get_value(0), Value::from_float32(7));

@@ -122,8 +122,11 @@ std::vector<CallOperand> build(const Recipe& r, const Maker& make, View view) {
   return out;
 }
 
-CallResult call(const OperationPlan& plan, const Recipe& r, const std::vector<CallOperand>& operands) {
-  return call_operation(plan.operation(), operands, r.options, r.execution);
+CallResult call(const OperationPlan& plan, const Recipe& r, const std::vector<CallOperand>& operands,
+                const Output& out = {}) {
+  ExecutionRequest execution = r.execution;
+  execution.out = out;
+  return call_operation(plan.operation(), operands, r.options, execution);
 }
 
 // The weak scalars (one per weak operand, jointly) that resolve `plan`.
@@ -309,7 +312,7 @@ void prove_every_claim(CarrierClass cls, const std::string& backend) {
     }
 
     auto run_into = [&](const Tensor& out, OutputMode mode) {
-      return compute_into(out, [&] { return call(plan, *recipe, operands).results.front(); }, mode);
+      return call(plan, *recipe, operands, Output(out, mode)).results.front();
     };
 
     // caller_output: compact output of the plan's dtype and the result shape.
@@ -417,9 +420,10 @@ TEST(ExecutionAxes_ShippedClaims, EntriesCarryTheAxesTheirKernelsRegistered) {
       const OperationCapability c = require_capability(cls, p);
       EXPECT_EQ(c.axes(), table.axes(p)) << p.to_string();
       // kernel_axes.h: what every Generic and CPU kernel claims.
-      EXPECT_EQ(c.axes(), carriers::direct_write_axes(p)) << p.to_string();
+      const SupportLevel borrowed = cls == carrier_class<CPU>() ? SupportLevel::FallbackCopy : SupportLevel::Native;
+      EXPECT_EQ(c.axes(), carriers::direct_write_axes(p, borrowed)) << p.to_string();
       EXPECT_EQ(c.axes().owned_result, SupportLevel::Native);
-      EXPECT_EQ(c.axes().borrowed_input, SupportLevel::Native);
+      EXPECT_EQ(c.axes().borrowed_input, borrowed);
       EXPECT_EQ(c.axes().caller_output,
                 carriers::kernel_may_fail(p) ? SupportLevel::FallbackCopy : SupportLevel::Native) << p.to_string();
       EXPECT_EQ(c.axes().strided_output, c.axes().caller_output);
@@ -747,7 +751,7 @@ TEST(ExecutionAxes_OutputPath, NativeLevelsWriteTheCallerOutputDirectly) {
     SCOPED_TRACE(strided_view ? "strided" : "compact");
     const Tensor out = strided_view ? k.strided_out() : k.compact_out();
     P::reset();
-    const Tensor r = compute_into(out, [&] { return add(k.a, k.b); });
+    const Tensor r = add(k.a, k.b, into(out));
     EXPECT_TRUE(r.is(out));
     EXPECT_EQ(P::calls, 1);
     EXPECT_EQ(P::last_output, out.carrier().get());
@@ -757,7 +761,7 @@ TEST(ExecutionAxes_OutputPath, NativeLevelsWriteTheCallerOutputDirectly) {
     EXPECT_EQ(out.carrier()->version(), 1u);
     // Native accumulation: the kernel reads and writes the output itself.
     P::reset();
-    compute_into(out, [&] { return add(k.a, k.b); }, OutputMode::Accumulate);
+    add(k.a, k.b, accumulate_into(out));
     EXPECT_EQ(P::calls, 1);
     EXPECT_EQ(P::last_output, out.carrier().get());
     EXPECT_TRUE(P::last_accumulate);
@@ -778,7 +782,7 @@ TEST(ExecutionAxes_OutputPath, FallbackCopyLevelsComputeIntoFreshStorageThenCopy
     SCOPED_TRACE(strided_view ? "strided" : "compact");
     const Tensor out = strided_view ? k.strided_out() : k.compact_out();
     P::reset();
-    compute_into(out, [&] { return add(k.a, k.b); });
+    add(k.a, k.b, into(out));
     EXPECT_EQ(P::calls, 1);
     EXPECT_NE(P::last_output, out.carrier().get());
     EXPECT_FALSE(P::last_accumulate);
@@ -787,7 +791,7 @@ TEST(ExecutionAxes_OutputPath, FallbackCopyLevelsComputeIntoFreshStorageThenCopy
     EXPECT_EQ(out.carrier()->version(), 1u);
     // FallbackCopy accumulation: a plain kernel call, then old + result.
     P::reset();
-    compute_into(out, [&] { return add(k.a, k.b); }, OutputMode::Accumulate);
+    add(k.a, k.b, accumulate_into(out));
     EXPECT_NE(P::last_output, out.carrier().get());
     EXPECT_FALSE(P::last_accumulate);
     EXPECT_EQ(floats(out), (std::vector<float>{3.5f, 12, 0}));
@@ -804,12 +808,12 @@ TEST(ExecutionAxes_OutputPath, NativeCallerOutputWithFallbackStridedOutput) {
   const KernelBacked<212> k;
   const Tensor compact_out = k.compact_out();
   P::reset();
-  compute_into(compact_out, [&] { return add(k.a, k.b); });
+  add(k.a, k.b, into(compact_out));
   EXPECT_EQ(P::last_output, compact_out.carrier().get());
   EXPECT_EQ(Custom<212>::allocations.load(), 0);
   const Tensor strided_out = k.strided_out();
   P::reset();
-  compute_into(strided_out, [&] { return add(k.a, k.b); });
+  add(k.a, k.b, into(strided_out));
   EXPECT_NE(P::last_output, strided_out.carrier().get());
   EXPECT_EQ(Custom<212>::allocations.load(), 1);
   EXPECT_EQ(floats(*strided_out.carrier()), (std::vector<float>{-1, 1.75f, -1, 6, -1, 0, -1}));
@@ -834,8 +838,8 @@ TEST(ExecutionAxes_OutputPath, UnsupportedLevelsAreRefusedBeforeAllocationOrKern
   const KernelBacked<213> k;
   const Tensor out = k.compact_out();
   P::reset();
-  expect_refused([&] { compute_into(out, [&] { return add(k.a, k.b); }); }, ExecutionAxis::caller_output);
-  expect_refused([&] { compute_into(out, [&] { return add(k.a, k.b); }, OutputMode::Accumulate); },
+  expect_refused([&] { add(k.a, k.b, into(out)); }, ExecutionAxis::caller_output);
+  expect_refused([&] { add(k.a, k.b, accumulate_into(out)); },
                  ExecutionAxis::accumulation);
   EXPECT_EQ(P::calls, 0);
   EXPECT_EQ(Custom<213>::allocations.load(), 0);
@@ -853,8 +857,8 @@ TEST(ExecutionAxes_OutputPath, UnsupportedStridedOutputIsRefusedForViewsOnly) {
   const KernelBacked<214> k;
   const Tensor strided_out = k.strided_out();
   P::reset();
-  expect_refused([&] { compute_into(strided_out, [&] { return add(k.a, k.b); }); }, ExecutionAxis::strided_output);
-  expect_refused([&] { compute_into(strided_out, [&] { return add(k.a, k.b); }, OutputMode::Accumulate); },
+  expect_refused([&] { add(k.a, k.b, into(strided_out)); }, ExecutionAxis::strided_output);
+  expect_refused([&] { add(k.a, k.b, accumulate_into(strided_out)); },
                  ExecutionAxis::strided_output);
   EXPECT_EQ(P::calls, 0);
   EXPECT_EQ(Custom<214>::allocations.load(), 0);
@@ -862,7 +866,7 @@ TEST(ExecutionAxes_OutputPath, UnsupportedStridedOutputIsRefusedForViewsOnly) {
   EXPECT_EQ(strided_out.carrier()->version(), 0u);
   // A compact output of the same class is accepted.
   const Tensor compact_out = k.compact_out();
-  compute_into(compact_out, [&] { return add(k.a, k.b); });
+  add(k.a, k.b, into(compact_out));
   EXPECT_EQ(floats(compact_out), kSum);
   EXPECT_EQ(P::last_output, compact_out.carrier().get());
 }
@@ -891,20 +895,20 @@ TYPED_TEST(ExecutionAxes_CallerOutput, CheckedInt32OverflowLeavesOutputUnchanged
   const Tensor b = i32<C>({1, 1, 1}, Shape{3});
   const Tensor out = i32<C>({7, 8, 9}, Shape{3});
   const std::uint64_t v0 = out.carrier()->version();
-  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), OverflowError);
+  EXPECT_THROW_EXACTLY(add(a, b, into(out)), OverflowError);
   EXPECT_EQ(TypedTensor<std::int32_t>(out).values(), (std::vector<std::int32_t>{7, 8, 9}));
   EXPECT_EQ(out.carrier()->version(), v0);
   // A strided output too, and a weak-scalar plan.
   const Tensor base = i32<C>({0, 1, 2, 3, 4, 5, 6}, Shape{7});
   const Tensor view = base.slice(0, 1, 7, 2);
   const std::uint64_t vb = base.carrier()->version();
-  EXPECT_THROW_EXACTLY(compute_into(view, [&] { return add(a, b); }), OverflowError);
-  EXPECT_THROW_EXACTLY(compute_into(view, [&] { return mul(a, 65536); }), OverflowError);
+  EXPECT_THROW_EXACTLY(add(a, b, into(view)), OverflowError);
+  EXPECT_THROW_EXACTLY(mul(a, 65536, into(view)), OverflowError);
   EXPECT_EQ(TypedTensor<std::int32_t>(base).values(), (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(base.carrier()->version(), vb);
   // The same call without overflow writes all of it, one version step.
   const Tensor ok = i32<C>({1, 2, 3}, Shape{3});
-  compute_into(out, [&] { return add(ok, b); });
+  add(ok, b, into(out));
   EXPECT_EQ(TypedTensor<std::int32_t>(out).values(), (std::vector<std::int32_t>{2, 3, 4}));
   EXPECT_EQ(out.carrier()->version(), v0 + 1);
 }
@@ -914,7 +918,7 @@ TYPED_TEST(ExecutionAxes_CallerOutput, AccumulationOverflowLeavesOutputUnchanged
   const std::int32_t big = std::numeric_limits<std::int32_t>::max();
   const Tensor a = i32<C>({1, 2}, Shape{2});
   const Tensor out = i32<C>({5, big}, Shape{2});
-  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, a); }, OutputMode::Accumulate), OverflowError);
+  EXPECT_THROW_EXACTLY(add(a, a, accumulate_into(out)), OverflowError);
   EXPECT_EQ(TypedTensor<std::int32_t>(out).values(), (std::vector<std::int32_t>{5, big}));
   EXPECT_EQ(out.carrier()->version(), 0u);
 }
@@ -926,7 +930,7 @@ TYPED_TEST(ExecutionAxes_CallerOutput, BoolAccumulationIsRejectedBeforeTouchingO
   const std::vector<Value> init{Value::from_bool(false), Value::from_bool(true)};
   const Tensor out(C::from_values(init, DType::Bool()), Shape{2});
   try {
-    compute_into(out, [&] { return eq(a, b); }, OutputMode::Accumulate);
+    eq(a, b, accumulate_into(out));
     ADD_FAILURE() << "accumulating a Bool result was accepted";
   } catch (const UnsupportedOpDType& e) {
     EXPECT_ERROR_TYPE_IS(e, UnsupportedOpDType);
@@ -938,7 +942,7 @@ TYPED_TEST(ExecutionAxes_CallerOutput, BoolAccumulationIsRejectedBeforeTouchingO
   EXPECT_EQ(out.values(), init);
   EXPECT_EQ(out.carrier()->version(), 0u);
   // Overwriting a Bool output is supported.
-  compute_into(out, [&] { return eq(a, b); });
+  eq(a, b, into(out));
   EXPECT_EQ(out.values(), (std::vector<Value>{Value::from_bool(true), Value::from_bool(false)}));
   EXPECT_EQ(out.carrier()->version(), 1u);
 }
@@ -954,48 +958,43 @@ TYPED_TEST(ExecutionAxes_CallerOutput, OutputValidationErrors) {
   };
   {  // wrong dtype
     const Tensor out = i32<C>({0, 0, 0}, Shape{3});
-    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), TypeError);
+    EXPECT_THROW_EXACTLY(add(a, b, into(out)), TypeError);
     unchanged(out, storage_of(*out.carrier()), 0);
   }
   {  // wrong shape
     const Tensor out = f32<C>({0, 0, 0, 0}, Shape{4});
-    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), ValueError);
+    EXPECT_THROW_EXACTLY(add(a, b, into(out)), ValueError);
     const Tensor out2 = f32<C>({0, 0, 0}, Shape{1, 3});
-    EXPECT_THROW_EXACTLY(compute_into(out2, [&] { return add(a, b); }), ValueError);
+    EXPECT_THROW_EXACTLY(add(a, b, into(out2)), ValueError);
     unchanged(out, storage_of(*out.carrier()), 0);
     unchanged(out2, storage_of(*out2.carrier()), 0);
   }
   {  // another carrier class
     const Tensor out = f32<Other>({0, 0, 0}, Shape{3});
-    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), TypeError);
+    EXPECT_THROW_EXACTLY(add(a, b, into(out)), TypeError);
     unchanged(out, storage_of(*out.carrier()), 0);
   }
   {  // immutable
     const std::vector<Value> zeros(3, Value::from_float32(0));
     const Tensor out(C::from_values(zeros, DType::Float32(), false), Shape{3});
-    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), RuntimeError);
-    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }, OutputMode::Accumulate), RuntimeError);
+    EXPECT_THROW_EXACTLY(add(a, b, into(out)), RuntimeError);
+    EXPECT_THROW_EXACTLY(add(a, b, accumulate_into(out)), RuntimeError);
     unchanged(out, zeros, 0);
   }
   {  // released
     const Tensor out = f32<C>({0, 0, 0}, Shape{3});
     out.carrier()->release();
-    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, b); }), RuntimeError);
+    EXPECT_THROW_EXACTLY(add(a, b, into(out)), RuntimeError);
     EXPECT_EQ(out.carrier()->version(), 0u);
   }
   {  // sharing a carrier with an operand (the operand itself, or a view of it)
     const Tensor big = f32<C>({1, 2, 3, 4, 5, 6}, Shape{6});
     const Tensor lo = big.slice(0, 0, 3), hi = big.slice(0, 3, 6);
     const std::vector<Value> before = storage_of(*big.carrier());
-    EXPECT_THROW_EXACTLY(compute_into(lo, [&] { return add(lo, b); }), ValueError);
-    EXPECT_THROW_EXACTLY(compute_into(hi, [&] { return add(lo, b); }), ValueError);
-    EXPECT_THROW_EXACTLY(compute_into(hi, [&] { return add(a, lo); }, OutputMode::Accumulate), ValueError);
+    EXPECT_THROW_EXACTLY(add(lo, b, into(lo)), ValueError);
+    EXPECT_THROW_EXACTLY(add(lo, b, into(hi)), ValueError);
+    EXPECT_THROW_EXACTLY(add(a, lo, accumulate_into(hi)), ValueError);
     unchanged(big, before, 0);
-  }
-  {  // an operation that executes no kernel writes nothing
-    const Tensor out = f32<C>({0, 0, 0}, Shape{3});
-    EXPECT_THROW_EXACTLY(compute_into(out, [&] { return a; }), RuntimeError);
-    unchanged(out, storage_of(*out.carrier()), 0);
   }
 }
 
@@ -1006,19 +1005,19 @@ TYPED_TEST(ExecutionAxes_CallerOutput, NativeAndFallbackWritesAreOneVersionStep)
   // Native (binary32 add) into a strided view.
   const Tensor base = f32<C>({9, 9, 9, 9, 9, 9, 9}, Shape{7});
   const Tensor view = base.slice(0, 1, 7, 2);
-  compute_into(view, [&] { return add(a, b); });
+  add(a, b, into(view));
   EXPECT_EQ(TypedTensor<float>(base).values(), (std::vector<float>{9, 1.75f, 9, 0, 9, 0, 9}));
   EXPECT_EQ(base.carrier()->version(), 1u);
   // Accumulate (FallbackCopy): old + result in binary32.
-  compute_into(view, [&] { return add(a, b); }, OutputMode::Accumulate);
+  add(a, b, accumulate_into(view));
   EXPECT_EQ(TypedTensor<float>(base).values(), (std::vector<float>{9, 3.5f, 9, 0, 9, 0, 9}));
   EXPECT_EQ(base.carrier()->version(), 2u);
   // FallbackCopy (checked Int32) into a compact output.
   const Tensor ia = i32<C>({1, 2, 3}, Shape{3});
   const Tensor iout = i32<C>({0, 0, 0}, Shape{3});
-  compute_into(iout, [&] { return mul(ia, ia); });
+  mul(ia, ia, into(iout));
   EXPECT_EQ(TypedTensor<std::int32_t>(iout).values(), (std::vector<std::int32_t>{1, 4, 9}));
-  compute_into(iout, [&] { return mul(ia, ia); }, OutputMode::Accumulate);
+  mul(ia, ia, accumulate_into(iout));
   EXPECT_EQ(TypedTensor<std::int32_t>(iout).values(), (std::vector<std::int32_t>{2, 8, 18}));
   EXPECT_EQ(iout.carrier()->version(), 2u);
 }

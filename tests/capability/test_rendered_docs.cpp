@@ -65,7 +65,7 @@ TEST(ExecutionAxesOutputs, MatmulVectorResultIntoItsDocumentedShape) {
   const Tensor a = make_tensor<CPU>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, Shape{2, 3});
   const Tensor v = make_tensor<CPU>({1.0f, 0.0f, 1.0f}, Shape{3});
   const Tensor out = make_tensor<CPU>({0.0f, 0.0f}, Shape{2});
-  const Tensor r = compute_into(out, [&] { return matmul(a, v); });
+  const Tensor r = matmul(a, v, std::nullopt, into(out));
   EXPECT_TRUE(r.is(out));
   EXPECT_EQ(TypedTensor<float>(out).values(), (std::vector<float>{6, 8}));
 }
@@ -75,7 +75,7 @@ TEST(ExecutionAxesOutputs, BroadcastViewIsNotAnOutput) {
   const Tensor a = make_tensor<CPU>({1.0f, 2.0f}, Shape{2});
   const Tensor one = make_tensor<CPU>({0.0f}, Shape{1});
   const Tensor wide = one.broadcast_to(Shape{2});
-  EXPECT_THROW_EXACTLY(compute_into(wide, [&] { return add(a, a); }), ValueError);
+  EXPECT_THROW_EXACTLY(add(a, a, into(wide)), ValueError);
   EXPECT_EQ(TypedTensor<float>(one).values(), (std::vector<float>{0.0f}));
   EXPECT_EQ(one.carrier()->version(), 0u);
 }

@@ -77,7 +77,7 @@ TEST(CpuFastPaths, StrictMatmulIsBitExactAtEveryThreadCountAndLayout) {
     // A strided caller-provided output (every other column of a wider one).
     const Tensor wide = make_tensor<CPU>(std::vector<float>(static_cast<std::size_t>(M * 2 * N), 7.0f), Shape{M, 2 * N});
     const Tensor out = wide.slice(1, 0, 2 * N, 2);
-    compute_into(out, [&] { return matmul(a, b); });
+    matmul(a, b, std::nullopt, into(out));
     EXPECT_EQ(TypedTensor<float>(out).values(), expected) << threads;
   }
 }
@@ -137,7 +137,7 @@ TEST(CpuFastPaths, ThreadedKernelsGiveTheSameBitsAtEveryThreadCount) {
         TypedTensor<float>(div(x, y)).values(),         TypedTensor<float>(exp(x)).values(),
         TypedTensor<float>(tanh(x)).values(),           TypedTensor<float>(maximum(x, y)).values(),
         TypedTensor<float>(reduce_sum(x)).values(),
-        TypedTensor<float>(reduce_sum(x, ReduceOptions{}, OperationExecutionOptions("reduce_sum", &DType::Float64())))
+        TypedTensor<float>(reduce_sum(x, Axes::all(), false, OperationExecutionOptions("reduce_sum", &DType::Float64())))
             .values(),
     };
     if (first.empty()) first = got;
@@ -161,7 +161,7 @@ TEST(CpuFastPaths, Int32OverflowInAnyRangeRaisesAndChangesNothing) {
   const Tensor a = make_tensor<CPU>(big, Shape{n});
   const Tensor out = make_tensor<CPU>(std::vector<std::int32_t>(static_cast<std::size_t>(n), -5), Shape{n});
   EXPECT_THROW_EXACTLY(add(a, a), OverflowError);
-  EXPECT_THROW_EXACTLY(compute_into(out, [&] { return add(a, a); }), OverflowError);
+  EXPECT_THROW_EXACTLY(add(a, a, into(out)), OverflowError);
   EXPECT_EQ(TypedTensor<std::int32_t>(out).values(), std::vector<std::int32_t>(static_cast<std::size_t>(n), -5));
 }
 

@@ -132,8 +132,8 @@ TEST(Conformance, ReduceSumFloatingOrderStaysWithinTolerance) {
   const Tensor c = make_tensor<CPU>(v, Shape{static_cast<std::int64_t>(v.size())});
   for (const SimpleDType* acc : SUPPORTED_ACCUMULATOR_DTYPES()) {
     const OperationExecutionOptions o("reduce_sum", acc);
-    const float gs = TypedTensor<float>(reduce_sum(g, ReduceOptions{}, o)).at_ordinal(0);
-    const float cs = TypedTensor<float>(reduce_sum(c, ReduceOptions{}, o)).at_ordinal(0);
+    const float gs = TypedTensor<float>(reduce_sum(g, Axes::all(), false, o)).at_ordinal(0);
+    const float cs = TypedTensor<float>(reduce_sum(c, Axes::all(), false, o)).at_ordinal(0);
     const double eps = acc == &DType::Float64() ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
     EXPECT_LE(std::fabs(static_cast<double>(gs) - cs),
               2.0 * static_cast<double>(v.size()) * eps * abs_sum + std::fabs(gs) * std::ldexp(1.0, -23));

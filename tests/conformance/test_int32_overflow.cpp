@@ -58,31 +58,31 @@ StorageState state_of(const Tensor& t) {
 // that output as they were.
 void expect_overflow_publishes_nothing(const ShippedCarrier& carrier, const std::string& label,
                                        const std::vector<Tensor>& operands, const Shape& result_shape,
-                                       const std::function<Tensor()>& call) {
+                                       const std::function<Tensor(const Output&)>& call) {
   SCOPED_TRACE(std::string(carrier.name) + ": " + label);
   std::vector<StorageState> before;
   for (const Tensor& t : operands) before.push_back(state_of(t));
-  EXPECT_THROW_EXACTLY(call(), OverflowError);
+  EXPECT_THROW_EXACTLY(call(Output{}), OverflowError);
   std::vector<std::int32_t> sentinel(static_cast<std::size_t>(result_shape.size()), -7);
   const Tensor out = int32_on(carrier, sentinel, result_shape);
   const StorageState out_before = state_of(out);
-  EXPECT_THROW_EXACTLY(compute_into(out, call), OverflowError);
+  EXPECT_THROW_EXACTLY(call(into(out)), OverflowError);
   EXPECT_EQ(state_of(out), out_before) << "the caller's output was written";
   for (std::size_t i = 0; i < operands.size(); ++i) EXPECT_EQ(state_of(operands[i]), before[i]) << "operand " << i;
 }
 
 struct BinaryCase {
   const char* name;
-  std::function<Tensor(const Tensor&, const Tensor&)> fn;
+  std::function<Tensor(const Tensor&, const Tensor&, const Output&)> fn;
   std::int32_t large, small;  // fn(small, large) and fn(large, small) leave Int32; fn(0, large) does not
 };
 
 const std::vector<BinaryCase>& binary_cases() {
   static const std::vector<BinaryCase> cases = {
-      {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, kMax, 1},
-      {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, kMax, -2},
-      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, kMax, 2},
-      {"elementwise_mul", [](const Tensor& a, const Tensor& b) { return elementwise_mul(a, b); }, kMax, 2},
+      {"add", [](const Tensor& a, const Tensor& b, const Output& o) { return add(a, b, o); }, kMax, 1},
+      {"sub", [](const Tensor& a, const Tensor& b, const Output& o) { return sub(a, b, o); }, kMax, -2},
+      {"mul", [](const Tensor& a, const Tensor& b, const Output& o) { return mul(a, b, o); }, kMax, 2},
+      {"elementwise_mul", [](const Tensor& a, const Tensor& b, const Output& o) { return elementwise_mul(a, b, o); }, kMax, 2},
   };
   return cases;
 }
@@ -112,23 +112,23 @@ TEST_P(Int32Overflow, ReachedOnlyThroughABroadcastOperand) {
     const Shape result{3, 4};
     // Broadcast by the front end, in both operand orders ...
     expect_overflow_publishes_nothing(c, std::string(bc.name) + "(x, y (4))", {x, y}, result,
-                                      [&] { return bc.fn(x, y); });
+                                      [&](const Output& o) { return bc.fn(x, y, o); });
     expect_overflow_publishes_nothing(c, std::string(bc.name) + "(y (4), x)", {x, y}, result,
-                                      [&] { return bc.fn(y, x); });
+                                      [&](const Output& o) { return bc.fn(y, x, o); });
     // ... and handed to the kernel as a stride-0 view of the result's shape.
     const Tensor y_view = y.broadcast_to(result);
     expect_overflow_publishes_nothing(c, std::string(bc.name) + "(x, broadcast_to view)", {x, y}, result,
-                                      [&] { return bc.fn(x, y_view); });
+                                      [&](const Output& o) { return bc.fn(x, y_view, o); });
     // Broadcast along the other axis: z (3, 1) holds `large` in row 2.
     const Tensor z = int32_on(c, {0, 0, bc.large}, Shape{3, 1});
     expect_overflow_publishes_nothing(c, std::string(bc.name) + "(z (3,1), x)", {x, z}, result,
-                                      [&] { return bc.fn(z, x); });
+                                      [&](const Output& o) { return bc.fn(z, x, o); });
     // The same operands with `small` in a row that meets no large value: no
     // overflow, and the exact result.
     std::vector<std::int32_t> xs_safe(12, 0);
     xs_safe[10] = bc.small;  // (1, 3): y's large value, but z's row 1 is zero
     const Tensor x_safe = int32_on(c, xs_safe, Shape{3, 4});
-    const std::vector<std::int32_t> got = ints(bc.fn(z, x_safe));
+    const std::vector<std::int32_t> got = ints(bc.fn(z, x_safe, Output{}));
     ASSERT_EQ(got.size(), 12u);
     for (std::size_t k = 0; k < got.size(); ++k) {
       const std::int32_t zi = k % 3 == 2 ? bc.large : 0;
@@ -154,15 +154,15 @@ TEST_P(Int32Overflow, ReachedOnlyThroughAStridedView) {
     ASSERT_EQ(ints(odd), (std::vector<std::int32_t>{0, 0, 0, bc.large}));
     const Tensor other = int32_on(c, {bc.small, bc.small, bc.small, bc.small}, Shape{4});
     expect_overflow_publishes_nothing(c, std::string(bc.name) + "(odd slots, other)", {base, other}, Shape{4},
-                                      [&] { return bc.fn(odd, other); });
+                                      [&](const Output& o) { return bc.fn(odd, other, o); });
     expect_overflow_publishes_nothing(c, std::string(bc.name) + "(other, odd slots)", {base, other}, Shape{4},
-                                      [&] { return bc.fn(other, odd); });
+                                      [&](const Output& o) { return bc.fn(other, odd, o); });
     // The even slots (offset 0, stride 2) do not hold it: no overflow, even
     // though slot 1, next to the view's first element, holds `large` too.
     std::vector<std::int32_t> decoy(8, 0);
     decoy[1] = bc.large;
     const Tensor even = int32_on(c, decoy, Shape{8}).slice(0, 0, 8, 2);
-    EXPECT_EQ(ints(bc.fn(even, other)).size(), 4u);
+    EXPECT_EQ(ints(bc.fn(even, other, Output{})).size(), 4u);
   }
   // Tensor/scalar: mul and pow by a weak scalar, and the reduction.
   std::vector<std::int32_t> slots(8, 0);
@@ -170,9 +170,9 @@ TEST_P(Int32Overflow, ReachedOnlyThroughAStridedView) {
   slots[7] = kMax;
   const Tensor base = int32_on(c, slots, Shape{8});
   const Tensor odd = base.slice(0, 1, 8, 2);
-  expect_overflow_publishes_nothing(c, "mul(odd slots, 2)", {base}, Shape{4}, [&] { return mul(odd, 2); });
-  expect_overflow_publishes_nothing(c, "pow(odd slots, 2)", {base}, Shape{4}, [&] { return pow(odd, 2); });
-  expect_overflow_publishes_nothing(c, "reduce_sum(odd slots)", {base}, Shape{}, [&] { return reduce_sum(odd); });
+  expect_overflow_publishes_nothing(c, "mul(odd slots, 2)", {base}, Shape{4}, [&](const Output& o) { return mul(odd, 2, o); });
+  expect_overflow_publishes_nothing(c, "pow(odd slots, 2)", {base}, Shape{4}, [&](const Output& o) { return pow(odd, 2, o); });
+  expect_overflow_publishes_nothing(c, "reduce_sum(odd slots)", {base}, Shape{}, [&](const Output& o) { return reduce_sum(odd, Axes::all(), false, std::nullopt, o); });
   const Tensor even = base.slice(0, 0, 8, 2);
   EXPECT_EQ(ints(reduce_sum(even)), std::vector<std::int32_t>{0});
   EXPECT_EQ(ints(mul(even, 2)), (std::vector<std::int32_t>{0, 0, 0, 0}));
@@ -195,9 +195,9 @@ TEST_P(Int32Overflow, ReachedOnlyThroughAPermutedView) {
     ys[2] = bc.small;
     const Tensor y = int32_on(c, ys, Shape{2, 4});
     expect_overflow_publishes_nothing(c, std::string(bc.name) + "(permuted, y)", {base, y}, Shape{2, 4},
-                                      [&] { return bc.fn(p, y); });
+                                      [&](const Output& o) { return bc.fn(p, y, o); });
     expect_overflow_publishes_nothing(c, std::string(bc.name) + "(y, permuted)", {base, y}, Shape{2, 4},
-                                      [&] { return bc.fn(y, p); });
+                                      [&](const Output& o) { return bc.fn(y, p, o); });
   }
   // p(0, 1) and p(1, 1) are slots 1 and 5: column 1 of p holds both, along
   // p's axis 0, whose stride is 4. Reducing over axis 0 overflows there
@@ -209,7 +209,7 @@ TEST_P(Int32Overflow, ReachedOnlyThroughAPermutedView) {
   const Tensor base = int32_on(c, slots, Shape{4, 2});
   const Tensor p = base.permute({1, 0});
   expect_overflow_publishes_nothing(c, "reduce_sum(permuted, axis 0)", {base}, Shape{4},
-                                    [&] { return reduce_sum(p, std::vector<std::int64_t>{0}); });
+                                    [&](const Output& o) { return reduce_sum(p, {0}, false, std::nullopt, o); });
   EXPECT_EQ(ints(reduce_sum(p, std::vector<std::int64_t>{1})), (std::vector<std::int32_t>{kMax, kMax}));
 }
 
@@ -220,7 +220,7 @@ TEST_P(Int32Overflow, MatmulReachedOnlyThroughBroadcastBatchOrPermutedOperand) {
   const Tensor a = int32_on(c, {kMax, kMax}, Shape{1, 1, 2});
   const Tensor b = int32_on(c, {0, 0, 1, 0, 0, 1}, Shape{3, 2, 1});
   expect_overflow_publishes_nothing(c, "matmul(broadcast batch)", {a, b}, Shape{3, 1, 1},
-                                    [&] { return matmul(a, b); });
+                                    [&](const Output& o) { return matmul(a, b, std::nullopt, o); });
   const Tensor b_first_batches = b.slice(0, 0, 2);
   EXPECT_EQ(ints(matmul(a, b_first_batches)), (std::vector<std::int32_t>{0, 0}));
   // base (2, 2) compact = slots {kMax, kMax, 0, 0}; its transpose's row 0 is
@@ -229,7 +229,7 @@ TEST_P(Int32Overflow, MatmulReachedOnlyThroughBroadcastBatchOrPermutedOperand) {
   const Tensor base = int32_on(c, {kMax, kMax, 0, 0}, Shape{2, 2});
   const Tensor ones = int32_on(c, {1, 1}, Shape{2, 1});
   expect_overflow_publishes_nothing(c, "matmul(permuted, ones)", {base, ones}, Shape{2, 1},
-                                    [&] { return matmul(base.permute({1, 0}), ones); });
+                                    [&](const Output& o) { return matmul(base.permute({1, 0}), ones, std::nullopt, o); });
   EXPECT_EQ(ints(matmul(base, ones)), (std::vector<std::int32_t>{kMax, kMax}));
 }
 

@@ -279,11 +279,11 @@ TYPED_TEST(FrontEnd, Float64AccumulatorChangesOnlyTheAccumulation) {
   for (int i = 0; i < 16; ++i) v.push_back(1.0f);
   const Tensor x = make_tensor<TypeParam>(v, Shape{17});
   const OperationExecutionOptions wide("reduce_sum", &DType::Float64());
-  const Tensor r = reduce_sum(x, ReduceOptions{}, wide);
+  const Tensor r = reduce_sum(x, Axes::all(), false, wide);
   EXPECT_EQ(r.dtype(), DType::Float32());
   EXPECT_EQ(vals<float>(r), (std::vector<float>{16777232.0f}));
   EXPECT_THROW_EXACTLY(
-      reduce_sum(make_tensor<TypeParam>(std::initializer_list<std::int32_t>{1}, Shape{1}), ReduceOptions{}, wide),
+      reduce_sum(make_tensor<TypeParam>(std::initializer_list<std::int32_t>{1}, Shape{1}), Axes::all(), false, wide),
       TypeError);
 }
 

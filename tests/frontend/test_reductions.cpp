@@ -438,28 +438,32 @@ TYPED_TEST(ReductionOps, KernelsWriteThroughAStridedCallerOutput) {
   auto untouched = [](const Tensor& base) { return base.slice(0, 0, base.shape().extent(0), 2); };
   {
     auto [base, out] = strided_output<TypeParam, float>(2, 1, -7.0f);
-    compute_into(out, [&] { return reduce_sum(x, {1}, true); });
+    reduce_sum(x, {1}, true, std::nullopt, into(out));
     EXPECT_EQ(row_values<float>(out), (Floats{6, 15}));
     EXPECT_EQ(vals<float>(untouched(base)), (Floats{-7, -7}));
-    compute_into(out, [&] { return reduce_prod(x, {1}, true); });
+    reduce_prod(x, {1}, true, into(out));
     EXPECT_EQ(row_values<float>(out), (Floats{6, 120}));
-    compute_into(out, [&] { return reduce_min(x, {1}, true); });
+    reduce_min(x, {1}, true, into(out));
     EXPECT_EQ(row_values<float>(out), (Floats{1, 4}));
     EXPECT_EQ(vals<float>(untouched(base)), (Floats{-7, -7}));
   }
   {
     auto [base, out] = strided_output<TypeParam, std::int32_t>(2, 1, -7);
-    compute_into(out, [&] { return argmax(x, 1, true); });
+    argmax(x, 1, true, into(out));
     EXPECT_EQ(row_values<std::int32_t>(out), (Int32s{2, 2}));
     EXPECT_EQ(vals<std::int32_t>(untouched(base)), (Int32s{-7, -7}));
   }
   {
     auto [base, out] = strided_output<TypeParam, float>(2, 3, -7.0f);
-    compute_into(out, [&] { return cumsum(x, 1); });
+    cumsum(x, 1, into(out));
     EXPECT_EQ(row_values<float>(out), (Floats{1, 3, 6, 4, 9, 15}));
-    compute_into(out, [&] { return cumsum(x, 0); });
+    cumsum(x, 0, into(out));
     EXPECT_EQ(row_values<float>(out), (Floats{1, 2, 3, 5, 7, 9}));
-    compute_into(out, [&] { return sort(x, 1, true).values; });  // the first result
+    ExecutionRequest request;
+    request.out = into(out);
+    const std::vector<CallOperand> operands{x};
+    call_operation("_sort_values", operands, CallOptions{{"axis", std::int64_t{1}}, {"descending", true}},
+                   request);  // the values plan of sort, by name
     EXPECT_EQ(row_values<float>(out), (Floats{3, 2, 1, 6, 5, 4}));
     EXPECT_EQ(vals<float>(untouched(base)), (Floats(6, -7.0f)));
   }

@@ -406,18 +406,18 @@ TYPED_TEST(StructuredOps, ScatterOutOfRangeIndexIsIndexErrorAndChangesNothing) {
 TYPED_TEST(StructuredOps, ScatterRejectsBadShapesAxesAndDtypes) {
   const Tensor data = make_tensor<TypeParam>(std::vector<float>(6, 0.0f), Shape{2, 3});
   const Tensor src = make_tensor<TypeParam>(std::vector<float>(6, 1.0f), Shape{2, 3});
-  for (auto op : {scatter, scatter_add}) {
-    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0}, {2}), src, 0), ValueError);                  // rank mismatch
-    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0}, {1, 2}), make_tensor<TypeParam>({1.0f}, Shape{1}), 0),
+  for (auto op : {scatter, scatter_add}) {  // each with no caller output: op(..., {})
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0}, {2}), src, 0, {}), ValueError);                  // rank mismatch
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0}, {1, 2}), make_tensor<TypeParam>({1.0f}, Shape{1}), 0, {}),
                          ValueError);                                                                 // src rank
-    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0, 0, 0}, {1, 4}), make_tensor<TypeParam>(std::vector<float>(4, 1.0f), Shape{1, 4}), 0),
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0, 0, 0}, {1, 4}), make_tensor<TypeParam>(std::vector<float>(4, 1.0f), Shape{1, 4}), 0, {}),
                          ValueError);                                                                 // 4 > 3 on axis 1
-    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0, 0}, {3, 1}), src, 1),
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0, 0, 0}, {3, 1}), src, 1, {}),
                          ValueError);           // src smaller than indices
-    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0}, {1, 1}), src, 2),
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0}, {1, 1}), src, 2, {}),
                          ValueError);                 // axis out of range
-    EXPECT_THROW_EXACTLY(op(data, src, src, 0), TypeError);                                           // Float32 indices
-    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0}, {1, 1}), ints<TypeParam>({0}, {1, 1}), 0),
+    EXPECT_THROW_EXACTLY(op(data, src, src, 0, {}), TypeError);                                           // Float32 indices
+    EXPECT_THROW_EXACTLY(op(data, ints<TypeParam>({0}, {1, 1}), ints<TypeParam>({0}, {1, 1}), 0, {}),
                          TypeError);  // Int32 src
   }
   // Indices longer than data on the axis itself are fine.

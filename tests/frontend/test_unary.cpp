@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "support/shipped_types.h"
 
 #include <cmath>
@@ -72,18 +74,26 @@ float c_erf(float x) { return std::erf(opaque(x)); }
 float c_tanh(float x) { return std::tanh(opaque(x)); }
 float c_sqrt(float x) { return std::sqrt(opaque(x)); }
 
-using UnaryFn = Tensor (*)(const Tensor&);
+using UnaryFn = std::function<Tensor(const Tensor&)>;
+// Each operation with its default options (a function pointer would not
+// carry the trailing Output's default).
+#define SW_UNARY(name) {#name, [](const Tensor& x) { return name(x); }}
 const std::vector<std::pair<const char*, UnaryFn>> kMath = {
-    {"neg", neg},   {"abs", abs},     {"sign", sign}, {"recip", recip}, {"sqrt", sqrt},
-    {"rsqrt", rsqrt}, {"exp2", exp2}, {"log", log},   {"log2", log2},   {"sin", sin},
-    {"cos", cos},   {"erf", erf},     {"floor", floor}, {"ceil", ceil}, {"round", round}};
+    SW_UNARY(neg),  SW_UNARY(abs), SW_UNARY(sign), SW_UNARY(recip), SW_UNARY(sqrt),
+    SW_UNARY(rsqrt), SW_UNARY(exp2), SW_UNARY(log), SW_UNARY(log2), SW_UNARY(sin),
+    SW_UNARY(cos),  SW_UNARY(erf), SW_UNARY(floor), SW_UNARY(ceil), SW_UNARY(round)};
+Tensor exp_default(const Tensor& x) { return exp(x); }
+Tensor sigmoid_default(const Tensor& x) { return sigmoid(x); }
+Tensor silu_default(const Tensor& x) { return silu(x); }
+Tensor tanh_default(const Tensor& x) { return tanh(x); }
+#undef SW_UNARY
 Tensor elu_default(const Tensor& x) { return elu(x); }
 Tensor gelu_default(const Tensor& x) { return gelu(x); }
 Tensor leaky_default(const Tensor& x) { return leaky_relu(x); }
 Tensor softplus_default(const Tensor& x) { return softplus(x); }
 const std::vector<std::pair<const char*, UnaryFn>> kActivations = {
-    {"elu", elu_default},         {"exp", exp},   {"gelu", gelu_default}, {"leaky_relu", leaky_default},
-    {"sigmoid", sigmoid},         {"silu", silu}, {"softplus", softplus_default}, {"tanh", tanh}};
+    {"elu", elu_default},         {"exp", exp_default},   {"gelu", gelu_default}, {"leaky_relu", leaky_default},
+    {"sigmoid", sigmoid_default}, {"silu", silu_default}, {"softplus", softplus_default}, {"tanh", tanh_default}};
 
 // ---- dtypes
 

@@ -954,13 +954,13 @@ TEST(OperationDtypePolicy_R10, PlanAccumulatorVariantsOfOtherPlansIsThePlanAlone
 
 TEST(OperationDtypePolicy_R10, FrontEndOptionsBoundToAnotherOperationRaiseValueError) {
   const sw::Tensor x = sw::make_tensor<sw::Generic>(std::vector<float>{1.0f, 2.0f}, sw::Shape::of({2}));
-  EXPECT_THROW_EXACTLY(sw::reduce_sum(x, sw::ReduceOptions{}, sw::operation_execution_options("matmul")),
+  EXPECT_THROW_EXACTLY(sw::reduce_sum(x, sw::Axes::all(), false, sw::operation_execution_options("matmul")),
                        sw::ValueError);
   const sw::Tensor m = sw::make_tensor<sw::Generic>(std::vector<float>{1.0f, 2.0f}, sw::Shape::of({1, 2}));
   const sw::Tensor n = sw::make_tensor<sw::Generic>(std::vector<float>{1.0f, 2.0f}, sw::Shape::of({2, 1}));
   EXPECT_THROW_EXACTLY(sw::matmul(m, n, sw::operation_execution_options("reduce_sum")), sw::ValueError);
   const sw::Tensor xi = sw::make_tensor<sw::CPU>(std::vector<std::int32_t>{1, 2}, sw::Shape::of({2}));
-  EXPECT_THROW_EXACTLY(sw::reduce_sum(xi, sw::ReduceOptions{}, sw::operation_execution_options("reduce_sum", &F64())),
+  EXPECT_THROW_EXACTLY(sw::reduce_sum(xi, sw::Axes::all(), false, sw::operation_execution_options("reduce_sum", &F64())),
                        sw::TypeError);
 }
 
@@ -1042,7 +1042,7 @@ float sum_with(const sw::SimpleDType* acc) {
   const sw::Tensor x = sw::make_tensor<C>(kAccumulatorSensitive, sw::Shape::of({3}));
   std::optional<OperationExecutionOptions> options;
   if (acc) options = sw::operation_execution_options("reduce_sum", acc);
-  const sw::Tensor s = sw::reduce_sum(x, sw::ReduceOptions{}, options);
+  const sw::Tensor s = sw::reduce_sum(x, sw::Axes::all(), false, options);
   EXPECT_EQ(&s.dtype(), &F32());
   EXPECT_EQ(s.size(), 1);
   EXPECT_EQ(s.carrier_type(), sw::carrier_class<C>());

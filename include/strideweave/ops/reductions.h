@@ -15,53 +15,60 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <vector>
 
 #include <strideweave/policy.h>
+#include <strideweave/output.h>
 #include <strideweave/tensor.h>
 
 namespace strideweave {
 
-// Options of the reductions. axes: nullopt = every axis; each axis in
-// [-rank, rank), no duplicates (ValueError). An empty list reduces nothing
-// (each block is one element). keepdims keeps every reduced axis with
-// extent 1.
-struct ReduceOptions {
-  std::optional<std::vector<std::int64_t>> axes;
-  bool keepdims = false;
+// The axes a reduction reduces. Unambiguous by construction:
+//   Axes::all()   every axis (the default argument);
+//   {1, 2} / std::vector / one integer   those axes, each in [-rank, rank),
+//                 no duplicates (ValueError);
+//   {} / Axes()   the empty list: reduces nothing (each block is one
+//                 element), as numpy's axis=() does (torch's dim=[] would
+//                 reduce everything; strideweave never guesses).
+class Axes {
+ public:
+  Axes() = default;
+  Axes(std::initializer_list<std::int64_t> axes) : list_(std::vector<std::int64_t>(axes)) {}
+  Axes(std::vector<std::int64_t> axes) : list_(std::move(axes)) {}  // NOLINT: implicit on purpose
+  Axes(std::int64_t axis) : list_(std::vector<std::int64_t>{axis}) {}  // NOLINT: implicit on purpose
+  Axes(int axis) : Axes(static_cast<std::int64_t>(axis)) {}           // NOLINT: a literal axis
+  static Axes all() {
+    Axes a;
+    a.list_.reset();
+    return a;
+  }
+  // nullopt = every axis.
+  const std::optional<std::vector<std::int64_t>>& list() const noexcept { return list_; }
+
+ private:
+  std::optional<std::vector<std::int64_t>> list_ = std::vector<std::int64_t>{};
 };
 
 // reduce_sum(x, axes, keepdims, options): Float32 (FLOATING: order chosen by
 // the carrier, tolerance in docs/numerics.md; options may select the Float64
 // accumulator) or Int32 (EXACT_INTEGER, OverflowError when the exact total
-// leaves Int32). Empty block -> 0.
-Tensor reduce_sum(const Tensor& x, ReduceOptions reduce = {},
-                  const std::optional<OperationExecutionOptions>& options = std::nullopt);
-inline Tensor reduce_sum(const Tensor& x, std::vector<std::int64_t> axes, bool keepdims = false,
-                         const std::optional<OperationExecutionOptions>& options = std::nullopt) {
-  return reduce_sum(x, ReduceOptions{std::move(axes), keepdims}, options);
-}
+// leaves Int32). Empty block -> 0. keepdims keeps every reduced axis with
+// extent 1.
+Tensor reduce_sum(const Tensor& x, Axes axes = Axes::all(), bool keepdims = false,
+                  const std::optional<OperationExecutionOptions>& options = std::nullopt, const Output& out = {});
 
 // reduce_prod(x, axes, keepdims): Float32 only (Int32 -> TypeError).
 // SEQUENTIAL_BINARY32_PRODUCT: from 1.0f, multiply the block in logical
 // order, rounding to binary32 after each multiply. Empty block -> 1.
-Tensor reduce_prod(const Tensor& x, ReduceOptions reduce = {});
-inline Tensor reduce_prod(const Tensor& x, std::vector<std::int64_t> axes, bool keepdims = false) {
-  return reduce_prod(x, ReduceOptions{std::move(axes), keepdims});
-}
+Tensor reduce_prod(const Tensor& x, Axes axes = Axes::all(), bool keepdims = false, const Output& out = {});
 
 // reduce_max / reduce_min(x, axes, keepdims): Float32 only. Any NaN in the
 // block -> NaN (the first NaN in logical order); +0 is greater than -0. An
 // empty block has no identity: ValueError.
-Tensor reduce_max(const Tensor& x, ReduceOptions reduce = {});
-inline Tensor reduce_max(const Tensor& x, std::vector<std::int64_t> axes, bool keepdims = false) {
-  return reduce_max(x, ReduceOptions{std::move(axes), keepdims});
-}
-Tensor reduce_min(const Tensor& x, ReduceOptions reduce = {});
-inline Tensor reduce_min(const Tensor& x, std::vector<std::int64_t> axes, bool keepdims = false) {
-  return reduce_min(x, ReduceOptions{std::move(axes), keepdims});
-}
+Tensor reduce_max(const Tensor& x, Axes axes = Axes::all(), bool keepdims = false, const Output& out = {});
+Tensor reduce_min(const Tensor& x, Axes axes = Axes::all(), bool keepdims = false, const Output& out = {});
 
 // argmax / argmin(x, axis, keepdims) -> Int32. axis: one axis, or nullopt =
 // every element in logical order (the result is the flat logical ordinal;
@@ -69,13 +76,15 @@ inline Tensor reduce_min(const Tensor& x, std::vector<std::int64_t> axes, bool k
 // in the block) is returned; NaN is the extreme for both (the first NaN
 // wins); +0 beats -0 for argmax, -0 beats +0 for argmin. Empty block ->
 // ValueError; a block of more than 2^31 elements -> OverflowError.
-Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt, bool keepdims = false);
-Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt, bool keepdims = false);
+Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt, bool keepdims = false,
+              const Output& out = {});
+Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt, bool keepdims = false,
+              const Output& out = {});
 
 // cumsum(x, axis): Float32 only; same shape as x. SEQUENTIAL_BINARY32 along
 // the axis: from +0.0, add in ascending order, rounding after each add
 // (so cumsum of [-0.0] is [+0.0]).
-Tensor cumsum(const Tensor& x, std::int64_t axis);
+Tensor cumsum(const Tensor& x, std::int64_t axis, const Output& out = {});
 
 // The two results of sort and topk.
 struct SortResult {
@@ -87,7 +96,8 @@ struct SortResult {
 // Stable. Order: -inf < ... < -0 < +0 < ... < +inf < NaN (every NaN equal to
 // every other NaN); descending reverses the order, equal elements keep their
 // original order in both directions. An axis extent above 2^31 ->
-// OverflowError. Runs the plans _sort_values and _sort_indices.
+// OverflowError. Runs the plans _sort_values and _sort_indices. (Two results:
+// no caller-provided output.)
 SortResult sort(const Tensor& x, std::int64_t axis = -1, bool descending = false);
 
 // topk(x, k, axis, largest): the k largest (largest = true, largest first) or

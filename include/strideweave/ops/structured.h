@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <strideweave/policy.h>
+#include <strideweave/output.h>
 #include <strideweave/tensor.h>
 
 namespace strideweave {
@@ -15,7 +16,8 @@ namespace strideweave {
 // matmul(a, b): numpy matmul semantics: rank >= 1; a 1-D operand is treated
 // as a row (a) or column (b) vector and its axis removed from the result;
 // leading batch axes broadcast. Mismatched contraction extents -> ValueError.
-Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options = std::nullopt);
+Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options = std::nullopt,
+              const Output& out = {});
 
 // Options of conv_general for d spatial axes. nullopt = the default.
 //   stride:   d positive integers (default all 1);
@@ -40,7 +42,8 @@ struct ConvOptions {
 // logical order of the weight slice (C_in/groups, K_1..K_d) (input channel
 // fastest), rounding after each add. Padded positions are +0.0 inputs and
 // take part in the products. Float32 operands only (TypeError otherwise).
-Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions& options = {});
+Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions& options = {},
+                    const Output& out = {});
 
 // gather(data, indices, axis): torch.gather. data Float32, indices Int32, of
 // equal rank; indices.extent(d) <= data.extent(d) for d != axis. The result
@@ -48,7 +51,7 @@ Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions
 // by indices[p]]. axis in [-rank, rank) (ValueError otherwise; rank 0 takes
 // axis 0 or -1). An index outside [0, data.extent(axis)) -> IndexError,
 // raised by the kernel (nothing is published).
-Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis);
+Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis, const Output& out = {});
 
 // scatter(data, indices, src, axis): torch.scatter (fresh result; data is not
 // modified). The result starts as a copy of data; then for every position p
@@ -56,11 +59,13 @@ Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis);
 // src[p] (the last duplicate wins). data, indices and src have equal rank;
 // indices.extent(d) <= src.extent(d) for every d and <= data.extent(d) for
 // d != axis (ValueError otherwise); an out-of-range index -> IndexError.
-Tensor scatter(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis);
+Tensor scatter(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
+               const Output& out = {});
 
 // scatter_add(data, indices, src, axis): as scatter, but result[...] +=
 // src[p], each add one binary32 rounding, in ascending logical order of p,
 // starting from the data element itself (SEQUENTIAL_BINARY32).
-Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis);
+Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
+                   const Output& out = {});
 
 }  // namespace strideweave

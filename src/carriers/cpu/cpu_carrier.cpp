@@ -16,11 +16,17 @@ namespace {
 std::size_t bytes_of(const SimpleDType& d) { return &d == &DType::Bool() ? sizeof(bool) : 4; }
 
 // Owned storage comes from the caching allocator (block_cache.h).
-void* allocate_storage(std::int64_t count, std::size_t element, bool zero) {
+// A byte count that does not fit in 64 bits is an impossible request
+// (ValueError); memory the system cannot give is a MemoryError (docs/errors.md).
+void* allocate_storage(std::int64_t count, const SimpleDType& dtype, bool zero) {
   std::int64_t bytes = 0;
-  if (__builtin_mul_overflow(count, static_cast<std::int64_t>(element), &bytes))
+  if (__builtin_mul_overflow(count, static_cast<std::int64_t>(bytes_of(dtype)), &bytes))
     throw ValueError(fmt::format("CPU: {} elements overflow the addressable size", count));
-  return carriers::cpu::cache_allocate(static_cast<std::size_t>(bytes), zero);
+  try {
+    return carriers::cpu::cache_allocate(static_cast<std::size_t>(bytes), zero);
+  } catch (const std::bad_alloc&) {
+    throw MemoryError(fmt::format("CPU: cannot allocate {} {} slots ({} bytes)", count, dtype.name(), bytes));
+  }
 }
 
 }  // namespace
@@ -40,7 +46,7 @@ std::shared_ptr<CPU> CPU::create(std::int64_t size, const DType& dtype, bool mut
   const SimpleDType& d = check_storage_dtype(dtype, "CPU", &CPU::supports);
   if (size < 0) throw ValueError(fmt::format("CPU: size must be >= 0, got {}", size));
   // Bool storage is always zeroed: a bool object must hold 0 or 1.
-  void* p = allocate_storage(size, bytes_of(d), !empty || &d == &DType::Bool());
+  void* p = allocate_storage(size, d, !empty || &d == &DType::Bool());
   try {
     return std::make_shared<CPU>(Token{}, d, mutable_, size, p, true);
   } catch (...) {

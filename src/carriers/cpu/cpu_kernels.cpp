@@ -6,6 +6,7 @@
 #include <strideweave/carriers/cpu.h>
 
 #include "carriers/cpu/kernels.h"
+#include "carriers/cpu/strided.h"
 #include "carriers/kernel_axes.h"
 #include "execution/kernel_table.h"
 
@@ -19,11 +20,14 @@ void CPU::register_kernels() {
   for (const OperationPlan& plan : executable_plan_set()) {
     for (KernelFn (*family)(const OperationPlan&) : {arithmetic_kernel, unary_kernel, reduction_kernel, structured_kernel}) {
       if (KernelFn k = family(plan)) {
-        table.add(plan, std::move(k), direct_write_axes(plan));
+        table.add(plan, std::move(k), direct_write_axes(plan, SupportLevel::FallbackCopy));
         break;
       }
     }
   }
+  // Every CPU kernel reads plain strided operands in place; the framework
+  // copies the others (borrowed_input = FallbackCopy).
+  table.set_in_place_reader(&has_plain_strides);
   register_kernel_table(carrier_class<CPU>(), std::move(table));
 }
 

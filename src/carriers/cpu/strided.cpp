@@ -1,6 +1,10 @@
 // CPU operand views. See strided.h.
 #include "carriers/cpu/strided.h"
 
+#include <strideweave/errors.h>
+
+#include <fmt/format.h>
+
 namespace strideweave::carriers::cpu {
 
 bool has_plain_strides(const Layout& layout) {
@@ -18,16 +22,12 @@ Strided<T> strided(const Tensor& t) {
     for (std::size_t i = 0; i < t.rank(); ++i) out.strides.push_back(*t.layout().mode_stride(i));
     return out;
   }
-  // FallbackCopy: gather the hierarchical view into a compact temporary.
-  auto tmp = CPU::create(t.size(), t.dtype(), true, true);
-  T* dst = tmp->data<T>();
-  const T* src = cpu.data<T>() + t.offset();
-  for (std::int64_t k = 0; k < t.size(); ++k) dst[k] = src[t.layout()(k)];
-  out.base = dst;
-  const Layout compact = Layout::compact(Shape::of(t.shape().extents()));
-  out.strides = *compact.flat_strides();
-  out.keep_alive = std::move(tmp);
-  return out;
+  // The framework copies every operand has_plain_strides refuses before a
+  // CPU kernel runs (borrowed_input = FallbackCopy; cpu_kernels.cpp), so
+  // this is a broken invariant, not a user error.
+  throw RuntimeError(fmt::format("CPU kernel: operand layout {} has a mode without one plain stride (the framework "
+                                 "should have copied it)",
+                                 t.layout().to_string()));
 }
 
 template Strided<float> strided<float>(const Tensor&);

@@ -5,8 +5,9 @@
 // layouts all equal one compact layout run one flat loop; otherwise the walk
 // hands whole rows (axis 0, the fastest logical axis) to a row function with
 // per-operand strides, never deciding anything per element. An operand with a
-// hierarchical mode that does not coalesce to one stride is first copied into
-// a compact temporary (the documented FallbackCopy path).
+// hierarchical mode that does not coalesce to one stride never reaches a CPU
+// kernel: the framework copies it first (borrowed_input = FallbackCopy, the
+// in-place reader has_plain_strides; docs/capabilities.md).
 #pragma once
 
 #include <strideweave/carriers/cpu.h>
@@ -25,7 +26,6 @@ template <class T>
 struct Strided {
   T* base = nullptr;
   std::vector<std::int64_t> strides;  // one per axis, in elements
-  std::shared_ptr<Carrier> keep_alive;  // the temporary of a FallbackCopy
 };
 
 // True when `layout` is flat with exactly `extents` and each axis of extent
@@ -49,8 +49,8 @@ inline bool compact_over(const Layout& layout, std::span<const std::int64_t> ext
 // True when every axis of `layout` has one plain stride.
 bool has_plain_strides(const Layout& layout);
 
-// The operand as base pointer + strides; copies a hierarchical operand into a
-// compact CPU temporary first. Precondition: T matches the dtype.
+// The operand as base pointer + strides. Preconditions: T matches the dtype
+// and has_plain_strides(t.layout()) (else RuntimeError: a broken invariant).
 template <class T>
 Strided<T> strided(const Tensor& t);
 

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <new>
+#include <stdexcept>
+
 namespace strideweave {
 
 bool Generic::supports(const DType& dtype) noexcept { return stored_element_kind(dtype).has_value(); }
@@ -16,13 +19,24 @@ std::shared_ptr<Generic> Generic::create(std::span<const Value> values, const DT
   for (const Value& v : values)
     if (&dtype_of(v.kind) != &d)
       throw TypeError(fmt::format("Generic: a {} value cannot be stored as {}", element_kind_name(v.kind), d.name()));
-  return std::make_shared<Generic>(Token{}, d, mutable_, std::vector<Value>(values.begin(), values.end()));
+  try {
+    return std::make_shared<Generic>(Token{}, d, mutable_, std::vector<Value>(values.begin(), values.end()));
+  } catch (const std::bad_alloc&) {
+    throw MemoryError(fmt::format("Generic: cannot allocate {} {} slots", values.size(), d.name()));
+  }
 }
 
 std::shared_ptr<Generic> Generic::zeros(std::int64_t size, const DType& dtype, bool mutable_) {
   const SimpleDType& d = check_storage_dtype(dtype, "Generic", &Generic::supports);
   if (size < 0) throw ValueError(fmt::format("Generic: size must be >= 0, got {}", size));
-  return std::make_shared<Generic>(Token{}, d, mutable_, std::vector<Value>(static_cast<std::size_t>(size), *storage_zero(d)));
+  try {
+    return std::make_shared<Generic>(Token{}, d, mutable_,
+                                     std::vector<Value>(static_cast<std::size_t>(size), *storage_zero(d)));
+  } catch (const std::bad_alloc&) {
+    throw MemoryError(fmt::format("Generic: cannot allocate {} {} slots", size, d.name()));
+  } catch (const std::length_error&) {
+    throw MemoryError(fmt::format("Generic: cannot allocate {} {} slots (beyond the largest vector)", size, d.name()));
+  }
 }
 
 void Generic::release_storage() noexcept {

@@ -23,7 +23,7 @@ void Generic::register_kernels() {
   KernelTable table;
   for (const OperationPlan& plan : executable_plan_set()) {
     auto it = kernels.find(plan.operation());
-    if (it != kernels.end()) table.add(plan, it->second, direct_write_axes(plan));
+    if (it != kernels.end()) table.add(plan, it->second, direct_write_axes(plan, SupportLevel::Native));
   }
   register_kernel_table(carrier_class<Generic>(), std::move(table));
 }
