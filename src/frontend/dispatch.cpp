@@ -23,13 +23,15 @@ namespace {
 
 std::atomic<const AutogradHooks*> installed_hooks{nullptr};
 
-// The plan output arithmetic used to accumulate a fallback result into `out`.
-Value accumulate_value(const Value& old, const Value& add, const std::string& op) {
+// The plan output arithmetic used to accumulate a fallback result into `out`
+// (`element`: the logical ordinal, for the OverflowError).
+Value accumulate_value(const Value& old, const Value& add, const std::string& op, std::int64_t element) {
   if (old.kind == ElementKind::Int32) {
     const std::int64_t r = static_cast<std::int64_t>(old.i) + add.i;
     if (r < INT32_MIN_VALUE || r > INT32_MAX_VALUE)
-      throw OverflowError(fmt::format("{}: accumulating into the Int32 output leaves [{}, {}]", op, INT32_MIN_VALUE,
-                                      INT32_MAX_VALUE));
+      throw OverflowError(fmt::format("{}: accumulating into the Int32 output: element {} (in logical order) would "
+                                      "be outside [{}, {}]",
+                                      op, element, INT32_MIN_VALUE, INT32_MAX_VALUE));
     return Value::from_int32(static_cast<std::int32_t>(r));
   }
   return Value::from_float32(old.f + add.f);
@@ -225,7 +227,7 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
     const auto i = static_cast<std::size_t>(k);
     indices[i] = target.offset() + route.aligned(k);
     if (out.mode() == OutputMode::Accumulate)
-      values[i] = accumulate_value(target.carrier()->get_value(indices[i]), values[i], plan.operation());
+      values[i] = accumulate_value(target.carrier()->get_value(indices[i]), values[i], plan.operation(), k);
   }
   target.carrier()->write_slots(indices, values);
   record_fallback_copy(cls, route.counted_axis);

@@ -22,6 +22,8 @@
 
 #include "support/expect_exactly.h"
 
+#include <fmt/format.h>
+
 namespace {
 
 using namespace strideweave;
@@ -231,6 +233,75 @@ TEST_P(Int32Overflow, MatmulReachedOnlyThroughBroadcastBatchOrPermutedOperand) {
   expect_overflow_publishes_nothing(c, "matmul(permuted, ones)", {base, ones}, Shape{2, 1},
                                     [&](const Output& o) { return matmul(base.permute({1, 0}), ones, std::nullopt, o); });
   EXPECT_EQ(ints(matmul(base, ones)), (std::vector<std::int32_t>{kMax, kMax}));
+}
+
+}  // namespace
+
+// ---- one message on every carrier (issue 10, item 15: CPU used to omit the
+// value Generic printed). Each scenario raises on every shipped carrier with
+// exactly the same text, naming the first overflowing result element in
+// logical order.
+
+namespace {
+
+struct MessageCase {
+  std::string name;
+  std::int64_t element;  // the first overflowing result element (logical ordinal)
+  std::function<Tensor(const ShippedCarrier&)> run;
+};
+
+std::vector<MessageCase> message_cases() {
+  // 200,000 elements (beyond the threaded and vectorised grains), two
+  // overflowing: the first one must be named, whichever thread meets it.
+  constexpr std::int64_t kLong = 200000;
+  auto long_with_overflow_at = [](const ShippedCarrier& c, std::vector<std::int64_t> at) {
+    std::vector<std::int32_t> v(static_cast<std::size_t>(kLong), 1);
+    for (std::int64_t k : at) v[static_cast<std::size_t>(k)] = kMax;
+    return int32_on(c, v, Shape{kLong});
+  };
+  return {
+      {"add, the later of two in a long run", 150001,
+       [=](const ShippedCarrier& c) {
+         const Tensor x = long_with_overflow_at(c, {190000, 150001});
+         return add(x, x);
+       }},
+      {"mul by a weak scalar", 3,
+       [](const ShippedCarrier& c) { return mul(int32_on(c, {1, -2, 3, kMax, kMax}, Shape{5}), 2); }},
+      {"pow by a weak scalar", 3,
+       [](const ShippedCarrier& c) { return pow(int32_on(c, {1, -1, 3, 70000}, Shape{4}), 3); }},
+      {"sub of a permuted view", 4,
+       [](const ShippedCarrier& c) {
+         // Storage slot 2 is element (2, 0) of the compact (3,2) tensor, so
+         // element (0, 2) of its (2,3) transpose: logical ordinal 0 + 2*2 = 4.
+         const Tensor x = int32_on(c, {0, 0, -kMax, 0, 0, 0}, Shape{3, 2}).permute({1, 0});
+         return sub(x, int32_on(c, {0, 0, 0, 0, 5, 5}, Shape{2, 3}));
+       }},
+      {"reduce_sum over axis 1", 1,
+       [](const ShippedCarrier& c) {
+         // Row 0 holds slots 0, 2, 4 (sum 2), row 1 slots 1, 3, 5 (2 * kMax + 1).
+         return reduce_sum(int32_on(c, {1, kMax, 0, kMax, 1, 1}, Shape{2, 3}), {1});
+       }},
+      {"matmul", 3,
+       [](const ShippedCarrier& c) {
+         const Tensor a = int32_on(c, {1, kMax, 1, kMax}, Shape{2, 2});  // rows (1, 1) and (kMax, kMax)
+         const Tensor b = int32_on(c, {0, 0, 1, 1}, Shape{2, 2});        // columns (0, 0) and (1, 1)
+         return matmul(a, b);  // (0, 1) = 2; (1, 1) = 2 * kMax, logical ordinal 1 + 2 * 1 = 3
+       }},
+  };
+}
+
+TEST(Int32OverflowMessage, IsTheSameOnEveryShippedCarrierAndNamesTheFirstElement) {
+  for (const MessageCase& mc : message_cases()) {
+    SCOPED_TRACE(mc.name);
+    std::vector<std::string> messages;
+    for (const ShippedCarrier& c : shipped_carriers()) {
+      messages.push_back(EXACT_ERROR_MESSAGE(mc.run(c), OverflowError));
+      EXPECT_NE(messages.back().find(fmt::format("element {} ", mc.element)), std::string::npos)
+          << c.name << ": " << messages.back();
+    }
+    for (std::size_t i = 1; i < messages.size(); ++i)
+      EXPECT_EQ(messages[i], messages[0]) << shipped_carriers()[i].name << " vs " << shipped_carriers()[0].name;
+  }
 }
 
 }  // namespace

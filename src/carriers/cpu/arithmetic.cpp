@@ -172,6 +172,26 @@ inline typename In::conv load(const char* base, std::int64_t i) noexcept {
   }
 }
 
+// The value of operand `i` at result ordinal `k`, read through the Tensor
+// (the error path only: after a checked kernel flagged an overflow).
+template <class In>
+typename In::conv operand_at(const KernelCall& call, std::size_t i, std::int64_t k) {
+  if constexpr (In::scalar) return call.scalar(i).as<typename In::conv>();
+  else return convert<typename In::conv>(call.tensor(i).at_ordinal(k).as<typename In::src>());
+}
+
+// The first result ordinal, in logical order, whose exact value leaves
+// Int32; the loops only flag that one did (branch-free), so the
+// OverflowError looks for it again, as Generic reports it.
+template <class Op, class... Ins, std::size_t... I>
+std::int64_t first_out_of_range(const KernelCall& call, const Op& op, std::index_sequence<I...>) {
+  for (std::int64_t k = 0; k < call.output.size(); ++k) {
+    const std::int64_t exact = op(operand_at<Ins>(call, I, k)...);
+    if (exact < INT32_MIN_VALUE || exact > INT32_MAX_VALUE) return k;
+  }
+  return -1;  // unreachable after a flagged overflow
+}
+
 // ---- the vectorised fast path (simd.h): Float32 add/sub/mul/div whose
 // operands are Float32 tensors or a weak scalar, on the one-run layout case.
 // SimdBinary<Op> maps an op functor to simd::Binary; every other functor has
@@ -278,7 +298,9 @@ void elementwise(const KernelCall& call) {
                   }
                 });
   }(std::index_sequence_for<Ins...>{});
-  if (bad) overflow(call.plan.operation());
+  if constexpr (std::is_same_v<O, std::int32_t>) {
+    if (bad) raise_int32_overflow(call.plan.operation(), first_out_of_range<Op, Ins...>(call, op, std::index_sequence_for<Ins...>{}));
+  }
 }
 
 using Flt = float;

@@ -4,6 +4,8 @@
 // seam, run once at registration.
 #pragma once
 
+#include "carriers/int32_overflow.h"
+
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/errors.h>
 #include <strideweave/execution.h>
@@ -32,10 +34,6 @@ inline T* out_data(const Tensor& out) {
   return static_cast<const CPU&>(*out.carrier()).data<T>() + out.offset();
 }
 
-[[noreturn]] inline void overflow(const std::string& op) {
-  throw OverflowError(fmt::format("{}: an Int32 result is outside [{}, {}] (INT32_EXACT_CHECKED)", op,
-                                  INT32_MIN_VALUE, INT32_MAX_VALUE));
-}
 
 template <class T>
 inline std::vector<std::int64_t> byte_strides(const std::vector<std::int64_t>& elements) {

@@ -145,7 +145,9 @@ void reduce_sum(const KernelCall& call) {
   const std::int64_t n = r.block.size();
   // The layout case, once: is the block one contiguous run?
   const bool contiguous = r.block.extents.size() <= 1 && (r.block.extents.empty() || r.block.strides[0][0] == 1);
-  bool bad = false;
+  // for_each_result visits the result elements in logical order, one at a
+  // time: the first out-of-range one is the OverflowError's element.
+  std::int64_t ordinal = 0, first_bad = -1;
   for_each_result<T, O>(r, call.output, [&](const T* base) -> O {
     Acc acc = 0;
     if constexpr (std::is_floating_point_v<Acc>) {
@@ -154,12 +156,13 @@ void reduce_sum(const KernelCall& call) {
     for_each_run(r, bb, base, [&](const T* q, std::int64_t step, std::int64_t count) {
       for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Acc>(q[i * step]);
     });
-    if constexpr (!std::is_floating_point_v<Acc>) bad |= acc < INT32_MIN_VALUE || acc > INT32_MAX_VALUE;
+    if constexpr (!std::is_floating_point_v<Acc>) {
+      if (first_bad < 0 && (acc < INT32_MIN_VALUE || acc > INT32_MAX_VALUE)) first_bad = ordinal;
+      ++ordinal;
+    }
     return static_cast<O>(acc);
   });
-  if (bad)
-    throw OverflowError(
-        fmt::format("reduce_sum: the exact Int32 sum is outside [{}, {}]", INT32_MIN_VALUE, INT32_MAX_VALUE));
+  if (first_bad >= 0) raise_int32_overflow("reduce_sum", first_bad);
 }
 
 // Int32 sums: 64-bit accumulation is exact below 2**32 terms; beyond, 128.

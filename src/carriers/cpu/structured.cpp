@@ -30,7 +30,11 @@ void matmul(const KernelCall& call) {
     return;
   }
   std::vector<Acc> acc(static_cast<std::size_t>(M));
-  bool bad = false;
+  // The Int32 plan can fail, so its output is always a fresh compact result
+  // (caller_output = FallbackCopy, kernel_axes.h): a slot index is a logical
+  // ordinal, and the smallest out-of-range one is the OverflowError's element.
+  const O* out_base = out_data<O>(call.output);
+  std::int64_t first_bad = -1;
   mm.for_each([&](O* po, const A* pa, const B* pb) {
     for (std::int64_t n = 0; n < N; ++n) {
       std::fill(acc.begin(), acc.end(), Acc{0});
@@ -50,13 +54,17 @@ void matmul(const KernelCall& call) {
       O* column = po + n * mm.son;
       for (std::int64_t m = 0; m < M; ++m) {
         const Acc v = acc[static_cast<std::size_t>(m)];
-        if constexpr (!std::is_floating_point_v<Acc>) bad |= v < INT32_MIN_VALUE || v > INT32_MAX_VALUE;
+        if constexpr (!std::is_floating_point_v<Acc>) {
+          if (v < INT32_MIN_VALUE || v > INT32_MAX_VALUE) {
+            const std::int64_t slot = (column + m * mm.som) - out_base;
+            if (first_bad < 0 || slot < first_bad) first_bad = slot;
+          }
+        }
         column[m * mm.som] = static_cast<O>(v);
       }
     }
   });
-  if (bad)
-    throw OverflowError(fmt::format("matmul: the exact Int32 result is outside [{}, {}]", INT32_MIN_VALUE, INT32_MAX_VALUE));
+  if (first_bad >= 0) raise_int32_overflow("matmul", first_bad);
 }
 
 // ---- conv_general over input (N, C_in, S_1..S_d) and weight (C_out,

@@ -1,6 +1,7 @@
 // Generic reference kernels: elementwise arithmetic, comparisons, clamp and
 // select. Semantics: docs/operations/arithmetic.md.
 #include <bit>
+#include <type_traits>
 #include <cmath>
 #include <vector>
 
@@ -13,13 +14,18 @@ namespace {
 // (weak scalars arrive materialised), the result stored at the same
 // coordinate, in logical order.
 
+// f(values) or f(values, ordinal): the ordinal is the result element's
+// logical ordinal (for the OverflowError of a checked plan).
 template <class F>
 void elementwise(const KernelCall& call, F f) {
   const std::size_t n = call.plan.operands().size();
   std::vector<Value> v(n);
+  std::int64_t ordinal = 0;
   for_each_coordinate(call.output.shape().extents(), [&](std::span<const std::int64_t> c) {
     for (std::size_t i = 0; i < n; ++i) v[i] = operand(call, i, c);
-    store(call.output, c, f(v));
+    if constexpr (std::is_invocable_v<F, const std::vector<Value>&, std::int64_t>) store(call.output, c, f(v, ordinal));
+    else store(call.output, c, f(v));
+    ++ordinal;
   });
 }
 
@@ -32,9 +38,9 @@ KernelFn numeric_binary(FloatBinary f, ExactBinary exact) {
   return [f, exact](const KernelCall& call) {
     const bool binary32 = call.plan.compute() == Arithmetic::BINARY32;
     const std::string& op = call.plan.operation();
-    elementwise(call, [&](const std::vector<Value>& v) {
+    elementwise(call, [&](const std::vector<Value>& v, std::int64_t ordinal) {
       if (binary32) return Value::from_float32(f(v[0].f, v[1].f));
-      return Value::from_int32(narrow_int32(exact(v[0].i, v[1].i), op));
+      return Value::from_int32(narrow_int32(exact(v[0].i, v[1].i), op, ordinal));
     });
   };
 }

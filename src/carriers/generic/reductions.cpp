@@ -57,7 +57,9 @@ void reduce_sum(const KernelCall& call) {
       else if (wide) f64_sum += static_cast<double>(v.f);
       else f32_sum += v.f;
     });
-    if (exact) store(call.output, oc, Value::from_int32(narrow_int32(exact_sum, "reduce_sum")));
+    if (exact)
+      store(call.output, oc,
+            Value::from_int32(narrow_int32(exact_sum, "reduce_sum", logical_ordinal(call.output.shape().extents(), oc))));
     else store(call.output, oc, Value::from_float32(wide ? static_cast<float>(f64_sum) : f32_sum));
   });
 }

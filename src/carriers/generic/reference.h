@@ -39,6 +39,16 @@ inline void for_each_coordinate(std::span<const std::int64_t> extents, F&& f) {
   }
 }
 
+// The logical ordinal (first axis fastest) of `coordinate` in `extents`.
+inline std::int64_t logical_ordinal(std::span<const std::int64_t> extents, std::span<const std::int64_t> coordinate) {
+  std::int64_t k = 0, stride = 1;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    k += coordinate[i] * stride;
+    stride *= extents[i];
+  }
+  return k;
+}
+
 inline void store(const Tensor& out, std::span<const std::int64_t> coordinate, const Value& v) {
   static_cast<Generic&>(*out.carrier()).slot(out.offset() + out.layout()(coordinate)) = v;
 }

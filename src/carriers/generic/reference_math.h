@@ -4,6 +4,8 @@
 // other carrier is compared against.
 #pragma once
 
+#include "carriers/int32_overflow.h"
+
 #include <strideweave/errors.h>
 #include <strideweave/int128.h>
 #include <strideweave/policy.h>
@@ -30,11 +32,10 @@ inline Value convert(const Value& v, const SimpleDType& to) {
   throw RuntimeError(fmt::format("Generic: no conversion of a {} value to {}", element_kind_name(v.kind), to.name()));
 }
 
-// The checked narrowing of an exact integer to Int32 (OverflowError).
-inline std::int32_t narrow_int32(int128 exact, std::string_view operation) {
-  if (exact < INT32_MIN_VALUE || exact > INT32_MAX_VALUE)
-    throw OverflowError(fmt::format("{}: the exact Int32 result {} is outside [{}, {}]", operation,
-                                    static_cast<long double>(exact), INT32_MIN_VALUE, INT32_MAX_VALUE));
+// The checked narrowing of the exact value of result element `element`
+// (its logical ordinal) to Int32: the shipped carriers' one OverflowError.
+inline std::int32_t narrow_int32(int128 exact, std::string_view operation, std::int64_t element) {
+  if (exact < INT32_MIN_VALUE || exact > INT32_MAX_VALUE) raise_int32_overflow(operation, element);
   return static_cast<std::int32_t>(exact);
 }
 

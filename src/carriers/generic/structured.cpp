@@ -42,7 +42,9 @@ void matmul(const KernelCall& call) {
         else f32_sum += product;
       }
     }
-    if (exact) store(call.output, oc, Value::from_int32(narrow_int32(exact_sum, "matmul")));
+    if (exact)
+      store(call.output, oc,
+            Value::from_int32(narrow_int32(exact_sum, "matmul", logical_ordinal(call.output.shape().extents(), oc))));
     else store(call.output, oc, Value::from_float32(wide ? static_cast<float>(f64_sum) : f32_sum));
   });
 }
