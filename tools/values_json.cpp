@@ -230,29 +230,24 @@ void collect(const JsonNode& node, std::size_t axis, const std::vector<std::int6
   }
 }
 
-std::string element_text(const Value& v, bool as_json) {
+std::string element_json(const Value& v) {
   switch (v.kind) {
     case ElementKind::Bool: return v.b ? "true" : "false";
     case ElementKind::Int32: return std::to_string(v.i);
-    default: {
-      const std::string s = float32_json(v.f);
-      if (!as_json && !s.empty() && s[0] == '"') return s.substr(1, s.size() - 2);
-      return s;
-    }
+    default: return float32_json(v.f);
   }
 }
 
-void values_text(const Tensor& t, std::size_t axis, std::vector<std::int64_t>& coordinate, bool as_json,
-                 std::string& out) {
+void values_json(const Tensor& t, std::size_t axis, std::vector<std::int64_t>& coordinate, std::string& out) {
   if (axis == t.rank()) {
-    out += element_text(t.at(coordinate), as_json);
+    out += element_json(t.at(coordinate));
     return;
   }
   out += '[';
   for (std::int64_t k = 0; k < t.shape().extent(axis); ++k) {
-    if (k) out += as_json ? "," : ", ";
+    if (k) out += ',';
     coordinate[axis] = k;
-    values_text(t, axis + 1, coordinate, as_json, out);
+    values_json(t, axis + 1, coordinate, out);
   }
   out += ']';
 }
@@ -330,7 +325,7 @@ std::string float32_json(float value) {
 std::string tensor_values_json(const Tensor& tensor) {
   std::string out;
   std::vector<std::int64_t> coordinate(tensor.rank(), 0);
-  values_text(tensor, 0, coordinate, true, out);
+  values_json(tensor, 0, coordinate, out);
   return out;
 }
 
@@ -340,9 +335,9 @@ std::string tensor_json(const Tensor& tensor) {
 }
 
 std::string tensor_text(const Tensor& tensor) {
-  std::string values;
-  std::vector<std::int64_t> coordinate(tensor.rank(), 0);
-  values_text(tensor, 0, coordinate, false, values);
+  // The library's value text, never abbreviated (the command line prints
+  // every value it computed).
+  const std::string values = format_values(tensor, -1);
   return fmt::format("{} {} ({}) {}", tensor.carrier()->class_name(), tensor.dtype().name(),
                      fmt::join(tensor.shape().extents(), ","), values);
 }

@@ -1,14 +1,28 @@
 // strideweave/factory.h — building tensors from C++ values.
 //
+// Two factories, each stating the order of its values (docs/layout.md):
+//
 // make_tensor<C>(values, shape) stores `values` in a fresh carrier of class C
 // (Generic or CPU) and views it with the canonical compact layout of `shape`.
-// Values are given in LOGICAL order, which is first-mode-fastest
-// (docs/layout.md): for Shape{2, 3}, values[i + 2*j] is element (i, j).
-// A size mismatch is a ValueError.
+// Values are given in LOGICAL order, which is first-mode-fastest: for
+// Shape{2, 3}, values[i + 2*j] is element (i, j). A size mismatch is a
+// ValueError.
+//
+// tensor<C>(nested) reads nested initializer lists the way they are written,
+// ROW-MAJOR like torch::tensor and numpy.array: the outer list is axis 0, so
+// tensor<CPU>({{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}}) is the (2, 3) tensor
+// whose element (i, j) is the j-th value of row i. Ranks 1 to 4; lists of
+// unequal length at one depth (ragged) are a ValueError; an empty list
+// gives extent 0.
+//
+// The element type T is float, std::int32_t or bool (a clear compile-time
+// error otherwise, e.g. for double literals).
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <strideweave/errors.h>
@@ -25,6 +39,9 @@ Value to_value(T v) {
 
 template <class C, class T>
 Tensor make_tensor(std::span<const T> values, const Shape& shape) {
+  static_assert(is_element_type_v<T>,
+                "make_tensor: a tensor stores float (Float32), std::int32_t (Int32) or bool (Bool) elements; "
+                "write float literals with an f suffix (1.0f) and convert double or 64-bit values first");
   if (static_cast<std::int64_t>(values.size()) != shape.size())
     throw ValueError("make_tensor: " + std::to_string(values.size()) + " values for a shape of size " +
                      std::to_string(shape.size()));
@@ -42,6 +59,83 @@ Tensor make_tensor(std::initializer_list<T> values, const Shape& shape) {
 template <class C, class T>
 Tensor make_tensor(const std::vector<T>& values, const Shape& shape) {
   return make_tensor<C, T>(std::span<const T>(values.data(), values.size()), shape);
+}
+
+namespace detail {
+
+// The extents met so far (at most four: the deepest factory below), fixed
+// by the first list at each depth.
+struct NestedExtents {
+  std::int64_t extent[4] = {0, 0, 0, 0};
+  std::size_t known = 0;
+};
+
+template <class T>
+void collect_nested(const T& value, std::size_t, NestedExtents&, std::vector<Value>& out) {
+  out.push_back(to_value(value));
+}
+template <class T, class Item>
+void collect_nested(std::initializer_list<Item> list, std::size_t depth, NestedExtents& extents,
+                    std::vector<Value>& out) {
+  const auto n = static_cast<std::int64_t>(list.size());
+  if (depth == extents.known) extents.extent[extents.known++] = n;
+  else if (extents.extent[depth] != n)
+    throw ValueError("tensor: ragged nested lists (every list at one depth must have the same length)");
+  for (const Item& item : list) collect_nested<T>(item, depth + 1, extents, out);
+}
+
+// Row-major values (last axis fastest) of `extents` in logical order (first
+// axis fastest).
+inline std::vector<Value> row_major_to_logical(const std::vector<Value>& row_major,
+                                               const std::vector<std::int64_t>& extents) {
+  std::vector<Value> logical(row_major.size());
+  std::vector<std::int64_t> coordinate(extents.size(), 0);
+  for (const Value& v : row_major) {
+    std::int64_t ordinal = 0, stride = 1;
+    for (std::size_t i = 0; i < extents.size(); ++i) {
+      ordinal += coordinate[i] * stride;
+      stride *= extents[i];
+    }
+    logical[static_cast<std::size_t>(ordinal)] = v;
+    for (std::size_t i = extents.size(); i-- > 0;) {  // row-major odometer: last axis fastest
+      if (++coordinate[i] < extents[i]) break;
+      coordinate[i] = 0;
+    }
+  }
+  return logical;
+}
+
+template <class C, class T, class Nested>
+Tensor tensor_from_nested(Nested nested, std::size_t rank) {
+  static_assert(is_element_type_v<T>,
+                "tensor: a tensor stores float (Float32), std::int32_t (Int32) or bool (Bool) elements; "
+                "write float literals with an f suffix (1.0f) and convert double or 64-bit values first");
+  NestedExtents found;
+  std::vector<Value> row_major;
+  collect_nested<T>(nested, 0, found, row_major);
+  // An empty list leaves the inner extents 0.
+  const std::vector<std::int64_t> extents(found.extent, found.extent + rank);
+  return Tensor(C::from_values(row_major_to_logical(row_major, extents), dtype_traits<T>::dtype()),
+                Shape::of(extents));
+}
+
+}  // namespace detail
+
+template <class C, class T>
+Tensor tensor(std::initializer_list<T> values) {
+  return detail::tensor_from_nested<C, T>(values, 1);
+}
+template <class C, class T>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> rows) {
+  return detail::tensor_from_nested<C, T>(rows, 2);
+}
+template <class C, class T>
+Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> planes) {
+  return detail::tensor_from_nested<C, T>(planes, 3);
+}
+template <class C, class T>
+Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> blocks) {
+  return detail::tensor_from_nested<C, T>(blocks, 4);
 }
 
 }  // namespace strideweave

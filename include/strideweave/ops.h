@@ -36,6 +36,7 @@
 #include <strideweave/ops/reductions.h>
 #include <strideweave/ops/structured.h>
 #include <strideweave/ops/unary.h>
+#include <strideweave/ops/operators.h>
 
 namespace strideweave {
 

@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <strideweave/carrier.h>
@@ -85,6 +86,11 @@ class Tensor {
   // New offset and layout over the same carrier (bounds re-validated).
   Tensor as_strided(const Layout& layout, std::int64_t offset) const;
 
+  // numpy-like text with the values, nested by top-level mode (axis 0 the
+  // outermost list), abbreviated with "..." beyond 1000 elements:
+  //   tensor([[1.0, 2.0], [3.0, 4.0]], dtype=float32, carrier=CPU)
+  // A released carrier prints as tensor(<released>, ...). Never throws for a
+  // live tensor.
   std::string to_string() const;
 
   // ---- automatic differentiation (core-concepts.md 6; docs/autograd.md) --
@@ -136,9 +142,26 @@ class Tensor {
   std::shared_ptr<detail::TensorImpl> impl_;
 };
 
+// The values of `tensor` as nested lists (axis 0 the outermost; a bare
+// value for rank 0), each value as Value::to_string() writes it. When
+// `summarize_above` >= 0 and the tensor has more elements than that, every
+// axis longer than 2 * edge_items shows its first and last `edge_items`
+// entries around "..." (numpy's threshold and edgeitems).
+std::string format_values(const Tensor& tensor, std::int64_t summarize_above = 1000, std::int64_t edge_items = 3);
+
 // Element type <-> dtype for the typed face.
+// The C++ element types a tensor stores: float (Float32), std::int32_t
+// (Int32) and bool (Bool).
 template <class T>
-struct dtype_traits;
+inline constexpr bool is_element_type_v =
+    std::is_same_v<T, float> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, bool>;
+
+template <class T>
+struct dtype_traits {
+  static_assert(is_element_type_v<T>,
+                "strideweave: a tensor stores float (Float32), std::int32_t (Int32) or bool (Bool) elements; "
+                "write float literals with an f suffix (1.0f) and convert double or 64-bit values first");
+};
 template <>
 struct dtype_traits<float> {
   static const SimpleDType& dtype() { return DType::Float32(); }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <mutex>
 #include <unordered_map>
 
@@ -218,7 +220,15 @@ std::string Value::to_string() const {
   switch (kind) {
     case ElementKind::Bool: return b ? "true" : "false";
     case ElementKind::Int32: return std::to_string(i);
-    default: return fmt::format("{}", f);
+    default: {
+      // The shortest text that reads back as the same binary32 value, always
+      // with a '.' or an exponent so it reads as a float ("2.0", "1e-45").
+      if (std::isnan(f)) return "nan";
+      if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+      std::string s = fmt::format("{}", f);
+      if (s.find_first_of(".e") == std::string::npos) s += ".0";
+      return s;
+    }
   }
 }
 

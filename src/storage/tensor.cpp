@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace strideweave {
 namespace {
 
@@ -118,9 +120,45 @@ Tensor Tensor::detach() const {
   return out;
 }
 
+namespace {
+
+void append_values(const Tensor& t, std::size_t axis, std::vector<std::int64_t>& coordinate, bool summarize,
+                   std::int64_t edge, std::string& out) {
+  if (axis == t.rank()) {
+    out += t.at(coordinate).to_string();
+    return;
+  }
+  const std::int64_t n = t.shape().extent(axis);
+  const bool cut = summarize && n > 2 * edge;
+  out += '[';
+  bool first = true;
+  for (std::int64_t k = 0; k < n; ++k) {
+    if (cut && k == edge) {
+      out += ", ...";
+      k = n - edge - 1;
+      continue;
+    }
+    if (!first) out += ", ";
+    first = false;
+    coordinate[axis] = k;
+    append_values(t, axis + 1, coordinate, summarize, edge, out);
+  }
+  out += ']';
+}
+
+}  // namespace
+
+std::string format_values(const Tensor& tensor, std::int64_t summarize_above, std::int64_t edge_items) {
+  std::string out;
+  std::vector<std::int64_t> coordinate(tensor.rank(), 0);
+  const bool summarize = summarize_above >= 0 && tensor.size() > summarize_above;
+  append_values(tensor, 0, coordinate, summarize, std::max<std::int64_t>(edge_items, 1), out);
+  return out;
+}
+
 std::string Tensor::to_string() const {
-  return fmt::format("Tensor({} {}, offset={}, layout={})", carrier()->class_name(), dtype().name(), offset(),
-                     layout().to_string());
+  const std::string values = carrier()->is_released() ? "<released>" : format_values(*this);
+  return fmt::format("tensor({}, dtype={}, carrier={})", values, dtype().name(), carrier()->class_name());
 }
 
 void require_dtype(const Tensor& tensor, const DType& expected, const char* what) {
