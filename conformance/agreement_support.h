@@ -17,9 +17,8 @@
 #include <string>
 #include <vector>
 
-namespace sw_test {
+namespace strideweave::conformance {
 
-using namespace strideweave;
 
 // How an operand's view is laid out over its storage.
 enum class LayoutCase { Compact, Strided, Permuted, Broadcast, Hierarchical };
@@ -150,4 +149,4 @@ inline bool same_value(const Value& a, const Value& b) {
   return a == b;
 }
 
-}  // namespace sw_test
+}  // namespace strideweave::conformance

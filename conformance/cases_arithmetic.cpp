@@ -8,7 +8,7 @@
 
 #include "conformance/harness.h"
 
-namespace sw_test {
+namespace strideweave::conformance {
 namespace {
 
 struct BinaryShapes {
@@ -296,4 +296,4 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace sw_test
+}  // namespace strideweave::conformance

@@ -8,7 +8,7 @@
 // duplicate axes (both carriers must raise the same error).
 #include "conformance/harness.h"
 
-namespace sw_test {
+namespace strideweave::conformance {
 namespace {
 
 const std::vector<std::vector<std::int64_t>> kShapes = {{6, 5, 4}, {4, 0, 3}, {40, 3, 1}, {}, {9}};
@@ -208,4 +208,4 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace sw_test
+}  // namespace strideweave::conformance

@@ -4,7 +4,7 @@
 #include <functional>
 #include <limits>
 
-namespace sw_test {
+namespace strideweave::conformance {
 namespace {
 
 struct MatmulShapes {
@@ -189,4 +189,4 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace sw_test
+}  // namespace strideweave::conformance

@@ -13,7 +13,7 @@
 
 #include "conformance/harness.h"
 
-namespace sw_test {
+namespace strideweave::conformance {
 namespace {
 
 const std::vector<std::vector<std::int64_t>> kShapes = {{6, 5}, {}, {0}, {8, 2, 3}, {1}, {4, 1}, {3, 0, 2}, {1, 5}};
@@ -140,4 +140,4 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace sw_test
+}  // namespace strideweave::conformance

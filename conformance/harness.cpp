@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-namespace sw_test {
+namespace strideweave::conformance {
 
 std::map<std::string, CaseGenerator>& case_generators() {
   static std::map<std::string, CaseGenerator> g;
@@ -263,4 +263,4 @@ ConformanceReport run_conformance(const std::shared_ptr<Carrier>& prototype, std
   return report;
 }
 
-}  // namespace sw_test
+}  // namespace strideweave::conformance

@@ -17,7 +17,7 @@
 
 #include "conformance/agreement_support.h"
 
-namespace sw_test {
+namespace strideweave::conformance {
 
 // One call, with operands built twice: once on Generic, once on the carrier
 // under test (same values, same physical layouts).
@@ -82,4 +82,4 @@ std::vector<WeakScalar> scalars_selecting(const OperationPlan& plan, std::size_t
 // |values| as a Float32 Generic tensor with the same view (for bounds).
 Tensor abs_twin(const Tensor& generic);
 
-}  // namespace sw_test
+}  // namespace strideweave::conformance

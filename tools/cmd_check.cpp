@@ -34,7 +34,7 @@ int run_check(const CheckArguments& a) {
                                "passed", "failed");
     for (const ShippedCarrier* shipped : carriers) {
       const std::string name(shipped->name);
-      const sw_test::ConformanceReport r = sw_test::run_conformance(prototype_of(*shipped), 20261129, a.operations);
+      const strideweave::conformance::ConformanceReport r = strideweave::conformance::run_conformance(prototype_of(*shipped), 20261129, a.operations);
       ok = ok && r.failed == 0;
       if (as_json) {
         list.push_back({{"name", name}, {"entries", r.entries}, {"cases", r.cases}, {"passed", r.passed}, {"failed", r.failed}});

@@ -7,7 +7,7 @@
 #include "execution/kernel_table.h"
 #include "support/expect_exactly.h"
 
-namespace sw_test {
+namespace strideweave::conformance {
 
 namespace {
 
@@ -141,4 +141,4 @@ TEST(Conformance, ReduceSumFloatingOrderStaysWithinTolerance) {
 }
 
 }  // namespace
-}  // namespace sw_test
+}  // namespace strideweave::conformance
