@@ -44,7 +44,9 @@ foreach(layer IN LISTS STRIDEWEAVE_LAYERS)
   add_library(strideweave_layer_${layer} OBJECT ${sources})
   target_include_directories(strideweave_layer_${layer} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(strideweave_layer_${layer} PRIVATE fmt::fmt ${STRIDEWEAVE_LAYER_LIBS_${layer}} strideweave_flags)
-  set_target_properties(strideweave_layer_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  # Only what the public headers declare is exported (include/strideweave/export.h).
+  set_target_properties(strideweave_layer_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON
+    CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   if(STRIDEWEAVE_SHARED)
     target_compile_definitions(strideweave_layer_${layer} PRIVATE strideweave_EXPORTS)
   endif()
@@ -55,21 +57,37 @@ foreach(layer IN LISTS STRIDEWEAVE_LAYERS)
 endforeach()
 list(REMOVE_DUPLICATES STRIDEWEAVE_THIRD_PARTY)
 
-# Each layer linked alone as a shared object with --no-undefined, against
-# the check objects of the layers it names only: a symbol that a layer uses
-# but only a higher layer defines fails the build. (Sanitizer runtimes leave
-# symbols undefined in shared objects, so sanitized builds skip the check.)
+# Each layer linked as a shared object with --no-undefined from its own
+# objects and the objects of the layers below it only (transitively): a
+# symbol that a layer uses but only a higher layer defines fails the build.
+# Objects rather than lower check libraries, because internal symbols are
+# hidden (export.h) and would not link across shared objects. (Sanitizer
+# runtimes leave symbols undefined in shared objects, so sanitized builds
+# skip the check.)
+function(strideweave_layers_below layer out)
+  set(result "")
+  foreach(b IN LISTS STRIDEWEAVE_LAYER_BELOW_${layer})
+    strideweave_layers_below(${b} deeper)
+    list(APPEND result ${b} ${deeper})
+  endforeach()
+  list(REMOVE_DUPLICATES result)
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
 function(strideweave_add_layer_link_checks)
   if(STRIDEWEAVE_SANITIZE)
     return()
   endif()
   foreach(layer IN LISTS STRIDEWEAVE_LAYERS)
-    add_library(strideweave_layercheck_${layer} SHARED $<TARGET_OBJECTS:strideweave_layer_${layer}>)
-    set(lower "")
-    foreach(b IN LISTS STRIDEWEAVE_LAYER_BELOW_${layer})
-      list(APPEND lower strideweave_layercheck_${b})
+    strideweave_layers_below(${layer} below)
+    set(objects $<TARGET_OBJECTS:strideweave_layer_${layer}>)
+    set(libs "")
+    foreach(b IN LISTS below)
+      list(APPEND objects $<TARGET_OBJECTS:strideweave_layer_${b}>)
+      list(APPEND libs ${STRIDEWEAVE_LAYER_LIBS_${b}})
     endforeach()
-    target_link_libraries(strideweave_layercheck_${layer} PUBLIC ${lower} PRIVATE fmt::fmt ${STRIDEWEAVE_LAYER_LIBS_${layer}})
+    add_library(strideweave_layercheck_${layer} SHARED ${objects})
+    target_link_libraries(strideweave_layercheck_${layer} PRIVATE fmt::fmt ${STRIDEWEAVE_LAYER_LIBS_${layer}} ${libs})
     target_link_options(strideweave_layercheck_${layer} PRIVATE -Wl,--no-undefined)
     set_target_properties(strideweave_layercheck_${layer} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/layercheck)
   endforeach()

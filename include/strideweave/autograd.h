@@ -35,6 +35,9 @@
 #include <strideweave/execution.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -192,3 +195,5 @@ GradientCheckReport check_operation_gradients(const Carrier& prototype, std::str
 
 }  // namespace autograd
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -21,6 +21,9 @@
 #include <strideweave/output.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -108,3 +111,5 @@ CallResult call_operation(std::string_view name, std::span<const CallOperand> op
                           const ExecutionRequest& execution = {});
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -34,6 +34,9 @@
 #include <strideweave/carrier_class.h>
 #include <strideweave/errors.h>
 #include <strideweave/policy.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -111,7 +114,7 @@ class OperationCapability {
   // The deterministic order "by stable field names": operation, operands
   // (role, dtype name, conversion name), compute, accumulation, accumulator,
   // output (names compared as strings, absent before present).
-  friend bool operator<(const OperationCapability& a, const OperationCapability& b);
+  friend STRIDEWEAVE_EXPORT bool operator<(const OperationCapability& a, const OperationCapability& b);
 
   friend bool operator==(const OperationCapability& a, const OperationCapability& b) noexcept {
     return a.same_shape(b) && a.axes_ == b.axes_;
@@ -226,3 +229,5 @@ std::string render_capability_table(CarrierClass carrier_class);
 std::string render_capability_tables_into(const std::string& document);
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -42,6 +42,9 @@
 #include <strideweave/carrier_class.h>
 #include <strideweave/dtype.h>
 #include <strideweave/value.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -192,4 +195,4 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
 
 }  // namespace strideweave
 
-
+STRIDEWEAVE_PUBLIC_END

@@ -25,6 +25,9 @@
 #include <functional>
 #include <string>
 #include <typeinfo>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -87,3 +90,5 @@ template <>
 struct std::hash<strideweave::CarrierClass> {
   std::size_t operator()(const strideweave::CarrierClass& c) const noexcept { return c.hash(); }
 };
+
+STRIDEWEAVE_PUBLIC_END

@@ -11,6 +11,9 @@
 
 #include <strideweave/capability.h>
 #include <strideweave/carrier.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -45,3 +48,5 @@ class DependentCarrier : public Carrier {
 };
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

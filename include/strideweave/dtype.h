@@ -24,6 +24,10 @@
 #include <string_view>
 #include <vector>
 
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
+
 namespace strideweave {
 
 class DTypeCategory;
@@ -67,6 +71,7 @@ class DType {
 #define SW_DTYPE_CATEGORY(ident, name, super) static const DTypeCategory& ident();
 #define SW_DTYPE_SIMPLE(ident, name, bits, super, kind) static const SimpleDType& ident();
 #include <strideweave/dtypes.def>
+
 
  protected:
   DType(std::string name, const DType* supertype);
@@ -144,3 +149,5 @@ class PlanarCompoundDType final : public CompoundDType {
 };
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -20,6 +20,9 @@
 #include <exception>
 #include <string>
 #include <utility>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -57,3 +60,5 @@ STRIDEWEAVE_DECLARE_ERROR(MemoryError, Error)
 #undef STRIDEWEAVE_DECLARE_ERROR
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

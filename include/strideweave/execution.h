@@ -33,6 +33,9 @@
 #include <strideweave/errors.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -90,3 +93,4 @@ std::uint64_t fallback_copy_count(CarrierClass cls, ExecutionAxis axis);
 
 }  // namespace strideweave
 
+STRIDEWEAVE_PUBLIC_END

@@ -27,6 +27,9 @@
 
 #include <strideweave/errors.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -139,3 +142,5 @@ Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<
 }
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -27,6 +27,9 @@
 #include <span>
 #include <string>
 #include <vector>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -56,7 +59,7 @@ class IntTuple {
   // "(2,(3,4))"; a leaf prints as its number.
   std::string to_string() const;
 
-  friend bool operator==(const IntTuple& a, const IntTuple& b) noexcept;
+  friend STRIDEWEAVE_EXPORT bool operator==(const IntTuple& a, const IntTuple& b) noexcept;
   std::size_t hash() const noexcept;
 
  private:
@@ -256,3 +259,5 @@ template <>
 struct std::hash<strideweave::Layout> {
   std::size_t operator()(const strideweave::Layout& l) const noexcept { return l.hash(); }
 };
+
+STRIDEWEAVE_PUBLIC_END

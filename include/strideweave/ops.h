@@ -37,6 +37,9 @@
 #include <strideweave/ops/structured.h>
 #include <strideweave/ops/unary.h>
 #include <strideweave/ops/operators.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -70,3 +73,5 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view operatio
 // sort and topk (two results) take no output.
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -20,6 +20,9 @@
 #include <utility>
 
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -52,3 +55,5 @@ inline Output into(Tensor out) { return Output(std::move(out), OutputMode::Overw
 inline Output accumulate_into(Tensor out) { return Output(std::move(out), OutputMode::Accumulate); }
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -24,6 +24,10 @@
 #include <strideweave/dtype.h>
 #include <strideweave/int128.h>
 
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
+
 namespace strideweave {
 
 // ---------------------------------------------------------------- enums (R1, R2)
@@ -38,6 +42,7 @@ enum class Arithmetic : std::uint8_t {
 enum class Accumulation : std::uint8_t {
 #define SW_ACCUMULATION(member, value) member,
 #include <strideweave/policy_enums.def>
+
 };
 
 // Member name ("TENSOR", "BINARY32") and value ("tensor", "binary32").
@@ -94,7 +99,7 @@ class WeakScalar {
   // "3", "-1", "0.5", "true".
   std::string to_string() const;
 
-  friend bool operator==(const WeakScalar& a, const WeakScalar& b) noexcept;
+  friend STRIDEWEAVE_EXPORT bool operator==(const WeakScalar& a, const WeakScalar& b) noexcept;
 
  private:
   WeakScalarKind kind_;
@@ -155,7 +160,7 @@ class OperationPlan {
   // Result participates in autograd iff output is exactly Float32 (R1.5).
   bool output_differentiable() const noexcept { return output_ == &DType::Float32(); }
 
-  friend bool operator==(const OperationPlan& a, const OperationPlan& b) noexcept;
+  friend STRIDEWEAVE_EXPORT bool operator==(const OperationPlan& a, const OperationPlan& b) noexcept;
   // Computed once at construction (plans are immutable; lookups hash often).
   std::size_t hash() const noexcept { return hash_; }
   std::string to_string() const;
@@ -352,3 +357,5 @@ template <>
 struct std::hash<strideweave::OperationPlan> {
   std::size_t operator()(const strideweave::OperationPlan& p) const noexcept { return p.hash(); }
 };
+
+STRIDEWEAVE_PUBLIC_END

@@ -27,6 +27,9 @@
 #include <strideweave/dtype.h>
 #include <strideweave/layout.h>
 #include <strideweave/value.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -207,3 +210,5 @@ class TypedTensor {
 };
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -20,6 +20,10 @@
 //   while the setting is still kept and reported.
 #pragma once
 
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
+
 namespace strideweave {
 
 int num_threads();
@@ -27,3 +31,5 @@ void set_num_threads(int n);
 bool threading_available() noexcept;
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -14,6 +14,9 @@
 #include <string>
 
 #include <strideweave/dtype.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -65,3 +68,5 @@ std::optional<ElementKind> stored_element_kind(const DType& dtype) noexcept;
 const SimpleDType& dtype_of(ElementKind kind) noexcept;
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -4,6 +4,7 @@
 
 #include <strideweave/capability.h>
 #include <strideweave/execution.h>
+#include <strideweave/export.h>
 
 #include <unordered_map>
 #include <vector>
@@ -13,7 +14,7 @@ namespace strideweave {
 // The kernels one exact carrier class registered, keyed by exact plan.
 // Registration is complete before the table is published (see
 // register_kernel_table); a duplicate plan is a ValueError.
-class KernelTable {
+class STRIDEWEAVE_TEST_API KernelTable {
  public:
   // `axes` is what this kernel really offers on each execution axis
   // (capability.h); it becomes the class's capability entry for `plan`.
@@ -56,10 +57,10 @@ void record_fallback_copy(CarrierClass cls, ExecutionAxis axis);
 // DependentCarrier class (dependent instances are never answered from a class
 // table), a class that already has a table, declared or was observed. All or
 // nothing.
-void register_kernel_table(CarrierClass cls, KernelTable table);
+STRIDEWEAVE_TEST_API void register_kernel_table(CarrierClass cls, KernelTable table);
 // The published table of exactly `cls`, or nullptr.
-const KernelTable* kernel_table(CarrierClass cls);
+STRIDEWEAVE_TEST_API const KernelTable* kernel_table(CarrierClass cls);
 // Every carrier class with a published table, in registration order.
-std::vector<CarrierClass> registered_kernel_classes();
+STRIDEWEAVE_TEST_API std::vector<CarrierClass> registered_kernel_classes();
 
 }  // namespace strideweave

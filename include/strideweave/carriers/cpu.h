@@ -15,6 +15,9 @@
 
 #include <strideweave/carrier.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -77,3 +80,5 @@ class CPU final : public Carrier {
 };
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

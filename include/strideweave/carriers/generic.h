@@ -16,6 +16,9 @@
 #include <strideweave/carrier.h>
 #include <strideweave/layout.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -69,3 +72,5 @@ class Generic final : public Carrier {
 };
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -20,6 +20,9 @@
 #include <strideweave/carrier.h>
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/carriers/generic.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -46,3 +49,5 @@ std::span<const ShippedCarrier> shipped_carriers();
 const ShippedCarrier* find_shipped_carrier(std::string_view name);
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

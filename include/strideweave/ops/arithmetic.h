@@ -27,6 +27,9 @@
 #include <strideweave/policy.h>
 #include <strideweave/output.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -104,3 +107,5 @@ Tensor logical_not(const Tensor& x, const Output& out = {});
 Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b, const Output& out = {});
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -33,6 +33,9 @@
 #include <strideweave/ops/unary.h>
 #include <strideweave/output.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -138,3 +141,5 @@ template <CppScalar S>
 Tensor operator>=(S a, const Tensor& b) { return le(b, a); }
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -22,6 +22,9 @@
 #include <strideweave/policy.h>
 #include <strideweave/output.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -108,3 +111,5 @@ SortResult sort(const Tensor& x, std::int64_t axis = -1, bool descending = false
 SortResult topk(const Tensor& x, std::int64_t k, std::int64_t axis = -1, bool largest = true);
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -10,6 +10,9 @@
 #include <strideweave/policy.h>
 #include <strideweave/output.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -69,3 +72,5 @@ Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src,
                    const Output& out = {});
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -21,6 +21,9 @@
 #include <strideweave/policy.h>
 #include <strideweave/output.h>
 #include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
@@ -83,3 +86,5 @@ Tensor ceil(const Tensor& x, const Output& out = {});
 Tensor round(const Tensor& x, const Output& out = {});
 
 }  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

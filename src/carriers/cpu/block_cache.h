@@ -11,16 +11,18 @@
 // is still detected.
 #pragma once
 
+#include <strideweave/export.h>
+
 #include <cstddef>
 
 namespace strideweave::carriers::cpu {
 
 // A block of at least `bytes` bytes (64-byte aligned); never null
 // (std::bad_alloc). `zero` clears the requested bytes.
-void* cache_allocate(std::size_t bytes, bool zero);
+STRIDEWEAVE_TEST_API void* cache_allocate(std::size_t bytes, bool zero);
 // Returns a block obtained from cache_allocate(bytes).
-void cache_release(void* block, std::size_t bytes) noexcept;
+STRIDEWEAVE_TEST_API void cache_release(void* block, std::size_t bytes) noexcept;
 // Bytes currently idle in the cache (diagnostics and tests).
-std::size_t cache_idle_bytes() noexcept;
+STRIDEWEAVE_TEST_API std::size_t cache_idle_bytes() noexcept;
 
 }  // namespace strideweave::carriers::cpu
