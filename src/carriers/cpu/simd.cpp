@@ -9,16 +9,14 @@
 // picks the best target of the running CPU on the first call). Threading
 // stays in the HWY_ONCE part: the per-target code only handles one range.
 //
-// Why the bits cannot depend on the target: each kernel below except exp is
-// written only with operations that every target computes as the same correctly
+// Why the bits cannot depend on the target: each kernel below is written
+// only with operations that every target computes as the same correctly
 // rounded IEEE operation (Add, Sub, Mul, Div, Min/Max on non-NaN lanes,
 // float <-> double conversion, integer and bit operations). MulAdd is never
 // used: it is one fused rounding on AVX2/AVX-512 and two roundings on
 // SSE4/SCALAR. The library is built with -ffp-contract=off, so the compiler
 // does not fuse a Mul and an Add either (GCC's x86 intrinsics are plain
 // vector expressions that it would otherwise contract on FMA targets).
-// (Highway's Exp, used by exp_f32, does use MulAdd internally; exp is allowed
-// 4 ulp.)
 
 // Non-target part, processed once (this file is included once per target).
 #ifndef STRIDEWEAVE_CPU_SIMD_ONCE
@@ -37,15 +35,41 @@
 
 namespace strideweave::carriers::cpu::simd::detail {
 
-// exp's vector range. Highway 1.0.3 documents Exp for float32 on
-// [-FLT_MAX, +104] with 1 ulp (hwy/contrib/math/math-inl.h), but it flushes
-// results below e**-104 to zero and builds 2**q from two normal powers of
-// two, so subnormal results and overflow are not expf's. Inside [-87, 88]
-// every result is a normal, finite binary32 (e**-87 ~ 1.6e-38 > FLT_MIN,
-// e**88 ~ 1.7e38 < FLT_MAX); every other input (NaN, +-inf, huge, tiny) goes
-// to std::exp.
-constexpr float kExpLow = -87.0f;
-constexpr float kExpHigh = 88.0f;
+// ---- exp's constants (binary64). See ExpVec for how they are used.
+//
+// The reduction x = k ln2 + r, |r| <= ln2/2 (1 + 2**-9), k = round(x / ln2):
+// kLn2Hi is ln 2 rounded to 42 significant bits, so k * kLn2Hi is exact for
+// |k| < 2**11 (x is clamped so that |k| <= 160), and x - k * kLn2Hi is exact
+// (Sterbenz: the two are within a factor 2 of each other when k != 0);
+// kLn2Lo = ln 2 - kLn2Hi rounded to binary64. kShifter = 1.5 * 2**52: adding
+// it to |v| < 2**51 rounds v to the nearest integer (ties to even) and leaves
+// that integer in the low mantissa bits.
+constexpr double kInvLn2 = 0x1.71547652b82fep+0;
+constexpr double kLn2Hi = 0x1.62e42fefa3800p-1;
+constexpr double kLn2Lo = 0x1.ef35793c76730p-45;
+constexpr double kShifter = 0x1.8p52;
+// e**r ~ 1 + r + r**2 (c2 + c3 r + ... + c9 r**7): a Chebyshev fit of
+// (e**r - 1) / r on [-ln2/2, ln2/2] (1 + 2**-9) computed with mpmath,
+// coefficients rounded to binary64. Relative error of the polynomial,
+// coefficients as rounded: 3.8e-14 (2**-44.6). Degree 8 would give 2**-38.8,
+// enough for about 1 wrong rounding in 2**14 inputs; degree 9 makes the
+// binary32 result the correctly rounded one in all but a few of the 2**32
+// inputs (docs/numerics.md gives the measured count).
+constexpr double kExpC2 = 0x1.fffffffff6f84p-2;
+constexpr double kExpC3 = 0x1.5555555553b12p-3;
+constexpr double kExpC4 = 0x1.5555557488158p-5;
+constexpr double kExpC5 = 0x1.1111111c6873cp-7;
+constexpr double kExpC6 = 0x1.6c164d06dc973p-10;
+constexpr double kExpC7 = 0x1.a019acff659b9p-13;
+constexpr double kExpC8 = 0x1.a15b985e064c9p-16;
+constexpr double kExpC9 = 0x1.72c80fb41e594p-19;
+// x is clamped to [kExpClampLow, kExpClampHigh] before the reduction, which
+// keeps k in [-159, 130] and so 2**k a normal binary64. Nothing is lost:
+// e**-110 is far below half the smallest binary32 subnormal (2**-150 ~
+// e**-103.97), so every x below it rounds to +0 as e**x does, and every
+// x > kExpMaxFinite (< 90) is set to +inf afterwards.
+constexpr double kExpClampLow = -110.0;
+constexpr double kExpClampHigh = 90.0;
 
 static_assert(kSumPiece % kSumPartialsF32 == 0 && kSumPiece % kSumPartialsF64 == 0);
 
@@ -81,7 +105,6 @@ T ShortSum(const float* x, std::int64_t n) {
 #define HWY_TARGET_INCLUDE "carriers/cpu/simd.cpp"
 #include <hwy/foreach_target.h>  // must come before highway.h
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
 
 HWY_BEFORE_NAMESPACE();
 namespace strideweave::carriers::cpu::simd {
@@ -202,22 +225,86 @@ void BinaryScalarF32(int op, const float* a, float b, float* out, std::int64_t n
 }
 
 // ---- exp
+//
+// Hand-written rather than Highway's hn::Exp (hwy/contrib/math): that one
+// evaluates its polynomial with MulAdd, one rounding on AVX2/AVX-512 and two
+// on SSE4 and the scalar targets, so its bits depend on the target the
+// dispatcher picks (and it is within about 1 ulp, not correctly rounded: 9%
+// of random inputs in [-80, 80] differ from the correctly rounded value). This kernel works in
+// binary64, where a short Cody-Waite reduction and a degree-9 polynomial
+// leave a relative error near 2**-44, so rounding the binary64 value once to
+// binary32 gives the correctly rounded e**x except when e**x lies within
+// about 2**-44 (relative) of a binary32 rounding boundary. Every step is a
+// correctly rounded binary64 operation (Mul, Add, Sub, float<->double
+// conversions, integer add and shift), so every target computes the same bits.
+
+// e**v for the binary32 lanes of `v` (D = a float descriptor half as wide as
+// the double one, e.g. 8 floats on AVX-512), as specified in simd.h.
+template <class DF>
+HWY_INLINE hn::Vec<DF> ExpVec(DF df, hn::Vec<DF> v) {
+  const hn::Rebind<double, DF> dd;
+  const hn::RebindToUnsigned<decltype(dd)> du;
+  const hn::RebindToUnsigned<DF> duf;
+  // NaN lanes (Min/Max would treat them differently per target) are
+  // replaced at the end; the clamp is exact on every other lane.
+  const auto x = hn::Min(hn::Max(hn::PromoteTo(dd, v), hn::Set(dd, detail::kExpClampLow)),
+                         hn::Set(dd, detail::kExpClampHigh));
+  // k = round(x / ln2) as a binary64 integer, and in the low bits of kd.
+  const auto shifter = hn::Set(dd, detail::kShifter);
+  const auto kd = hn::Add(hn::Mul(x, hn::Set(dd, detail::kInvLn2)), shifter);
+  const auto k = hn::Sub(kd, shifter);
+  // r = x - k ln2 in two steps (the first exact).
+  const auto r = hn::Sub(hn::Sub(x, hn::Mul(k, hn::Set(dd, detail::kLn2Hi))), hn::Mul(k, hn::Set(dd, detail::kLn2Lo)));
+  // p = 1 + (r + r**2 q(r)), q(r) = c2 + c3 r + ... + c9 r**7 evaluated by
+  // Estrin's scheme (pairs, then pairs of pairs): one operation fewer than
+  // Horner's and a dependency chain of 9 instead of 20 (8% faster here).
+  // One rounding per Mul and per Add (never MulAdd).
+  const auto r2 = hn::Mul(r, r);
+  const auto r4 = hn::Mul(r2, r2);
+  const auto a0 = hn::Add(hn::Mul(hn::Set(dd, detail::kExpC3), r), hn::Set(dd, detail::kExpC2));
+  const auto a1 = hn::Add(hn::Mul(hn::Set(dd, detail::kExpC5), r), hn::Set(dd, detail::kExpC4));
+  const auto a2 = hn::Add(hn::Mul(hn::Set(dd, detail::kExpC7), r), hn::Set(dd, detail::kExpC6));
+  const auto a3 = hn::Add(hn::Mul(hn::Set(dd, detail::kExpC9), r), hn::Set(dd, detail::kExpC8));
+  const auto b0 = hn::Add(hn::Mul(a1, r2), a0);
+  const auto b1 = hn::Add(hn::Mul(a3, r2), a2);
+  const auto q = hn::Add(hn::Mul(b1, r4), b0);
+  const auto p = hn::Add(hn::Set(dd, 1.0), hn::Add(r, hn::Mul(r2, q)));
+  // 2**k: the biased exponent k + 1023 (in [864, 1153]) shifted into place.
+  // kd's bits are kShifter's plus k (two's complement) in the low bits, and
+  // the shift drops everything above the low 12 bits.
+  const auto two_k = hn::BitCast(dd, hn::ShiftLeft<52>(hn::Add(hn::BitCast(du, kd), hn::Set(du, 1023))));
+  // p * 2**k is exact (binary64 has the range); the one rounding to
+  // binary32 is the demotion, which rounds to nearest even and produces
+  // subnormals and zeros below the normal range. (SCALAR/EMU128 DemoteTo clamps
+  // values above FLT_MAX to FLT_MAX where x86 rounds them to +inf: the
+  // overflowing lanes are set to +inf below, so both agree.)
+  auto result = hn::DemoteTo(df, hn::Mul(p, two_k));
+  result = hn::IfThenElse(hn::Gt(v, hn::Set(df, kExpMaxFinite)), hn::Set(df, std::numeric_limits<float>::infinity()),
+                          result);
+  const auto quiet = hn::BitCast(df, hn::Or(hn::BitCast(duf, v), hn::Set(duf, 0x00400000u)));
+  return hn::IfThenElse(hn::IsNaN(v), quiet, result);
+}
 
 void ExpF32(const float* x, float* out, std::int64_t n) {
-  const hn::ScalableTag<float> d;
-  const auto N = static_cast<std::int64_t>(hn::Lanes(d));
-  const auto lo = hn::Set(d, detail::kExpLow), hi = hn::Set(d, detail::kExpHigh);
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto v = hn::LoadU(d, x + i);
-    // NaN compares false: a NaN lane sends its vector to std::exp.
-    if (hn::AllTrue(d, hn::And(hn::Ge(v, lo), hn::Le(v, hi)))) {
-      hn::StoreU(hn::Exp(d, v), d, out + i);
-    } else {
-      for (std::int64_t k = i; k < i + N; ++k) out[k] = std::exp(x[k]);
-    }
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto r0 = ExpVec(df, hn::LoadU(df, x + i));
+    const auto r1 = ExpVec(df, hn::LoadU(df, x + i + N));
+    hn::StoreU(r0, df, out + i);
+    hn::StoreU(r1, df, out + i + N);
   }
-  for (; i < n; ++i) out[i] = std::exp(x[i]);
+  for (; i + N <= n; i += N) hn::StoreU(ExpVec(df, hn::LoadU(df, x + i)), df, out + i);
+  if (i < n) {
+    // The tail through the same vector code on a zero-padded copy.
+    const auto r = static_cast<std::size_t>(n - i);
+    HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
+    std::memcpy(buf, x + i, r * sizeof(float));
+    hn::Store(ExpVec(df, hn::Load(df, buf)), df, buf);
+    std::memcpy(out + i, buf, r * sizeof(float));
+  }
 }
 
 // ---- sum (the order: simd.h)
@@ -331,7 +418,7 @@ namespace {
 // on the calling thread, where a thread team's start-up (a few microseconds)
 // would cost more than it saves. Elementwise binary ops are memory-bound
 // (~12 bytes per element), so they need large ranges to pay for a team;
-// exp does ~20 vector instructions per vector and pays sooner; a sum reads 4
+// exp does ~40 vector instructions per vector and pays sooner; a sum reads 4
 // bytes per element and is the cheapest per element.
 constexpr std::int64_t kElementwiseGrain = std::int64_t{64} * 1024;
 constexpr std::int64_t kExpGrain = std::int64_t{16} * 1024;
