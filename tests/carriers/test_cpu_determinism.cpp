@@ -61,6 +61,12 @@ class ForcedTarget {
 std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
 float from_bits(std::uint32_t u) { return std::bit_cast<float>(u); }
 
+std::string hex(std::uint32_t u) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08X", u);
+  return text;
+}
+
 std::vector<float> values_of(const Tensor& t) { return TypedTensor<float>(t).values(); }
 
 // Bit-for-bit equality of two result vectors; `nan_any` lets any NaN match
@@ -72,8 +78,8 @@ std::vector<float> values_of(const Tensor& t) { return TypedTensor<float>(t).val
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (nan_any && std::isnan(got[i]) && std::isnan(want[i])) continue;
     if (bits(got[i]) != bits(want[i]))
-      return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " (0x" << std::hex << bits(got[i])
-                                           << ") vs " << want[i] << " (0x" << bits(want[i]) << ")" << std::dec;
+      return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " (" << hex(bits(got[i])) << ") vs "
+                                           << want[i] << " (" << hex(bits(want[i])) << ")";
   }
   return ::testing::AssertionSuccess();
 }
@@ -197,7 +203,7 @@ TEST(CpuExp, IsWithinHalfAnUlpOfTheExactValuePlusTheDocumentedMargin) {
     }
   }
   EXPECT_LE(worst, 0.5 + std::ldexp(1.0, -16))
-      << "at x = " << worst_x << " (0x" << std::hex << bits(worst_x) << std::dec << "); " << not_correctly_rounded
+      << "at x = " << worst_x << " (" << hex(bits(worst_x)) << "); " << not_correctly_rounded
       << " of " << x.size() << " results are not correctly rounded";
   // Correct rounding fails only within 2**-20 ulp of a midpoint: about one
   // input in 2**19, so hardly ever in this sweep.
@@ -514,6 +520,48 @@ TEST(CpuReduceSum, BroadcastBlocksGiveTheBitsOfTheirValuesCompact) {
   const std::vector<float> got = values_of(reduce_sum(b, {1}));
   for (std::size_t i = 0; i < col.size(); ++i)
     EXPECT_EQ(bits(got[i]), bits(cpu_sum(cpu_vector(std::vector<float>(copies, col[i])), false))) << i;
+}
+
+// ---------------------------------------------------------------- add, sub, mul, div
+
+// The elementwise binary ops give the compact (vector) path's bits on
+// strided operands too, NaN payloads included: with two NaN operands, add
+// and mul return the first one quieted on both paths (the strided loop's
+// scalar `a + b` used to return the second: the compiler had swapped the
+// operands). Generic gives the same bits.
+TEST(CpuArithmetic, StridedOperandsGiveTheCompactBitsNanPayloadsIncluded) {
+  const std::uint32_t specials[] = {0x7FC0ABCDu, 0xFFC00001u, 0x7F800001u, 0x7FC00000u,
+                                    0x3F800000u, 0x7F800000u, 0xFF800000u, 0x80000000u};
+  std::vector<float> a, b;
+  for (std::uint32_t x : specials)
+    for (std::uint32_t y : specials) {
+      a.push_back(from_bits(x));
+      b.push_back(from_bits(y ^ 0x00001000u));  // other payloads (and 1.0 -> 1.0004883)
+    }
+  const std::int64_t n = static_cast<std::int64_t>(a.size());
+  auto every_other = [&](const std::vector<float>& v) {
+    std::vector<float> s(static_cast<std::size_t>(2 * n), 5.0f);
+    for (std::size_t i = 0; i < v.size(); ++i) s[2 * i] = v[i];
+    return make_tensor<CPU>(s, Shape{2 * n}).slice(0, 0, 2 * n, 2);
+  };
+  const Tensor ca = cpu_vector(a), cb = cpu_vector(b), sa = every_other(a), sb = every_other(b);
+  const Tensor ga = make_tensor<Generic>(a, Shape{n}), gb = make_tensor<Generic>(b, Shape{n});
+  using Fn = Tensor (*)(const Tensor&, const Tensor&);
+  const std::pair<const char*, Fn> ops[] = {{"add", [](const Tensor& x, const Tensor& y) { return add(x, y); }},
+                                            {"sub", [](const Tensor& x, const Tensor& y) { return sub(x, y); }},
+                                            {"mul", [](const Tensor& x, const Tensor& y) { return mul(x, y); }},
+                                            {"div", [](const Tensor& x, const Tensor& y) { return div(x, y); }}};
+  for (const auto& [name, f] : ops) {
+    const std::vector<float> want = values_of(f(ca, cb));
+    EXPECT_TRUE(same_bits(values_of(f(sa, sb)), want)) << name << " strided";
+    EXPECT_TRUE(same_bits(values_of(f(sa, cb)), want)) << name << " strided a";
+    EXPECT_TRUE(same_bits(values_of(f(ga, gb)), want)) << name << " Generic";
+  }
+  // The first NaN, quieted.
+  const std::vector<float> sum = values_of(add(sa, sb));
+  EXPECT_EQ(bits(sum[0 * 8 + 1]), 0x7FC0ABCDu);  // 0x7FC0ABCD + 0xFFC01001
+  EXPECT_EQ(bits(sum[1 * 8 + 0]), 0xFFC00001u);  // 0xFFC00001 + 0x7FC0BBCD
+  EXPECT_EQ(bits(sum[2 * 8 + 0]), 0x7FC00001u);  // signalling 0x7F800001 + 0x7FC0BBCD
 }
 
 // ---------------------------------------------------------------- targets
