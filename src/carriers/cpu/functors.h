@@ -9,15 +9,25 @@
 // the loop body stays branch-free.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 namespace strideweave::carriers::cpu {
 
+// add and mul give the first NaN operand, quieted, when both are NaN, as
+// x86's instructions and simd.h's vector kernels do. The compiler may swap
+// the operands of a commutative scalar `a + b` (it does, in the strided
+// loops), which would return the second NaN there and make the payload
+// depend on the operands' strides; the first operand's NaN is therefore
+// taken explicitly. (Sub and div are never swapped.)
+inline float first_nan(float a, float r) noexcept {
+  return a != a ? std::bit_cast<float>(std::bit_cast<std::uint32_t>(a) | 0x00400000u) : r;
+}
 struct AddF32 {
-  float operator()(float a, float b) const noexcept { return a + b; }
+  float operator()(float a, float b) const noexcept { return first_nan(a, a + b); }
 };
 struct MulF32 {
-  float operator()(float a, float b) const noexcept { return a * b; }
+  float operator()(float a, float b) const noexcept { return first_nan(a, a * b); }
 };
 struct AddI32Checked {
   std::int64_t operator()(std::int32_t a, std::int32_t b) const noexcept {

@@ -9,8 +9,11 @@
 // neighbouring results fold through their blocks together (see fold()). The
 // result is written through the output's flat strides. Every plan except
 // FLOATING reduce_sum follows the normative order of Generic exactly
-// (bit-identical results); FLOATING reduce_sum over a contiguous block uses
-// the vectorised blocked sum of simd.h (docs/numerics.md).
+// (bit-identical results); FLOATING reduce_sum uses CPU's own order (simd.h,
+// docs/numerics.md), defined on a fixed virtual width so that it gives the
+// same bits on every Highway target, at every thread count and for every
+// layout of the block: a contiguous block is summed in place, any other block
+// is gathered piece by piece into a buffer and summed by the same kernel.
 //
 // Lines (cumsum, sort, topk) walk the other axes and handle one line along
 // the axis at a time; cumsum along an axis that is not the innermost one
@@ -126,17 +129,60 @@ void for_each_run(const Reduction<T>& r, const std::vector<std::int64_t>& block_
 }
 
 // ---- reduce_sum. Exact Int32 sums accumulate in 64 (or 128) bits and narrow
-// once. FLOATING sums over a contiguous block use simd::sum_f32(_wide):
-// fixed blocks of vector partial sums combined pairwise (a blocked order);
-// other blocks add sequentially.
+// once. FLOATING sums use CPU's summation order (simd.h): pieces of
+// simd::kSumPiece elements, each summed with a fixed set of partial sums,
+// the piece sums combined pairwise.
 
-// FLOATING sum of one contiguous block: simd.h's blocked vector sum in the
-// accumulator dtype (split across threads for long blocks).
+// FLOATING sum of one contiguous block (split across threads for long
+// blocks).
 template <class Acc>
 Acc sum_contiguous(const float* x, std::int64_t n) {
   if constexpr (std::is_same_v<Acc, double>) return simd::sum_f32_wide(x, n);
   else return simd::sum_f32(x, n);
 }
+
+// FLOATING sum of a block that is not one contiguous run: its elements, in
+// logical order, are copied into a piece-sized buffer and each full (or the
+// last) piece is summed by the kernel the contiguous case uses, so the same
+// values give the same bits in every layout. Reused across the blocks of one
+// call.
+template <class Acc>
+class GatheredSum {
+ public:
+  GatheredSum() : buffer_(static_cast<std::size_t>(simd::kSumPiece)) {}
+
+  template <class Runs>
+  Acc operator()(Runs&& for_each_run) {
+    pieces_.clear();
+    fill_ = 0;
+    for_each_run([&](const float* q, std::int64_t step, std::int64_t count) {
+      while (count > 0) {
+        const std::int64_t m = std::min(count, simd::kSumPiece - fill_);
+        float* dst = buffer_.data() + fill_;
+        if (step == 1) std::memcpy(dst, q, static_cast<std::size_t>(m) * sizeof(float));
+        else
+          for (std::int64_t i = 0; i < m; ++i) dst[i] = q[i * step];
+        fill_ += m;
+        q += m * step;
+        count -= m;
+        if (fill_ == simd::kSumPiece) flush();
+      }
+    });
+    if (fill_ > 0 || pieces_.empty()) flush();
+    return simd::combine_pieces(pieces_.data(), pieces_.size());
+  }
+
+ private:
+  void flush() {
+    if constexpr (std::is_same_v<Acc, double>) pieces_.push_back(simd::sum_piece_f32_wide(buffer_.data(), fill_));
+    else pieces_.push_back(simd::sum_piece_f32(buffer_.data(), fill_));
+    fill_ = 0;
+  }
+
+  std::vector<float> buffer_;
+  std::vector<Acc> pieces_;
+  std::int64_t fill_ = 0;
+};
 
 template <class T, class Acc, class O>
 void reduce_sum(const KernelCall& call) {
@@ -145,24 +191,31 @@ void reduce_sum(const KernelCall& call) {
   const std::int64_t n = r.block.size();
   // The layout case, once: is the block one contiguous run?
   const bool contiguous = r.block.extents.size() <= 1 && (r.block.extents.empty() || r.block.strides[0][0] == 1);
-  // for_each_result visits the result elements in logical order, one at a
-  // time: the first out-of-range one is the OverflowError's element.
-  std::int64_t ordinal = 0, first_bad = -1;
-  for_each_result<T, O>(r, call.output, [&](const T* base) -> O {
-    Acc acc = 0;
-    if constexpr (std::is_floating_point_v<Acc>) {
-      if (contiguous) return static_cast<O>(sum_contiguous<Acc>(base, n));
+  if constexpr (std::is_floating_point_v<Acc>) {
+    if (contiguous) {
+      for_each_result<T, O>(r, call.output,
+                            [&](const T* base) -> O { return static_cast<O>(sum_contiguous<Acc>(base, n)); });
+      return;
     }
-    for_each_run(r, bb, base, [&](const T* q, std::int64_t step, std::int64_t count) {
-      for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Acc>(q[i * step]);
+    GatheredSum<Acc> gathered;
+    for_each_result<T, O>(r, call.output, [&](const T* base) -> O {
+      return static_cast<O>(gathered([&](auto&& run) { for_each_run(r, bb, base, run); }));
     });
-    if constexpr (!std::is_floating_point_v<Acc>) {
+  } else {
+    // for_each_result visits the result elements in logical order, one at a
+    // time: the first out-of-range one is the OverflowError's element.
+    std::int64_t ordinal = 0, first_bad = -1;
+    for_each_result<T, O>(r, call.output, [&](const T* base) -> O {
+      Acc acc = 0;
+      for_each_run(r, bb, base, [&](const T* q, std::int64_t step, std::int64_t count) {
+        for (std::int64_t i = 0; i < count; ++i) acc += static_cast<Acc>(q[i * step]);
+      });
       if (first_bad < 0 && (acc < INT32_MIN_VALUE || acc > INT32_MAX_VALUE)) first_bad = ordinal;
       ++ordinal;
-    }
-    return static_cast<O>(acc);
-  });
-  if (first_bad >= 0) raise_int32_overflow("reduce_sum", first_bad);
+      return static_cast<O>(acc);
+    });
+    if (first_bad >= 0) raise_int32_overflow("reduce_sum", first_bad);
+  }
 }
 
 // Int32 sums: 64-bit accumulation is exact below 2**32 terms; beyond, 128.

@@ -1,5 +1,5 @@
 // CPU's vectorised Float32 kernels: Highway with runtime dynamic dispatch.
-// Contracts and the choice of Highway: simd.h.
+// Contracts, the choice of Highway and the determinism rule: simd.h.
 //
 // hwy/foreach_target.h re-includes this file once per x86 target Highway can
 // build (HWY_TARGET_INCLUDE below); the code between HWY_BEFORE_NAMESPACE and
@@ -9,10 +9,14 @@
 // picks the best target of the running CPU on the first call). Threading
 // stays in the HWY_ONCE part: the per-target code only handles one range.
 //
-// Nothing here fuses or reassociates a binary32 step of a result that has to
-// match the scalar code bit for bit: Add/Sub/Mul/Div are the plain IEEE vector
-// instructions, and the library is built with -ffp-contract=off. (Highway's
-// Exp uses MulAdd internally; exp is allowed 4 ulp.)
+// Why the bits cannot depend on the target: each kernel below is written
+// only with operations that every target computes as the same correctly
+// rounded IEEE operation (Add, Sub, Mul, Div, Min/Max on non-NaN lanes,
+// float <-> double conversion, integer and bit operations). MulAdd is never
+// used: it is one fused rounding on AVX2/AVX-512 and two roundings on
+// SSE4/SCALAR. The library is built with -ffp-contract=off, so the compiler
+// does not fuse a Mul and an Add either (GCC's x86 intrinsics are plain
+// vector expressions that it would otherwise contract on FMA targets).
 
 // Non-target part, processed once (this file is included once per target).
 #ifndef STRIDEWEAVE_CPU_SIMD_ONCE
@@ -24,37 +28,73 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "carriers/cpu/parallel.h"
 
 namespace strideweave::carriers::cpu::simd::detail {
 
-// exp's vector range. Highway 1.0.3 documents Exp for float32 on
-// [-FLT_MAX, +104] with 1 ulp (hwy/contrib/math/math-inl.h), but it flushes
-// results below e**-104 to zero and builds 2**q from two normal powers of
-// two, so subnormal results and overflow are not expf's. Inside [-87, 88]
-// every result is a normal, finite binary32 (e**-87 ~ 1.6e-38 > FLT_MIN,
-// e**88 ~ 1.7e38 < FLT_MAX); every other input (NaN, +-inf, huge, tiny) goes
-// to std::exp.
-constexpr float kExpLow = -87.0f;
-constexpr float kExpHigh = 88.0f;
+// ---- exp's constants (binary64). See ExpVec for how they are used.
+//
+// The reduction x = k ln2 + r, |r| <= ln2/2 (1 + 2**-9), k = round(x / ln2):
+// kLn2Hi is ln 2 rounded to 42 significant bits, so k * kLn2Hi is exact for
+// |k| < 2**11 (x is clamped so that |k| <= 160), and x - k * kLn2Hi is exact
+// (Sterbenz: the two are within a factor 2 of each other when k != 0);
+// kLn2Lo = ln 2 - kLn2Hi rounded to binary64. kShifter = 1.5 * 2**52: adding
+// it to |v| < 2**51 rounds v to the nearest integer (ties to even) and leaves
+// that integer in the low mantissa bits.
+constexpr double kInvLn2 = 0x1.71547652b82fep+0;
+constexpr double kLn2Hi = 0x1.62e42fefa3800p-1;
+constexpr double kLn2Lo = 0x1.ef35793c76730p-45;
+constexpr double kShifter = 0x1.8p52;
+// e**r ~ 1 + r + r**2 (c2 + c3 r + ... + c9 r**7): a Chebyshev fit of
+// (e**r - 1) / r on [-ln2/2, ln2/2] (1 + 2**-9) computed with mpmath,
+// coefficients rounded to binary64. Relative error of the polynomial,
+// coefficients as rounded: 3.8e-14 (2**-44.6). Degree 8 would give 2**-38.8,
+// enough for about 1 wrong rounding in 2**14 inputs; degree 9 makes the
+// binary32 result the correctly rounded one in all but a few of the 2**32
+// inputs (docs/numerics.md gives the measured count).
+constexpr double kExpC2 = 0x1.fffffffff6f84p-2;
+constexpr double kExpC3 = 0x1.5555555553b12p-3;
+constexpr double kExpC4 = 0x1.5555557488158p-5;
+constexpr double kExpC5 = 0x1.1111111c6873cp-7;
+constexpr double kExpC6 = 0x1.6c164d06dc973p-10;
+constexpr double kExpC7 = 0x1.a019acff659b9p-13;
+constexpr double kExpC8 = 0x1.a15b985e064c9p-16;
+constexpr double kExpC9 = 0x1.72c80fb41e594p-19;
+// x is clamped to [kExpClampLow, kExpClampHigh] before the reduction, which
+// keeps k in [-159, 130] and so 2**k a normal binary64. Nothing is lost:
+// e**-110 is far below half the smallest binary32 subnormal (2**-150 ~
+// e**-103.97), so every x below it rounds to +0 as e**x does, and every
+// x > kExpMaxFinite (< 90) is set to +inf afterwards.
+constexpr double kExpClampLow = -110.0;
+constexpr double kExpClampHigh = 90.0;
 
-// sum's fixed block length (elements): a block is summed by one thread with
-// vector accumulators; the block sums are then combined pairwise.
-constexpr std::int64_t kSumBlock = 4096;
+static_assert(kSumPiece % kSumPartialsF32 == 0 && kSumPiece % kSumPartialsF64 == 0);
 
-// v[0] + ... + v[m-1] combined pairwise, level by level, in a fixed order
-// (an odd last element moves up a level unchanged). Overwrites v. m >= 1.
+// A piece of at most kShortSum terms is summed by ShortSum below instead of
+// the vector kernel, whose fixed cost (the dispatch, P partials, the tree)
+// dominates a handful of terms, e.g. the many 3-element blocks of a
+// reduction over a short axis. Both give the same bits.
+constexpr std::int64_t kShortSum = 16;
+
+// The summation order of simd.h for n <= P terms in scalar code. The
+// partials are p[j] = +0 + x[j] for j < n and +0 for j >= n. A partial is
+// never -0 (an IEEE sum is -0 only when both operands are -0, and every
+// partial starts from +0), so adding a +0 partial to it changes nothing: the
+// halving over P partials equals the halving over the smallest power of two
+// w >= n of them, which is what is computed.
 template <class T>
-T pairwise(T* v, std::size_t m) {
-  while (m > 1) {
-    const std::size_t half = m / 2;
-    for (std::size_t j = 0; j < half; ++j) v[j] = v[2 * j] + v[2 * j + 1];
-    if (m % 2 != 0) v[half] = v[m - 1];
-    m = half + m % 2;
-  }
-  return v[0];
+T ShortSum(const float* x, std::int64_t n) {
+  T p[kShortSum];
+  std::size_t w = 1;
+  while (static_cast<std::int64_t>(w) < n) w *= 2;
+  for (std::size_t j = 0; j < w; ++j)
+    p[j] = static_cast<std::int64_t>(j) < n ? T(0) + static_cast<T>(x[j]) : T(0);
+  for (std::size_t h = w / 2; h >= 1; h /= 2)
+    for (std::size_t j = 0; j < h; ++j) p[j] = p[j] + p[j + h];
+  return p[0];
 }
 
 }  // namespace strideweave::carriers::cpu::simd::detail
@@ -65,7 +105,6 @@ T pairwise(T* v, std::size_t m) {
 #define HWY_TARGET_INCLUDE "carriers/cpu/simd.cpp"
 #include <hwy/foreach_target.h>  // must come before highway.h
 #include <hwy/highway.h>
-#include <hwy/contrib/math/math-inl.h>
 
 HWY_BEFORE_NAMESPACE();
 namespace strideweave::carriers::cpu::simd {
@@ -186,81 +225,176 @@ void BinaryScalarF32(int op, const float* a, float b, float* out, std::int64_t n
 }
 
 // ---- exp
+//
+// Hand-written rather than Highway's hn::Exp (hwy/contrib/math): that one
+// evaluates its polynomial with MulAdd, one rounding on AVX2/AVX-512 and two
+// on SSE4 and the scalar targets, so its bits depend on the target the
+// dispatcher picks (and it is within about 1 ulp, not correctly rounded: 9%
+// of random inputs in [-80, 80] differ from the correctly rounded value). This kernel works in
+// binary64, where a short Cody-Waite reduction and a degree-9 polynomial
+// leave a relative error near 2**-44, so rounding the binary64 value once to
+// binary32 gives the correctly rounded e**x except when e**x lies within
+// about 2**-44 (relative) of a binary32 rounding boundary. Every step is a
+// correctly rounded binary64 operation (Mul, Add, Sub, float<->double
+// conversions, integer add and shift), so every target computes the same bits.
+
+// e**v for the binary32 lanes of `v` (D = a float descriptor half as wide as
+// the double one, e.g. 8 floats on AVX-512), as specified in simd.h.
+template <class DF>
+HWY_INLINE hn::Vec<DF> ExpVec(DF df, hn::Vec<DF> v) {
+  const hn::Rebind<double, DF> dd;
+  const hn::RebindToUnsigned<decltype(dd)> du;
+  const hn::RebindToUnsigned<DF> duf;
+  // NaN lanes (Min/Max would treat them differently per target) are
+  // replaced at the end; the clamp is exact on every other lane.
+  const auto x = hn::Min(hn::Max(hn::PromoteTo(dd, v), hn::Set(dd, detail::kExpClampLow)),
+                         hn::Set(dd, detail::kExpClampHigh));
+  // k = round(x / ln2) as a binary64 integer, and in the low bits of kd.
+  const auto shifter = hn::Set(dd, detail::kShifter);
+  const auto kd = hn::Add(hn::Mul(x, hn::Set(dd, detail::kInvLn2)), shifter);
+  const auto k = hn::Sub(kd, shifter);
+  // r = x - k ln2 in two steps (the first exact).
+  const auto r = hn::Sub(hn::Sub(x, hn::Mul(k, hn::Set(dd, detail::kLn2Hi))), hn::Mul(k, hn::Set(dd, detail::kLn2Lo)));
+  // p = 1 + (r + r**2 q(r)), q(r) = c2 + c3 r + ... + c9 r**7 evaluated by
+  // Estrin's scheme (pairs, then pairs of pairs): one operation fewer than
+  // Horner's and a dependency chain of 9 instead of 20 (8% faster here).
+  // One rounding per Mul and per Add (never MulAdd).
+  const auto r2 = hn::Mul(r, r);
+  const auto r4 = hn::Mul(r2, r2);
+  const auto a0 = hn::Add(hn::Mul(hn::Set(dd, detail::kExpC3), r), hn::Set(dd, detail::kExpC2));
+  const auto a1 = hn::Add(hn::Mul(hn::Set(dd, detail::kExpC5), r), hn::Set(dd, detail::kExpC4));
+  const auto a2 = hn::Add(hn::Mul(hn::Set(dd, detail::kExpC7), r), hn::Set(dd, detail::kExpC6));
+  const auto a3 = hn::Add(hn::Mul(hn::Set(dd, detail::kExpC9), r), hn::Set(dd, detail::kExpC8));
+  const auto b0 = hn::Add(hn::Mul(a1, r2), a0);
+  const auto b1 = hn::Add(hn::Mul(a3, r2), a2);
+  const auto q = hn::Add(hn::Mul(b1, r4), b0);
+  const auto p = hn::Add(hn::Set(dd, 1.0), hn::Add(r, hn::Mul(r2, q)));
+  // 2**k: the biased exponent k + 1023 (in [864, 1153]) shifted into place.
+  // kd's bits are kShifter's plus k (two's complement) in the low bits, and
+  // the shift drops everything above the low 12 bits.
+  const auto two_k = hn::BitCast(dd, hn::ShiftLeft<52>(hn::Add(hn::BitCast(du, kd), hn::Set(du, 1023))));
+  // p * 2**k is exact (binary64 has the range); the one rounding to
+  // binary32 is the demotion, which rounds to nearest even and produces
+  // subnormals and zeros below the normal range. (SCALAR/EMU128 DemoteTo clamps
+  // values above FLT_MAX to FLT_MAX where x86 rounds them to +inf: the
+  // overflowing lanes are set to +inf below, so both agree.)
+  auto result = hn::DemoteTo(df, hn::Mul(p, two_k));
+  result = hn::IfThenElse(hn::Gt(v, hn::Set(df, kExpMaxFinite)), hn::Set(df, std::numeric_limits<float>::infinity()),
+                          result);
+  const auto quiet = hn::BitCast(df, hn::Or(hn::BitCast(duf, v), hn::Set(duf, 0x00400000u)));
+  return hn::IfThenElse(hn::IsNaN(v), quiet, result);
+}
 
 void ExpF32(const float* x, float* out, std::int64_t n) {
-  const hn::ScalableTag<float> d;
-  const auto N = static_cast<std::int64_t>(hn::Lanes(d));
-  const auto lo = hn::Set(d, detail::kExpLow), hi = hn::Set(d, detail::kExpHigh);
-  std::int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto v = hn::LoadU(d, x + i);
-    // NaN compares false: a NaN lane sends its vector to std::exp.
-    if (hn::AllTrue(d, hn::And(hn::Ge(v, lo), hn::Le(v, hi)))) {
-      hn::StoreU(hn::Exp(d, v), d, out + i);
-    } else {
-      for (std::int64_t k = i; k < i + N; ++k) out[k] = std::exp(x[k]);
-    }
-  }
-  for (; i < n; ++i) out[i] = std::exp(x[i]);
-}
-
-// ---- sum
-
-// One block (n <= kSumBlock) in Float32: four vector accumulators, combined
-// (0+1)+(2+3), their lanes pairwise, then the scalar tail.
-float BlockSumF32(const float* x, std::int64_t n) {
-  const hn::ScalableTag<float> d;
-  const auto N = static_cast<std::int64_t>(hn::Lanes(d));
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-  std::int64_t i = 0;
-  for (; i + 4 * N <= n; i += 4 * N) {
-    a0 = hn::Add(a0, hn::LoadU(d, x + i));
-    a1 = hn::Add(a1, hn::LoadU(d, x + i + N));
-    a2 = hn::Add(a2, hn::LoadU(d, x + i + 2 * N));
-    a3 = hn::Add(a3, hn::LoadU(d, x + i + 3 * N));
-  }
-  for (; i + N <= n; i += N) a0 = hn::Add(a0, hn::LoadU(d, x + i));
-  float tail = 0.0f;
-  for (; i < n; ++i) tail += x[i];
-  HWY_ALIGN float lanes[HWY_MAX_BYTES / sizeof(float)];
-  hn::Store(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, lanes);
-  return detail::pairwise(lanes, static_cast<std::size_t>(N)) + tail;
-}
-
-// As BlockSumF32 in Float64: half-width float loads widened exactly.
-double BlockSumWide(const float* x, std::int64_t n) {
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> df;
-  const auto N = static_cast<std::int64_t>(hn::Lanes(dd));
-  auto a0 = hn::Zero(dd), a1 = hn::Zero(dd), a2 = hn::Zero(dd), a3 = hn::Zero(dd);
+  const auto N = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t i = 0;
-  for (; i + 4 * N <= n; i += 4 * N) {
-    a0 = hn::Add(a0, hn::PromoteTo(dd, hn::LoadU(df, x + i)));
-    a1 = hn::Add(a1, hn::PromoteTo(dd, hn::LoadU(df, x + i + N)));
-    a2 = hn::Add(a2, hn::PromoteTo(dd, hn::LoadU(df, x + i + 2 * N)));
-    a3 = hn::Add(a3, hn::PromoteTo(dd, hn::LoadU(df, x + i + 3 * N)));
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto r0 = ExpVec(df, hn::LoadU(df, x + i));
+    const auto r1 = ExpVec(df, hn::LoadU(df, x + i + N));
+    hn::StoreU(r0, df, out + i);
+    hn::StoreU(r1, df, out + i + N);
   }
-  for (; i + N <= n; i += N) a0 = hn::Add(a0, hn::PromoteTo(dd, hn::LoadU(df, x + i)));
-  double tail = 0.0;
-  for (; i < n; ++i) tail += static_cast<double>(x[i]);
-  HWY_ALIGN double lanes[HWY_MAX_BYTES / sizeof(double)];
-  hn::Store(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), dd, lanes);
-  return detail::pairwise(lanes, static_cast<std::size_t>(N)) + tail;
+  for (; i + N <= n; i += N) hn::StoreU(ExpVec(df, hn::LoadU(df, x + i)), df, out + i);
+  if (i < n) {
+    // The tail through the same vector code on a zero-padded copy.
+    const auto r = static_cast<std::size_t>(n - i);
+    HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
+    std::memcpy(buf, x + i, r * sizeof(float));
+    hn::Store(ExpVec(df, hn::Load(df, buf)), df, buf);
+    std::memcpy(out + i, buf, r * sizeof(float));
+  }
 }
 
-// sums[b] = the sum of block b of x (n elements in all), b in [first, last).
-void BlockSumsF32(const float* x, std::int64_t n, std::int64_t first, std::int64_t last, float* sums) {
-  for (std::int64_t b = first; b < last; ++b) {
-    const std::int64_t at = b * detail::kSumBlock;
-    sums[b] = BlockSumF32(x + at, std::min(detail::kSumBlock, n - at));
+// ---- sum (the order: simd.h)
+
+// Loads N terms of the accumulator type T from floats (widened exactly for
+// T = double).
+template <class D>
+HWY_INLINE hn::Vec<D> LoadTerms(D d, const float* p) {
+  if constexpr (sizeof(hn::TFromD<D>) == sizeof(float)) {
+    return hn::LoadU(d, p);
+  } else {
+    const hn::Rebind<float, D> df;
+    return hn::PromoteTo(d, hn::LoadU(df, p));
   }
 }
-void BlockSumsWide(const float* x, std::int64_t n, std::int64_t first, std::int64_t last, double* sums) {
+
+// One piece (n <= kSumPiece) with P partials of type T. The partials live
+// in P / N vectors (vector k, lane l holds partial k * N + l); a group of P
+// consecutive terms adds to them with one vector Add per vector. The last,
+// incomplete group is padded with -0, the identity of IEEE addition (x + -0
+// is x for every x, -0 and NaN included), so it adds exactly the missing
+// terms' nothing. The halving tree then adds vector k + h to vector k while
+// more than one vector is left, which is p[j] + p[j + h] for the partials,
+// and finishes on the N lanes of the last vector in memory.
+template <class T, int P>
+HWY_INLINE T PieceSum(const float* x, std::int64_t n) {
+  const hn::CappedTag<T, P> d;
+  HWY_ALIGN float pad[P];
+  std::int64_t full = n - n % P;
+#if HWY_HAVE_SCALABLE
+  // Sizeless vectors cannot form an array: the partials stay in memory
+  // (the same additions, slower; no shipped x86 target takes this branch).
+  const std::size_t N = hn::Lanes(d);
+  HWY_ALIGN T part[P] = {};
+  auto add_group = [&](const float* g) {
+    for (std::size_t k = 0; k < P; k += N) hn::Store(hn::Add(hn::Load(d, part + k), LoadTerms(d, g + k)), d, part + k);
+  };
+  for (std::int64_t i = 0; i < full; i += P) add_group(x + i);
+  if (full < n) {
+    std::fill(pad, pad + P, -0.0f);
+    std::memcpy(pad, x + full, static_cast<std::size_t>(n - full) * sizeof(float));
+    add_group(pad);
+  }
+  T* lanes = part;
+  std::size_t count = P;
+#else
+  constexpr std::size_t N = hn::MaxLanes(d);
+  constexpr std::size_t K = P / N;
+  static_assert(P % N == 0 && K >= 1);
+  hn::Vec<decltype(d)> acc[K];
+  for (std::size_t k = 0; k < K; ++k) acc[k] = hn::Zero(d);
+  for (std::int64_t i = 0; i < full; i += P) {
+    for (std::size_t k = 0; k < K; ++k) acc[k] = hn::Add(acc[k], LoadTerms(d, x + i + k * N));
+  }
+  if (full < n) {
+    std::fill(pad, pad + P, -0.0f);
+    std::memcpy(pad, x + full, static_cast<std::size_t>(n - full) * sizeof(float));
+    for (std::size_t k = 0; k < K; ++k) acc[k] = hn::Add(acc[k], LoadTerms(d, pad + k * N));
+  }
+  for (std::size_t h = K / 2; h >= 1; h /= 2) {
+    for (std::size_t k = 0; k < h; ++k) acc[k] = hn::Add(acc[k], acc[k + h]);
+  }
+  HWY_ALIGN T lanes[N];
+  hn::Store(acc[0], d, lanes);
+  std::size_t count = N;
+#endif
+  for (std::size_t h = count / 2; h >= 1; h /= 2) {
+    for (std::size_t j = 0; j < h; ++j) lanes[j] = lanes[j] + lanes[j + h];
+  }
+  return lanes[0];
+}
+
+float PieceSumF32(const float* x, std::int64_t n) { return PieceSum<float, kSumPartialsF32>(x, n); }
+double PieceSumWide(const float* x, std::int64_t n) { return PieceSum<double, kSumPartialsF64>(x, n); }
+
+// sums[b] = the sum of piece b of x (n elements in all), b in [first, last).
+void PieceSumsF32(const float* x, std::int64_t n, std::int64_t first, std::int64_t last, float* sums) {
   for (std::int64_t b = first; b < last; ++b) {
-    const std::int64_t at = b * detail::kSumBlock;
-    sums[b] = BlockSumWide(x + at, std::min(detail::kSumBlock, n - at));
+    const std::int64_t at = b * kSumPiece;
+    sums[b] = PieceSumF32(x + at, std::min(kSumPiece, n - at));
   }
 }
+void PieceSumsWide(const float* x, std::int64_t n, std::int64_t first, std::int64_t last, double* sums) {
+  for (std::int64_t b = first; b < last; ++b) {
+    const std::int64_t at = b * kSumPiece;
+    sums[b] = PieceSumWide(x + at, std::min(kSumPiece, n - at));
+  }
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace strideweave::carriers::cpu::simd
@@ -272,10 +406,11 @@ namespace strideweave::carriers::cpu::simd {
 HWY_EXPORT(BinaryF32);
 HWY_EXPORT(BinaryScalarF32);
 HWY_EXPORT(ExpF32);
-HWY_EXPORT(BlockSumF32);
-HWY_EXPORT(BlockSumWide);
-HWY_EXPORT(BlockSumsF32);
-HWY_EXPORT(BlockSumsWide);
+HWY_EXPORT(PieceSumF32);
+HWY_EXPORT(PieceSumWide);
+HWY_EXPORT(PieceSumsF32);
+HWY_EXPORT(PieceSumsWide);
+HWY_EXPORT(TargetName);
 
 namespace {
 
@@ -283,30 +418,30 @@ namespace {
 // on the calling thread, where a thread team's start-up (a few microseconds)
 // would cost more than it saves. Elementwise binary ops are memory-bound
 // (~12 bytes per element), so they need large ranges to pay for a team;
-// exp does ~20 vector instructions per vector and pays sooner; a sum reads 4
+// exp does ~40 vector instructions per vector and pays sooner; a sum reads 4
 // bytes per element and is the cheapest per element.
 constexpr std::int64_t kElementwiseGrain = std::int64_t{64} * 1024;
 constexpr std::int64_t kExpGrain = std::int64_t{16} * 1024;
 constexpr std::int64_t kSumGrain = std::int64_t{256} * 1024;
-// kSumGrain in whole blocks.
-constexpr std::int64_t kSumGrainBlocks = kSumGrain / detail::kSumBlock;
+// kSumGrain in whole pieces.
+constexpr std::int64_t kSumGrainPieces = kSumGrain / kSumPiece;
 
-// Block sums into a buffer (in parallel over blocks), then the pairwise tree
-// on the calling thread: the same bits for every thread count.
+// Piece sums into a buffer (in parallel over pieces), then the pairwise
+// combination on the calling thread: the same bits for every thread count.
 template <class Acc, class One, class Many>
-Acc blocked_sum(const float* x, std::int64_t n, One one, Many many) {
-  if (n <= detail::kSumBlock) return one(x, n);
-  const std::int64_t blocks = (n + detail::kSumBlock - 1) / detail::kSumBlock;
+Acc pieced_sum(const float* x, std::int64_t n, One one, Many many) {
+  if (n <= kSumPiece) return one(x, n);
+  const std::int64_t pieces = (n + kSumPiece - 1) / kSumPiece;
   constexpr std::int64_t kOnStack = 256;
   Acc stack[kOnStack];
   std::vector<Acc> heap;
   Acc* sums = stack;
-  if (blocks > kOnStack) {
-    heap.resize(static_cast<std::size_t>(blocks));
+  if (pieces > kOnStack) {
+    heap.resize(static_cast<std::size_t>(pieces));
     sums = heap.data();
   }
-  parallel_for(blocks, kSumGrainBlocks, [&](std::int64_t first, std::int64_t last) { many(x, n, first, last, sums); });
-  return detail::pairwise(sums, static_cast<std::size_t>(blocks));
+  parallel_for(pieces, kSumGrainPieces, [&](std::int64_t first, std::int64_t last) { many(x, n, first, last, sums); });
+  return combine_pieces(sums, static_cast<std::size_t>(pieces));
 }
 
 }  // namespace
@@ -329,21 +464,30 @@ void exp_f32(const float* x, float* out, std::int64_t n) {
   });
 }
 
+float sum_piece_f32(const float* x, std::int64_t n) {
+  if (n <= detail::kShortSum) return detail::ShortSum<float>(x, n);
+  return HWY_DYNAMIC_DISPATCH(PieceSumF32)(x, n);
+}
+double sum_piece_f32_wide(const float* x, std::int64_t n) {
+  if (n <= detail::kShortSum) return detail::ShortSum<double>(x, n);
+  return HWY_DYNAMIC_DISPATCH(PieceSumWide)(x, n);
+}
+
 float sum_f32(const float* x, std::int64_t n) {
-  return blocked_sum<float>(
-      x, n, [](const float* p, std::int64_t m) { return HWY_DYNAMIC_DISPATCH(BlockSumF32)(p, m); },
-      [](const float* p, std::int64_t m, std::int64_t first, std::int64_t last, float* sums) {
-        HWY_DYNAMIC_DISPATCH(BlockSumsF32)(p, m, first, last, sums);
-      });
+  return pieced_sum<float>(x, n, sum_piece_f32,
+                           [](const float* p, std::int64_t m, std::int64_t first, std::int64_t last, float* sums) {
+                             HWY_DYNAMIC_DISPATCH(PieceSumsF32)(p, m, first, last, sums);
+                           });
 }
 
 double sum_f32_wide(const float* x, std::int64_t n) {
-  return blocked_sum<double>(
-      x, n, [](const float* p, std::int64_t m) { return HWY_DYNAMIC_DISPATCH(BlockSumWide)(p, m); },
-      [](const float* p, std::int64_t m, std::int64_t first, std::int64_t last, double* sums) {
-        HWY_DYNAMIC_DISPATCH(BlockSumsWide)(p, m, first, last, sums);
-      });
+  return pieced_sum<double>(x, n, sum_piece_f32_wide,
+                            [](const float* p, std::int64_t m, std::int64_t first, std::int64_t last, double* sums) {
+                              HWY_DYNAMIC_DISPATCH(PieceSumsWide)(p, m, first, last, sums);
+                            });
 }
+
+const char* dispatched_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 }  // namespace strideweave::carriers::cpu::simd
 #endif  // HWY_ONCE

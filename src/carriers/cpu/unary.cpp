@@ -10,11 +10,18 @@
 // docs/operations/unary.md, written as separate statements so that each step
 // rounds to binary32 (the library is built with -ffp-contract=off and without
 // -ffast-math; nothing is fused, widened or reassociated). They call the C
-// library's float functions (expf, erff, ...), like Generic, so both carriers
-// agree bit for bit today; the conformance rule allows a few ulps for the
-// transcendental ones (docs/numerics.md) so that a vectorised version can
-// replace them: exp on a compact Float32 operand does (simd.h's exp_f32,
-// Highway's Exp within its safe range, expf elsewhere).
+// library's float functions (erff, tanhf, expf inside sigmoid, ...), like
+// Generic, on every layout, so they agree with Generic bit for bit.
+//
+// `exp` is the exception: it is CPU's own vector kernel (simd.h's exp_f32,
+// correctly rounded in all but a few inputs, the same bits on every Highway
+// target), not expf. So that its result depends only on the value, never on
+// the operand's layout or dtype, every exp call reaches that kernel: a
+// compact Float32 operand directly, anything else (strided, broadcast,
+// permuted, hierarchical, Int32) through a buffer of converted values
+// (exp_kernel below). The conformance rule allows CPU's exp 4 ulps from
+// Generic's expf (docs/numerics.md); the measured difference is at most 1.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -50,9 +57,6 @@ struct RsqrtF32 {
     const float r = std::sqrt(x);
     return 1.0f / r;
   }
-};
-struct ExpF32 {
-  float operator()(float x) const noexcept { return std::exp(x); }
 };
 struct Exp2F32 {
   float operator()(float x) const noexcept { return std::exp2(x); }
@@ -185,10 +189,6 @@ void unary(const KernelCall& call) {
     // Both physical indices equal the logical key: one flat loop.
     const In* a = static_cast<const CPU&>(*x.carrier()).data<In>() + x.offset();
     const std::int64_t n = out.size();
-    if constexpr (std::is_same_v<Op, ExpF32> && std::is_same_v<In, float>) {
-      simd::exp_f32(a, o, n);  // vectorised, split across threads (simd.h)
-      return;
-    }
     // Split across threads: every op here is one C-library call or a few
     // binary32 steps per element, none fails.
     parallel_for(n, kUnaryGrain, [&](std::int64_t first, std::int64_t last) {
@@ -210,6 +210,67 @@ void unary(const KernelCall& call) {
               for (std::int64_t i = 0; i < n; ++i) po[i] = r;
             } else {
               for (std::int64_t i = 0; i < n; ++i) po[i * so] = op(convert<C>(pa[i * sa]));
+            }
+          });
+}
+
+// exp: out[k] = simd::exp_f32(convert<float>(x[k])) over the result's index
+// space, for every layout (the rule above). A compact Float32 operand and
+// result are one call. Otherwise the converted operand values are staged in
+// the output itself when its row is contiguous (the output never shares
+// storage with an operand: the front end refuses that), or in a small buffer,
+// and the kernel runs on them in place. Staging costs one extra pass over
+// the row in cache; it is what makes the bits independent of the layout.
+constexpr std::int64_t kExpStage = 256;  // elements per staging buffer
+
+template <class In>
+void exp_kernel(const KernelCall& call) {
+  const Tensor& out = call.output;
+  const Tensor& x = call.tensor(0);
+  float* o = out_data<float>(out);
+  const std::span<const std::int64_t> ext = out.shape().extents();
+  if (compact_over(x.layout(), ext) && compact_over(out.layout(), ext)) {
+    const In* a = static_cast<const CPU&>(*x.carrier()).data<In>() + x.offset();
+    const std::int64_t n = out.size();
+    if constexpr (std::is_same_v<In, float>) {
+      simd::exp_f32(a, o, n);  // vectorised, split across threads (simd.h)
+    } else {
+      parallel_for(n, kUnaryGrain, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t i = first; i < last; ++i) o[i] = convert<float>(a[i]);
+        simd::exp_f32(o + first, o + first, last - first);
+      });
+    }
+    return;
+  }
+  const Strided<In> a = strided<In>(x);
+  std::vector<std::int64_t> os = byte_strides<float>(*out.layout().flat_strides()), as = byte_strides<In>(a.strides);
+  walk<2>(ext, {reinterpret_cast<char*>(o), reinterpret_cast<char*>(a.base)}, {os.data(), as.data()},
+          [&](const std::array<char*, 2>& p, const std::array<std::int64_t, 2>& st, std::int64_t n) {
+            float* po = reinterpret_cast<float*>(p[0]);
+            const In* pa = reinterpret_cast<const In*>(p[1]);
+            const std::int64_t so = st[0] / std::int64_t{sizeof(float)}, sa = st[1] / std::int64_t{sizeof(In)};
+            if (sa == 0) {  // a broadcast row: one value
+              const float v = convert<float>(*pa);
+              float r;
+              simd::exp_f32(&v, &r, 1);
+              for (std::int64_t i = 0; i < n; ++i) po[i * so] = r;
+            } else if (so == 1) {
+              if constexpr (std::is_same_v<In, float>) {
+                if (sa == 1) {
+                  simd::exp_f32(pa, po, n);
+                  return;
+                }
+              }
+              for (std::int64_t i = 0; i < n; ++i) po[i] = convert<float>(pa[i * sa]);
+              simd::exp_f32(po, po, n);
+            } else {
+              float buf[kExpStage];
+              for (std::int64_t at = 0; at < n; at += kExpStage) {
+                const std::int64_t m = std::min(kExpStage, n - at);
+                for (std::int64_t i = 0; i < m; ++i) buf[i] = convert<float>(pa[(at + i) * sa]);
+                simd::exp_f32(buf, buf, m);
+                for (std::int64_t i = 0; i < m; ++i) po[(at + i) * so] = buf[i];
+              }
             }
           });
 }
@@ -241,7 +302,11 @@ KernelFn unary_kernel(const OperationPlan& p) {
   if (p.compute() != Arithmetic::BINARY32 || &p.output() != &DType::Float32()) return nullptr;
   // activations
   if (op == "elu") return float_kernel<EluF32>(p);
-  if (op == "exp") return float_kernel<ExpF32>(p);
+  if (op == "exp") {
+    if (src_is(p, 0, DType::Float32())) return exp_kernel<float>;
+    if (src_is(p, 0, DType::Int32())) return exp_kernel<std::int32_t>;
+    return nullptr;
+  }
   if (op == "gelu") {
     if (src_is(p, 0, DType::Float32())) return gelu<float>;
     if (src_is(p, 0, DType::Int32())) return gelu<std::int32_t>;
