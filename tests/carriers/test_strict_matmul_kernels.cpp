@@ -236,8 +236,9 @@ TEST(StrictMatmulKernels, AutomaticChoiceIsTheBestSupportedKernel) {
   EXPECT_TRUE(kernels.back().supported);
   const char* best = nullptr;
   for (const cpu::StrictKernelInfo& k : kernels) {
-    EXPECT_GT(k.rows, 0);
     EXPECT_GT(k.cols, 0);
+    EXPECT_GT(k.lanes, 0);
+    EXPECT_EQ(k.rows % k.lanes, 0) << k.name;  // whole vectors of rows
     if (k.supported && best == nullptr) best = k.name;
   }
   if (const char* env = std::getenv("STRIDEWEAVE_MATMUL_KERNEL"); env != nullptr && *env != '\0')

@@ -47,6 +47,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,6 +84,12 @@ SW_INLINE void store(float* p, const V& x) {
   typedef V U __attribute__((aligned(alignof(float)), may_alias));
   *reinterpret_cast<U*>(p) = x;
 }
+
+constexpr std::size_t kLineBytes = 64;
+constexpr std::int64_t kLineFloats = kLineBytes / sizeof(float);
+struct LineAlignedDelete {
+  void operator()(float* p) const noexcept { ::operator delete(p, std::align_val_t{kLineBytes}); }
+};
 
 // Packs rows [m0, m0 + rows) x k [k0, k0 + kc) of A into tiles of MR rows:
 // tile t holds element (m0 + t*MR + r, k0 + k) at out[t*MR*kc + k*MR + r].
@@ -214,9 +221,12 @@ SW_INLINE void block(const StrictGemmOperands& op, const StrictGemmShape& s, std
   constexpr std::int64_t NC = NR * std::max<std::int64_t>(1, kPanelFloats / (kKC * NR * BW));
   static_assert(kMC % MR == 0);
   const std::int64_t kc_max = std::min(kKC, s.K), nc_max = std::min(NC, n_end - n_begin);
-  const std::int64_t panel = kc_max * ((nc_max + NR - 1) / NR) * NR * BW;
+  // Both packed blocks start on a cache line (as does every A tile: MR * kc
+  // floats apart), so no vector load of A splits across two lines.
+  const std::int64_t panel = (kc_max * ((nc_max + NR - 1) / NR) * NR * BW + kLineFloats - 1) / kLineFloats * kLineFloats;
   const std::int64_t a_block = ((std::min(kMC, m_end - m_begin) + MR - 1) / MR) * MR * kc_max;
-  const std::unique_ptr<float[]> buffer(new float[static_cast<std::size_t>(panel + a_block)]);
+  const std::unique_ptr<float, LineAlignedDelete> buffer(static_cast<float*>(
+      ::operator new(static_cast<std::size_t>(panel + a_block) * sizeof(float), std::align_val_t{kLineBytes})));
   float* const packed_b = buffer.get();
   float* const packed_a = buffer.get() + panel;
   for (std::int64_t n_c = n_begin; n_c < n_end; n_c += NC) {
@@ -262,7 +272,8 @@ template <class Vec, int Mv, int Nr, int Bw>
 struct TileShape {
   using V = Vec;
   static constexpr int MV = Mv, NR = Nr, BW = Bw;
-  static constexpr int rows = MV * static_cast<int>(sizeof(V) / sizeof(float));
+  static constexpr int lanes = static_cast<int>(sizeof(V) / sizeof(float));
+  static constexpr int rows = MV * lanes;
 };
 template <class T>
 SW_INLINE void block_of(const StrictGemmOperands& op, const StrictGemmShape& s, std::int64_t m0, std::int64_t m1,
@@ -271,7 +282,7 @@ SW_INLINE void block_of(const StrictGemmOperands& op, const StrictGemmShape& s, 
 }
 template <class T>
 constexpr StrictKernelInfo info_of(const char* name) {
-  return {name, T::rows, T::NR, false};
+  return {name, T::rows, T::NR, T::lanes, false};
 }
 
 #if defined(__x86_64__)

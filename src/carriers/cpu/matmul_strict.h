@@ -34,13 +34,13 @@ void strict_f32_gemm(std::span<const StrictGemmOperands> batch, const StrictGemm
 
 // The micro-kernels this build contains, one per instruction set, best
 // first (x86-64: "avx512", "avx2", "sse2"; another architecture: "portable").
-// Each keeps rows x cols sums of the result in vector registers, a tile
-// shaped for its instruction set's register file. `supported`: the running
-// processor (and operating system) can execute it. The last is the
-// architecture's baseline and always supported.
+// Each keeps rows x cols sums of the result in vector registers of `lanes`
+// floats, a tile shaped for its instruction set's register file.
+// `supported`: the running processor (and operating system) can execute it.
+// The last is the architecture's baseline and always supported.
 struct StrictKernelInfo {
   const char* name;
-  int rows, cols;
+  int rows, cols, lanes;
   bool supported;
 };
 std::span<const StrictKernelInfo> strict_f32_kernels();
