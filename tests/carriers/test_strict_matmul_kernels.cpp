@@ -146,13 +146,14 @@ TEST_P(StrictMatmulKernel, MatchesGenericBitForBitOnEdgeTilesAndLayouts) {
   }
 }
 
-// Enough work to be split across threads (by result columns, and by row
-// tiles when there are few columns): the same bits at 1, 2 and 3 threads.
+// Enough work to be split across threads (just above the 2^21
+// multiply-adds a thread must get; by result columns, and by row tiles when
+// there are too few column groups): the same bits at 1, 2 and 3 threads.
 TEST_P(StrictMatmulKernel, MatchesGenericBitForBitAtEveryThreadCount) {
   struct Case {
     std::int64_t M, N, K;
   };
-  for (const Case& c : {Case{203, 70, 301}, Case{1000, 3, 700}}) {
+  for (const Case& c : {Case{130, 40, 420}, Case{1000, 3, 700}}) {
     const Operand a = operand(c.M, c.K, 7), b = operand(c.K, c.N, 8);
     const std::vector<float> want = values_of(matmul(a.generic, b.generic));
     for (int threads : {1, 2, 3}) {
