@@ -231,14 +231,15 @@ double fma_peak_gflops(int threads) {
 // The unfused ceiling: the rate of separate vector multiplies and adds,
 // which is what the strict plan may use (a product is rounded before it is
 // added). Measured directly, because it is not a fixed fraction of the FMA
-// peak: processors with separate multiply and add pipes (AMD Zen) issue one
-// multiply and one add per pipe pair per cycle, the full FMA flop rate;
-// processors whose adds share the FMA ports (Intel's 512-bit units) reach
-// half of it, and others fall in between (Golden Cove's 256-bit adds have a
-// third port). Each thread runs C independent chains of multiplies and C of
-// adds in `lanes`-float vectors, one multiply and one add per flop pair;
-// C covers the latency x pipes of every x86 core, within 16 registers
-// (AVX2, SSE) or 32 (AVX-512).
+// peak: where multiplies and adds have pipes of their own (AMD Zen 3: two
+// of each) one multiply and one add per pipe pair and cycle reach the full
+// FMA flop rate; where they share the two FMA ports (Intel's 512-bit units)
+// they reach half of it; other cores fall in between (on the Xeon of
+// docs/performance.md, 256-bit multiplies and adds together issue about
+// three per cycle). Each thread runs C independent chains of multiplies and
+// C of adds in `lanes`-float vectors, one multiply and one add per flop
+// pair; C covers latency x pipes on current x86 cores within 16 registers
+// (AVX2, SSE: 7 + 7) or 32 (AVX-512: 12 + 12).
 typedef float vf4 __attribute__((vector_size(16)));
 typedef float vf8 __attribute__((vector_size(32)));
 typedef float vf16 __attribute__((vector_size(64)));
