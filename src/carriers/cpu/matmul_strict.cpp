@@ -4,18 +4,20 @@
 // forbids.
 //
 // Structure (GotoBLAS-style blocking):
-// - The result columns are taken NC at a time (NC: a packed B panel of at
-//   most 1 MiB), and k is cut into passes of KC steps. Each result element keeps its running
-//   binary32 sum in the result storage between passes, so its products are
-//   still added one at a time in ascending k from +0.0.
+// - The result columns are taken a panel at a time (at most 1 MiB of packed
+//   B, the columns split evenly), and k is cut into passes of KC steps.
+//   Each result element keeps its running binary32 sum in the result
+//   storage between passes, so its products are still added one at a time
+//   in ascending k from +0.0.
 // - Within a pass, A is packed per MC-row block into tiles of MR rows laid
 //   out [k][MR] (contiguous, zero-padded past M; padded rows are never
 //   stored), so the micro-kernel streams A from L2 without TLB misses
 //   whatever A's strides are (transposed and broadcast views included).
-// - Per pass, the NC columns' slice of B is packed once, as groups of NR
+// - Per pass, the panel's slice of B is packed once, as groups of NR
 //   columns laid out [k][NR] (zero-padded past N; padded columns are never
 //   stored); one group stays in L1 while every A tile of a block passes
-//   over it.
+//   over it. The result tile of the next micro-tile is prefetched, so that
+//   loading its running sums does not stall the k loop.
 // - The micro-kernel keeps MR x NR sums in vector registers; per k it loads
 //   MR / lanes vectors of A, broadcasts NR values of B and issues separate
 //   multiplies and adds (-ffp-contract=off): every product is rounded to
@@ -210,17 +212,34 @@ SW_INLINE void micro(const float* a, const float* b, std::int64_t kc, float* c, 
   }
 }
 
+// Prefetches rows [0, rows) x columns [0, cols) of a result tile whose
+// columns are contiguous (som == 1; other layouts are left to the hardware).
+template <int MR, int NR>
+SW_INLINE void prefetch_tile(const float* c, std::int64_t som, std::int64_t son, std::int64_t rows,
+                             std::int64_t cols) {
+  if (som != 1) return;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    for (std::int64_t r = 0; r < rows; r += kLineFloats) __builtin_prefetch(c + j * son + r, 1);
+    __builtin_prefetch(c + j * son + rows - 1, 1);  // the last line, when the column is not line-aligned
+  }
+}
+
 // The result rectangle rows [m_begin, m_end) x columns [n_begin, n_end) of
-// one matrix, all k. Columns are taken NC at a time; for each k pass their
+// one matrix, all k. Columns are taken a panel at a time; for each k pass their
 // B panel is packed once ([group of NR][k][NR][BW]), then every MC-row block
 // of A is packed and multiplied by every group.
 template <class V, int MV, int NR, int BW>
 SW_INLINE void block(const StrictGemmOperands& op, const StrictGemmShape& s, std::int64_t m_begin, std::int64_t m_end,
                      std::int64_t n_begin, std::int64_t n_end) {
   constexpr std::int64_t MR = MV * (sizeof(V) / sizeof(float));
-  constexpr std::int64_t NC = NR * std::max<std::int64_t>(1, kPanelFloats / (kKC * NR * BW));
+  // At most NC_MAX columns per B panel, split evenly (whole groups of NR),
+  // so that no panel is a thin remainder that repacks all of A for little
+  // work.
+  constexpr std::int64_t NC_MAX = NR * std::max<std::int64_t>(1, kPanelFloats / (kKC * NR * BW));
+  const std::int64_t panel_count = (n_end - n_begin + NC_MAX - 1) / NC_MAX;
+  const std::int64_t nc_step = ((n_end - n_begin + panel_count - 1) / panel_count + NR - 1) / NR * NR;
   static_assert(kMC % MR == 0);
-  const std::int64_t kc_max = std::min(kKC, s.K), nc_max = std::min(NC, n_end - n_begin);
+  const std::int64_t kc_max = std::min(kKC, s.K), nc_max = std::min(nc_step, n_end - n_begin);
   // Both packed blocks start on a cache line (as does every A tile: MR * kc
   // floats apart), so no vector load of A splits across two lines.
   const std::int64_t panel = (kc_max * ((nc_max + NR - 1) / NR) * NR * BW + kLineFloats - 1) / kLineFloats * kLineFloats;
@@ -229,8 +248,8 @@ SW_INLINE void block(const StrictGemmOperands& op, const StrictGemmShape& s, std
       ::operator new(static_cast<std::size_t>(panel + a_block) * sizeof(float), std::align_val_t{kLineBytes})));
   float* const packed_b = buffer.get();
   float* const packed_a = buffer.get() + panel;
-  for (std::int64_t n_c = n_begin; n_c < n_end; n_c += NC) {
-    const std::int64_t nc = std::min(NC, n_end - n_c);
+  for (std::int64_t n_c = n_begin; n_c < n_end; n_c += nc_step) {
+    const std::int64_t nc = std::min(nc_step, n_end - n_c);
     const std::int64_t groups = (nc + NR - 1) / NR;
     for (std::int64_t k0 = 0; k0 < s.K; k0 += kKC) {
       const std::int64_t kc = std::min(kKC, s.K - k0);
@@ -246,6 +265,13 @@ SW_INLINE void block(const StrictGemmOperands& op, const StrictGemmShape& s, std
           const std::int64_t n0 = n_c + g * NR, cols = std::min<std::int64_t>(NR, nc - g * NR);
           for (std::int64_t t = 0; t < tiles; ++t) {
             float* c = op.c + (m0 + t * MR) * s.som + n0 * s.son;
+            // The next micro-tile's result tile, requested now: its running
+            // sums are loaded before its k loop can start.
+            if (t + 1 < tiles)
+              prefetch_tile<MR, NR>(c + MR * s.som, s.som, s.son, std::min(MR, rows - (t + 1) * MR), cols);
+            else if (g + 1 < groups)
+              prefetch_tile<MR, NR>(op.c + m0 * s.som + (n0 + NR) * s.son, s.som, s.son, std::min(MR, rows),
+                                    std::min<std::int64_t>(NR, nc - (g + 1) * NR));
             micro<V, MV, NR, BW>(packed_a + t * MR * kc, packed_b + g * kc * NR * BW, kc, c, s.som, s.son,
                                  std::min(MR, rows - t * MR), cols, first);
           }
