@@ -4,8 +4,9 @@
 // forbids.
 //
 // Structure (GotoBLAS-style blocking):
-// - The result columns are taken a panel at a time (at most 1 MiB of packed
-//   B, the columns split evenly), and k is cut into passes of KC steps.
+// - The result columns are taken a panel at a time (at most 256 K values of
+//   packed B, the columns split evenly), and k is cut into passes of KC
+//   steps.
 //   Each result element keeps its running binary32 sum in the result
 //   storage between passes, so its products are still added one at a time
 //   in ascending k from +0.0.
@@ -65,7 +66,9 @@ typedef float v16f __attribute__((vector_size(64)));
 
 constexpr std::int64_t kKC = 256;  // k steps per pass
 constexpr std::int64_t kMC = 256;  // rows per packed A block (a multiple of every MR; 256 x 256 x 4 B = 256 KiB, in L2)
-constexpr std::int64_t kPanelFloats = std::int64_t{1} << 18;  // a packed B panel: at most 1 MiB (L2 or L3)
+// A packed B panel holds at most this many B values (1 MiB; 4 MiB for SSE2,
+// whose panel holds each value 4 times): in L2 or L3.
+constexpr std::int64_t kPanelFloats = std::int64_t{1} << 18;
 // Below this many multiply-adds a matrix is computed on the calling thread.
 constexpr std::int64_t kParallelFlops = std::int64_t{1} << 21;
 
@@ -94,30 +97,33 @@ struct LineAlignedDelete {
 };
 
 // Packs rows [m0, m0 + rows) x k [k0, k0 + kc) of A into tiles of MR rows:
-// tile t holds element (m0 + t*MR + r, k0 + k) at out[t*MR*kc + k*MR + r].
+// tile t holds element (m0 + t*MR + r, k0 + k) at out[t*MR*kc + k*MR + r],
+// zero past `rows`. A is read in its storage order: down each column when
+// its columns are contiguous (sam == 1), along each row otherwise.
 template <int MR>
 SW_INLINE void pack_a(const float* a, std::int64_t sam, std::int64_t sak, std::int64_t m0, std::int64_t rows,
                       std::int64_t k0, std::int64_t kc, float* out) {
   const std::int64_t tiles = (rows + MR - 1) / MR;
+  const float* src = a + m0 * sam + k0 * sak;
+  if (sam == 1) {
+    for (std::int64_t k = 0; k < kc; ++k)
+      for (std::int64_t t = 0; t < tiles; ++t) {
+        const std::int64_t valid = std::min<std::int64_t>(MR, rows - t * MR);
+        float* dst = out + t * MR * kc + k * MR;
+        std::memcpy(dst, src + k * sak + t * MR, static_cast<std::size_t>(valid) * sizeof(float));
+        for (std::int64_t r = valid; r < MR; ++r) dst[r] = 0.0f;
+      }
+    return;
+  }
   for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t r0 = t * MR, valid = std::min<std::int64_t>(MR, rows - r0);
+    const std::int64_t valid = std::min<std::int64_t>(MR, rows - t * MR);
     float* dst = out + t * MR * kc;
-    const float* src0 = a + (m0 + r0) * sam + k0 * sak;
-    if (sam == 1) {
-      for (std::int64_t k = 0; k < kc; ++k) {
-        std::memcpy(dst + k * MR, src0 + k * sak, static_cast<std::size_t>(valid) * sizeof(float));
-        for (std::int64_t r = valid; r < MR; ++r) dst[k * MR + r] = 0.0f;
-      }
-    } else {
-      // Row by row: each row of A is one stream along k (contiguous when A
-      // is stored row-major).
-      for (std::int64_t r = 0; r < valid; ++r) {
-        const float* src = src0 + r * sam;
-        for (std::int64_t k = 0; k < kc; ++k) dst[k * MR + r] = src[k * sak];
-      }
-      for (std::int64_t k = 0; k < kc; ++k)
-        for (std::int64_t r = valid; r < MR; ++r) dst[k * MR + r] = 0.0f;
+    for (std::int64_t r = 0; r < valid; ++r) {
+      const float* row = src + (t * MR + r) * sam;
+      for (std::int64_t k = 0; k < kc; ++k) dst[k * MR + r] = row[k * sak];
     }
+    for (std::int64_t k = 0; k < kc; ++k)
+      for (std::int64_t r = valid; r < MR; ++r) dst[k * MR + r] = 0.0f;
   }
 }
 
@@ -235,7 +241,7 @@ SW_INLINE void block(const StrictGemmOperands& op, const StrictGemmShape& s, std
   // At most NC_MAX columns per B panel, split evenly (whole groups of NR),
   // so that no panel is a thin remainder that repacks all of A for little
   // work.
-  constexpr std::int64_t NC_MAX = NR * std::max<std::int64_t>(1, kPanelFloats / (kKC * NR * BW));
+  constexpr std::int64_t NC_MAX = NR * std::max<std::int64_t>(1, kPanelFloats / (kKC * NR));
   const std::int64_t panel_count = (n_end - n_begin + NC_MAX - 1) / NC_MAX;
   const std::int64_t nc_step = ((n_end - n_begin + panel_count - 1) / panel_count + NR - 1) / NR * NR;
   static_assert(kMC % MR == 0);
