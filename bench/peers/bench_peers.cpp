@@ -14,6 +14,12 @@
 #include <omp.h>
 #include <torch/torch.h>
 
+// The strict matmul's kernel table and its forcing hook: an internal header
+// of the library (src/carriers/cpu/matmul_strict.h; its functions are
+// exported by libstrideweave), so that the benchmark asks which kernel the
+// dispatcher picked, and forces the others, instead of re-deriving them.
+#include "carriers/cpu/matmul_strict.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -103,21 +109,21 @@ void elementwise(int threads) {
 
   struct Op {
     const char* name;
-    std::function<sw::Tensor(const sw::Tensor&, const sw::Tensor&)> ours;
+    std::function<sw::Tensor(const sw::Tensor&, const sw::Tensor&, const sw::Output&)> ours;
     std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)> torch_fresh;
     std::function<void(torch::Tensor&, const torch::Tensor&, const torch::Tensor&)> torch_out;
   };
   const Op ops[] = {
-      {"add", [](const sw::Tensor& x, const sw::Tensor& y) { return sw::add(x, y); },
+      {"add", [](const sw::Tensor& x, const sw::Tensor& y, const sw::Output& o) { return sw::add(x, y, o); },
        [](const torch::Tensor& x, const torch::Tensor& y) { return torch::add(x, y); },
        [](torch::Tensor& o, const torch::Tensor& x, const torch::Tensor& y) { torch::add_out(o, x, y); }},
-      {"mul", [](const sw::Tensor& x, const sw::Tensor& y) { return sw::mul(x, y); },
+      {"mul", [](const sw::Tensor& x, const sw::Tensor& y, const sw::Output& o) { return sw::mul(x, y, o); },
        [](const torch::Tensor& x, const torch::Tensor& y) { return torch::mul(x, y); },
        [](torch::Tensor& o, const torch::Tensor& x, const torch::Tensor& y) { torch::mul_out(o, x, y); }},
   };
   for (const Op& op : ops) {
-    const double ours_fresh = bytes / best_seconds([&] { op.ours(a, b); });
-    const double ours_out = bytes / best_seconds([&] { sw::compute_into(out, [&] { return op.ours(a, b); }); });
+    const double ours_fresh = bytes / best_seconds([&] { op.ours(a, b, sw::Output{}); });
+    const double ours_out = bytes / best_seconds([&] { op.ours(a, b, sw::into(out)); });
     const double torch_fresh = bytes / best_seconds([&] { op.torch_fresh(ta, tb); });
     const double torch_out = bytes / best_seconds([&] { op.torch_out(tout, ta, tb); });
     // The plain loops are written out per operation so that the compiler
@@ -222,9 +228,88 @@ double fma_peak_gflops(int threads) {
   return best;
 }
 
+// The unfused ceiling: the rate of separate vector multiplies and adds,
+// which is what the strict plan may use (a product is rounded before it is
+// added). Measured directly, because it is not a fixed fraction of the FMA
+// peak: where multiplies and adds have pipes of their own (AMD Zen 3: two
+// of each) one multiply and one add per pipe pair and cycle reach the full
+// FMA flop rate; where they share the two FMA ports (Intel's 512-bit units)
+// they reach half of it; other cores fall in between (on the Xeon of
+// docs/performance.md, 256-bit multiplies and adds together issue about
+// three per cycle). Each thread runs C independent chains of multiplies and
+// C of adds in `lanes`-float vectors, one multiply and one add per flop
+// pair; C covers latency x pipes on current x86 cores within 16 registers
+// (AVX2, SSE: 7 + 7) or 32 (AVX-512: 12 + 12).
+typedef float vf4 __attribute__((vector_size(16)));
+typedef float vf8 __attribute__((vector_size(32)));
+typedef float vf16 __attribute__((vector_size(64)));
+
+template <class V, int C>
+__attribute__((always_inline)) inline float unfused_chains(long iters) {
+  constexpr int lanes = sizeof(V) / sizeof(float);
+  V m[C], a[C], x, y;
+  for (int l = 0; l < lanes; ++l) {
+    x[l] = 0.99999994f;  // the multiply chains shrink slowly: no subnormals within kIters
+    y[l] = 1e-7f;
+    for (int i = 0; i < C; ++i) {
+      m[i][l] = 1.0f + 1e-3f * static_cast<float>(i);
+      a[i][l] = 1e-3f * static_cast<float>(i);
+    }
+  }
+  for (long k = 0; k < iters; ++k) {
+#pragma GCC unroll 16
+    for (int i = 0; i < C; ++i) {
+      m[i] = m[i] * x;
+      a[i] = a[i] + y;
+    }
+  }
+  float s = 0;
+  for (int i = 0; i < C; ++i) s += m[i][0] + a[i][0];
+  return s;
+}
+__attribute__((target("avx512f"), noinline)) float unfused_chains_16(long iters) {
+  return unfused_chains<vf16, 12>(iters);
+}
+__attribute__((target("avx2"), noinline)) float unfused_chains_8(long iters) { return unfused_chains<vf8, 7>(iters); }
+__attribute__((noinline)) float unfused_chains_4(long iters) { return unfused_chains<vf4, 7>(iters); }
+
+// GFLOP/s of separate multiplies and adds in `lanes`-float vectors (16, 8
+// or 4) at `threads` threads.
+double unfused_peak_gflops(int lanes, int threads) {
+  constexpr long kIters = 20000000;
+  const int chains = lanes == 16 ? 12 : 7;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    float sink = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += lanes == 16 ? unfused_chains_16(kIters) : lanes == 8 ? unfused_chains_8(kIters) : unfused_chains_4(kIters);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, 2.0 * chains * lanes * static_cast<double>(kIters) * threads / secs / 1e9);
+    if (sink == 12345.0f) std::printf(" ");
+  }
+  return best;
+}
+
 void matmuls(int threads) {
+  namespace kernels = strideweave::carriers::cpu;
   const double fma_peak = fma_peak_gflops(threads);
   report("fma_peak", threads, "GFLOP/s", fma_peak, "machine", fma_peak, true);
+  // The unfused ceiling of every strict kernel this processor runs, at its
+  // vector width. The default plan's kernel is the dispatcher's choice.
+  const std::string picked = kernels::strict_f32_kernel();
+  std::vector<std::pair<std::string, double>> unfused;  // (kernel, ceiling), best first
+  for (const kernels::StrictKernelInfo& k : kernels::strict_f32_kernels()) {
+    if (!k.supported) continue;
+    unfused.emplace_back(k.name, unfused_peak_gflops(k.lanes, threads));
+    report(std::string("unfused_peak_") + k.name, threads, "GFLOP/s", unfused.back().second, "machine",
+           unfused.back().second, true);
+  }
+  const auto ceiling_of = [&](const std::string& name) {
+    for (const auto& [k, v] : unfused)
+      if (k == name) return v;
+    return 0.0;
+  };
   for (std::int64_t n : {256, 1024, 2048}) {
     const sw::Tensor a = cpu_filled(n * n, 0.25f, 0.0001f).reshape(sw::Shape{n, n});
     const sw::Tensor b = cpu_filled(n * n, -0.5f, 0.0003f).reshape(sw::Shape{n, n});
@@ -240,19 +325,27 @@ void matmuls(int threads) {
     const double ours = flop / best_seconds([&] { sw::matmul(a, b); }, budget);
     const std::string work = "matmul_" + std::to_string(n) + "_strict";
     report(work, threads, "GFLOP/s", ours, "libtorch", flop / best_seconds([&] { torch::matmul(ta, tb); }), true);
-    report(work, threads, "GFLOP/s", ours, "openblas", flop / best_seconds([&] {
-                                                          cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans,
-                                                                      static_cast<int>(n), static_cast<int>(n),
-                                                                      static_cast<int>(n), 1.0f, pa, static_cast<int>(n),
-                                                                      pb, static_cast<int>(n), 0.0f, c.data(),
-                                                                      static_cast<int>(n));
-                                                        }),
-           true);
+    const double openblas = flop / best_seconds([&] {
+      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(n),
+                  static_cast<int>(n), 1.0f, pa, static_cast<int>(n), pb, static_cast<int>(n), 0.0f, c.data(),
+                  static_cast<int>(n));
+    });
+    report(work, threads, "GFLOP/s", ours, "openblas", openblas, true);
     const double eigen = flop / best_seconds([&] { ec.noalias() = ea * eb; });
     report(work, threads, "GFLOP/s", ours, "eigen", eigen, true);
-    // The strict plan's ceiling: separate multiplies and adds, half the
-    // measured FMA peak (target: at least 0.75 of it).
-    report(work, threads, "GFLOP/s", ours, "half-fma-peak", fma_peak / 2, true);
+    // The strict plan's ceiling: separate multiplies and adds at the picked
+    // kernel's width (target: at least 0.75 of it at 1024 and 2048).
+    report(work, threads, "GFLOP/s", ours, "unfused-peak", ceiling_of(picked), true);
+    // Every other kernel this processor runs, forced, against the ceiling
+    // of its own width (and OpenBLAS's fused SGEMM, measured above).
+    for (const auto& [name, ceiling] : unfused) {
+      if (name == picked || n < 1024) continue;
+      kernels::set_strict_f32_kernel(name.c_str());
+      const double forced = flop / best_seconds([&] { sw::matmul(a, b); }, budget);
+      kernels::set_strict_f32_kernel(nullptr);
+      report(work + "_" + name, threads, "GFLOP/s", forced, "openblas", openblas, true);
+      report(work + "_" + name, threads, "GFLOP/s", forced, "unfused-peak", ceiling, true);
+    }
 
     // The contracted plan (BINARY32_FUSED), beside the fused SGEMMs.
     const sw::OperationExecutionOptions fused("matmul", nullptr, sw::Arithmetic::BINARY32_FUSED);
@@ -307,16 +400,22 @@ void grad_chain(int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bool matmul_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) as_json = true;
+    if (std::strcmp(argv[i], "--matmul-only") == 0) matmul_only = true;
   }
+  std::fprintf(stderr, "strict matmul kernel: %s (the dispatcher's choice)\n",
+               strideweave::carriers::cpu::strict_f32_kernel());
   if (!as_json)
     std::printf("%-26s %2s  %-7s %12s  %-10s %12s  %7s\n", "work", "th", "unit", "ours", "peer", "peer value", "ratio");
   for (int threads : {1, 2}) {
     set_threads(threads);
-    overhead(threads);
-    grad_chain(threads);
-    elementwise(threads);
+    if (!matmul_only) {
+      overhead(threads);
+      grad_chain(threads);
+      elementwise(threads);
+    }
     matmuls(threads);
   }
   return 0;

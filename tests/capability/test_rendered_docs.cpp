@@ -59,7 +59,7 @@ namespace {
 
 using namespace strideweave;
 
-// compute_into accepts the documented result shape of matmul on a vector
+// A caller-provided output accepts the documented result shape of matmul on a vector
 // (the kernel's promoted axis is internal) and returns the output itself.
 TEST(ExecutionAxesOutputs, MatmulVectorResultIntoItsDocumentedShape) {
   const Tensor a = make_tensor<CPU>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, Shape{2, 3});

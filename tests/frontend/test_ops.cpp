@@ -247,22 +247,35 @@ TYPED_TEST(FrontEnd, StrictBinary32MatmulRoundsEveryProduct) {
 }
 
 // The contracted plan (beyond the specification, docs/policy.md) is used only
-// when asked for; there each step is one fused multiply-add. Every result
-// element sums -1.5 * 1 + 1.5 * (1 + 2^-23): the strict plan rounds the second
-// product to 1.5 + 2^-22 first (result 2^-22), the contracted plan adds it
-// exactly (1.5 * 2^-23). 130 x 5 results cover the register-blocked strict
-// kernel and its row and column tails; the transposed operand covers the
-// library call's other layouts.
+// when asked for, and there each product is added with one rounding. Its
+// accumulation is FLOATING (docs/numerics.md, "Contracted matmul"): the
+// order of the k steps is the backend's (CPU's oneDNN picks it by strides,
+// thread count and instruction set), so this case is built to have one
+// contracted result in every order. Every result element sums u*u and
+// -u*v with u = 1 + 2^-12, v = 1.5 - 2^-12:
+//   p1 = u*u  = 1 + 2^-11 + 2^-24           rounds (tie, to even) to 1 + 2^-11,
+//   p2 = -u*v = -(1.5 + 2^-13 - 2^-24)      rounds (tie, to even) to -(1.5 + 2^-13),
+// both rounding errors +2^-24. Strict: round(p1) + round(p2) = -0.5 + 3*2^-13
+// exactly. Contracted, in either order: the first product is rounded alone
+// (a multiply-add onto +0.0), the second is added exactly with one rounding:
+// -0.5 + 3*2^-13 + 2^-24 (representable). 130 x 5 results cover the strict
+// kernel's register tiles and their row and column tails; the transposed
+// views cover the library call's other layouts.
 TYPED_TEST(FrontEnd, ContractedMatmulFusesEachStepOnlyWhenRequested) {
   const std::int64_t M = 130, N = 5;
-  std::vector<float> av, bv;
-  for (std::int64_t m = 0; m < M; ++m) av.push_back(-1.5f);   // column k = 0 (m fastest)
-  for (std::int64_t m = 0; m < M; ++m) av.push_back(1.5f);    // column k = 1
-  for (std::int64_t n = 0; n < N; ++n) bv.insert(bv.end(), {1.0f, 1.0f + std::ldexp(1.0f, -23)});
+  const float u = 1.0f + std::ldexp(1.0f, -12), v = 1.5f - std::ldexp(1.0f, -12);
+  const std::vector<float> av(static_cast<std::size_t>(2 * M), u);  // every A(m, k) = u
+  std::vector<float> bv;
+  for (std::int64_t n = 0; n < N; ++n) bv.insert(bv.end(), {u, -v});  // every column (u, -v)
   const Tensor a = make_tensor<TypeParam>(av, Shape{M, 2});
   const Tensor b = make_tensor<TypeParam>(bv, Shape{2, N});
-  const std::vector<float> strict(static_cast<std::size_t>(M * N), std::ldexp(1.0f, -22));
-  const std::vector<float> fused(static_cast<std::size_t>(M * N), 1.5f * std::ldexp(1.0f, -23));
+  const float strict_value = -0.5f + 3.0f * std::ldexp(1.0f, -13);
+  const std::vector<float> strict(static_cast<std::size_t>(M * N), strict_value);
+  const std::vector<float> fused(static_cast<std::size_t>(M * N), strict_value + std::ldexp(1.0f, -24));
+  // The case's premise: one fused result in both orders, unlike the strict one.
+  ASSERT_EQ(std::fma(u, -v, std::fma(u, u, 0.0f)), strict_value + std::ldexp(1.0f, -24));
+  ASSERT_EQ(std::fma(u, u, std::fma(u, -v, 0.0f)), strict_value + std::ldexp(1.0f, -24));
+  ASSERT_NE(strict_value + std::ldexp(1.0f, -24), strict_value);
   EXPECT_EQ(vals<float>(matmul(a, b)), strict);
   EXPECT_EQ(vals<float>(matmul(a, b, OperationExecutionOptions("matmul", nullptr, Arithmetic::BINARY32))), strict);
   const OperationExecutionOptions contracted("matmul", nullptr, Arithmetic::BINARY32_FUSED);
@@ -271,6 +284,40 @@ TYPED_TEST(FrontEnd, ContractedMatmulFusesEachStepOnlyWhenRequested) {
   const Tensor bt = b.permute({1, 0}), at = a.permute({1, 0});
   EXPECT_EQ(vals<float>(matmul(bt, at, contracted).permute({1, 0})), fused);
   EXPECT_EQ(vals<float>(matmul(bt, at).permute({1, 0})), strict);
+}
+
+// On general operands the contracted plan grants only the FLOATING rule
+// (docs/numerics.md, "The agreement rule"), with the exact products as the
+// terms: against the reference's fmaf steps in ascending k from +0.0 (what
+// Generic computes), |x - reference| <= 2 * n * 2^-24 * sum|t_i| +
+// ulp32(reference), for plain and transposed operands alike. (Bit equality
+// with the sequential reference is not granted: oneDNN's order differs
+// between layouts, thread counts and instruction sets.)
+TYPED_TEST(FrontEnd, ContractedMatmulMeetsTheFloatingRuleOnEveryLayout) {
+  const std::int64_t M = 37, N = 29, K = 301;
+  std::vector<float> av(static_cast<std::size_t>(M * K)), bv(static_cast<std::size_t>(K * N));
+  for (std::size_t i = 0; i < av.size(); ++i) av[i] = std::sin(0.37f * static_cast<float>(i)) * 1.75f;
+  for (std::size_t i = 0; i < bv.size(); ++i) bv[i] = std::cos(0.61f * static_cast<float>(i)) - 0.25f;
+  const OperationExecutionOptions contracted("matmul", nullptr, Arithmetic::BINARY32_FUSED);
+  const Tensor a = make_tensor<TypeParam>(av, Shape{M, K}), b = make_tensor<TypeParam>(bv, Shape{K, N});
+  const std::vector<float> plain = vals<float>(matmul(a, b, contracted));
+  const std::vector<float> transposed =
+      vals<float>(matmul(b.permute({1, 0}), a.permute({1, 0}), contracted).permute({1, 0}));
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t m = 0; m < M; ++m) {
+      double magnitude = 0.0;
+      float g = 0.0f;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const float x = av[static_cast<std::size_t>(m + k * M)], y = bv[static_cast<std::size_t>(k + n * K)];
+        magnitude += std::fabs(static_cast<double>(x) * y);
+        g = std::fma(x, y, g);
+      }
+      const std::size_t i = static_cast<std::size_t>(m + n * M);
+      const double ulp = std::nextafter(std::fabs(g), std::numeric_limits<float>::infinity()) - std::fabs(g);
+      const double bound = 2.0 * static_cast<double>(K) * std::ldexp(1.0, -24) * magnitude + ulp;
+      EXPECT_LE(std::fabs(static_cast<double>(plain[i]) - g), bound) << m << "," << n;
+      EXPECT_LE(std::fabs(static_cast<double>(transposed[i]) - g), bound) << m << "," << n << " (transposed views)";
+    }
 }
 
 TYPED_TEST(FrontEnd, Float64AccumulatorChangesOnlyTheAccumulation) {
