@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <new>
 #include <stdexcept>
 
@@ -29,6 +30,14 @@ std::shared_ptr<Generic> Generic::create(std::span<const Value> values, const DT
 std::shared_ptr<Generic> Generic::zeros(std::int64_t size, const DType& dtype, bool mutable_) {
   const SimpleDType& d = check_storage_dtype(dtype, "Generic", &Generic::supports);
   if (size < 0) throw ValueError(fmt::format("Generic: size must be >= 0, got {}", size));
+  // A request past the user address space of every 64-bit platform we build
+  // for (2^47 bytes) can never succeed: say so before asking the allocator,
+  // whose failure mode for absurd sizes differs (a sanitizer aborts instead
+  // of throwing std::bad_alloc).
+  constexpr std::uint64_t kAddressSpaceBytes = std::uint64_t{1} << 47;
+  if (static_cast<std::uint64_t>(size) > kAddressSpaceBytes / sizeof(Value))
+    throw MemoryError(fmt::format("Generic: cannot allocate {} {} slots: {} x {} bytes exceeds the 2^47-byte address space",
+                                  size, d.name(), size, sizeof(Value)));
   try {
     return std::make_shared<Generic>(Token{}, d, mutable_,
                                      std::vector<Value>(static_cast<std::size_t>(size), *storage_zero(d)));
