@@ -6,7 +6,10 @@
 // operands are tensors or weak scalars in positional order, options are named
 // values. Each operation documents its options (name, default, meaning);
 // an unknown option or one of the wrong kind is a TypeError, a bad value the
-// typed function's error (usually ValueError).
+// typed function's error (usually ValueError); an explicit None means the
+// option's default. The calls bind through the operation's definition
+// (strideweave::operation::get_definition), whose schema is the one home of
+// the operands, the options and their defaults.
 #pragma once
 
 #include <functional>
@@ -18,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include <strideweave/operation.h>
 #include <strideweave/output.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
@@ -27,9 +31,11 @@ STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
-// null, bool, integer, real, list of integers.
-using OptionValue = std::variant<std::monostate, bool, std::int64_t, double, std::vector<std::int64_t>>;
-using CallOptions = std::map<std::string, OptionValue, std::less<>>;
+// An option value (operation.h): None, bool, integer, real, list of
+// integers, text, a DType. The by-name calls bind through the operation's
+// definition (strideweave::operation), so both spell options alike.
+using OptionValue = operation::OptionValue;
+using CallOptions = operation::OptionMap;
 using CallOperand = std::variant<Tensor, WeakScalar>;
 
 // The execution options a by-name call asks for (policy R10, plus the
@@ -74,8 +80,8 @@ struct CallableOperation {
   std::string name;
   std::string signature;  // e.g. "add(a: tensor, b: tensor)"
   std::vector<OptionDoc> options;
-  bool accepts_accumulator = false;  // reduce_sum and matmul
-  bool accepts_arithmetic = false;   // matmul (binary32_fused)
+  bool accepts_accumulator = false;  // the schema has accumulator_dtype (reduce_sum, matmul)
+  bool accepts_arithmetic = false;   // the definition may contract (matmul's binary32_fused)
   // An internal plan of a public operation (sort's and topk's value and
   // index plans), callable by name so the conformance harness can run every
   // kernel-table plan; not listed as a public operation.

@@ -94,12 +94,17 @@ inline constexpr Required REQUIRED{};
 
 // OperandSpec(name, kind, differentiable=false): name a non-empty identifier
 // (ValueError otherwise); differentiable only for TENSOR (ValueError).
+//
+// Beyond the specification, for the built-in overloads (mul, pow, clamp): a
+// TENSOR operand that also accepts a weak scalar (tensor_or_weak_scalar).
 class OperandSpec {
  public:
   OperandSpec(std::string name, OperandKind kind, bool differentiable = false);
+  static OperandSpec tensor_or_weak_scalar(std::string name, bool differentiable = false);
   const std::string& name() const noexcept { return name_; }
   OperandKind kind() const noexcept { return kind_; }
   bool differentiable() const noexcept { return differentiable_; }
+  bool accepts_weak_scalar() const noexcept { return kind_ == OperandKind::WEAK_SCALAR || accepts_weak_scalar_; }
   friend bool operator==(const OperandSpec&, const OperandSpec&) = default;
   std::size_t hash() const noexcept;
 
@@ -107,6 +112,7 @@ class OperandSpec {
   std::string name_;
   OperandKind kind_;
   bool differentiable_;
+  bool accepts_weak_scalar_ = false;
 };
 
 // OptionSpec(name, default=REQUIRED): name a non-empty identifier. `doc` is
@@ -295,15 +301,14 @@ using VjpFn = std::function<std::vector<std::optional<Tensor>>(const VJPContext&
                                                                 std::span<const std::optional<Tensor>> cotangents)>;
 using VjpChoice = std::variant<NonDifferentiable, VjpFn>;
 
-// What the front end needs beyond the specification's fields to run a
-// built-in definition on the definition-free carriers (Generic, CPU): the
-// by-name call's execution options, and the documentation the command line
-// prints. Absent for user-defined operations.
+// What a built-in definition carries beyond the specification's fields:
+// whether its policy entry takes an accumulator (R10) or a fused arithmetic,
+// and whether it is a public name (the internal plans of sort and topk are
+// not). Absent for user-defined operations.
 struct BuiltinTraits {
   bool configurable_accumulator = false;  // reduce_sum, matmul (policy R10)
   bool fused_arithmetic = false;          // matmul's BINARY32_FUSED on request
   bool is_public = true;                  // false for the internal plans of sort and topk
-  std::string summary;                    // one line for `strideweave run --list`
 };
 
 class OperationDefinition : public std::enable_shared_from_this<OperationDefinition> {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "frontend/autograd_hooks.h"
+#include "frontend/call_support.h"
 #include "storage/gate.h"
 #include "storage/tensor_impl.h"
 
@@ -78,6 +79,14 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
                                         operation::OptionMap options, const Output& out) {
   const std::shared_ptr<const ResolvedInvocation> invocation =
       admit(definition, std::move(operands), std::move(options));
+  // A built-in definition runs its own lowering on the definition-free
+  // carriers (the gate is execute()'s first step).
+  if (definition.is_builtin()) {
+    const BuiltinEntry* entry = find_builtin(definition.name());
+    if (!entry || !entry->lower)
+      throw RuntimeError(fmt::format("{}: a built-in definition without a front-end record", definition.name()));
+    return {run(entry->lower(invocation->call()), out)};
+  }
   const Carrier& prototype = dispatch_carrier(*invocation);
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
   (void)out;

@@ -261,24 +261,26 @@ const OperationPlan& tensor_plan(std::string_view op, std::initializer_list<cons
   return cache.back().plan;
 }
 
-Tensor binary(std::string_view op, const Tensor& a, const Tensor& b, const Output& out) {
-  std::optional<OperationPlan> scratch;
-  const OperationPlan& plan = tensor_plan(op, {&a.dtype(), &b.dtype()}, scratch);
-  // Equal shapes (the common case) need no broadcast shape to be built.
-  std::optional<Shape> broadcast;
-  const bool same = a.shape() == b.shape() && a.shape().is_flat();  // broadcast_shapes is flat
-  if (!same) broadcast.emplace(broadcast_shapes(a.shape(), b.shape(), op));
-  const Shape& shape = same ? a.shape() : *broadcast;
-  const Carrier& prototype = common_carrier(op, {&a, &b});
-  // An operand already of the result's shape is passed as it is (no view).
-  return execute(plan, {a.shape() == shape ? a : a.broadcast_to(shape), b.shape() == shape ? b : b.broadcast_to(shape)},
-                 Attributes{}, shape, prototype, out);
+Shape Lowered::published_shape() const {
+  if (squeeze.empty()) return kernel_shape;
+  std::vector<std::int64_t> extents;
+  for (std::size_t i = 0; i < kernel_shape.rank(); ++i)
+    if (std::find(squeeze.begin(), squeeze.end(), static_cast<std::int64_t>(i)) == squeeze.end())
+      extents.push_back(kernel_shape.extent(i));
+  return Shape::of(extents);
 }
 
-Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, const Output& out) {
-  const OperationPlan plan = resolve_operation_plan(op, {a.dtype(), s});
-  const Carrier& prototype = common_carrier(op, {&a});
-  return execute(plan, {a, materialize(s, plan.operands()[1], op)}, Attributes{}, flat(a.shape()), prototype, out);
+Tensor Execute::operator()(const OperationPlan& plan, std::vector<KernelOperand> operands,
+                           const Attributes& attributes, const Shape& shape, const Carrier& prototype,
+                           std::span<const std::int64_t> squeeze) const {
+  Tensor result = execute(plan, std::move(operands), attributes, shape, prototype, out);
+  if (out || squeeze.empty()) return result;  // the caller's output itself
+  return result.squeeze(std::vector<std::int64_t>(squeeze.begin(), squeeze.end()));
+}
+
+Tensor run(Lowered lowered, const Output& out) {
+  return Execute{out}(lowered.plan, std::move(lowered.operands), lowered.attributes, lowered.kernel_shape,
+                      *lowered.prototype, lowered.squeeze);
 }
 
 // Normalised, sorted, duplicate-free axes (ValueError otherwise).

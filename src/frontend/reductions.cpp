@@ -16,6 +16,9 @@ namespace strideweave {
 
 using frontend::common_carrier;
 using frontend::execute;
+using frontend::Execute;
+using frontend::Lower;
+using frontend::Lowered;
 using frontend::flat;
 using frontend::normalize_axes;
 
@@ -52,8 +55,9 @@ Attributes reduce_attributes(const std::vector<std::int64_t>& axes, bool keepdim
 
 // reduce_prod, reduce_max, reduce_min: resolve -> axes -> shape -> (no
 // identity: empty block is a ValueError) -> carrier -> execute.
-Tensor reduce(std::string_view op, const Tensor& x, const Axes& requested, bool keepdims, bool has_identity,
-              const Output& out) {
+template <class Finish>
+auto reduce(std::string_view op, const Tensor& x, const Axes& requested, bool keepdims, bool has_identity,
+            Finish&& finish) {
   const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
   const std::vector<std::int64_t> axes = normalize_axes(op, requested.list(), x.rank());
   const Shape shape = reduced_shape(x, axes, keepdims);
@@ -61,12 +65,13 @@ Tensor reduce(std::string_view op, const Tensor& x, const Axes& requested, bool 
     throw ValueError(fmt::format("{}: the reduced block of input shape {} is empty and {} has no identity", op,
                                  x.shape().to_string(), op));
   const Carrier& prototype = common_carrier(op, {&x});
-  return execute(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype, out);
+  return finish(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype);
 }
 
 // argmax, argmin: one axis, or every axis (flat logical ordinal).
-Tensor arg_reduce(std::string_view op, const Tensor& x, std::optional<std::int64_t> axis, bool keepdims,
-                  const Output& out) {
+template <class Finish>
+auto arg_reduce(std::string_view op, const Tensor& x, std::optional<std::int64_t> axis, bool keepdims,
+                Finish&& finish) {
   const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
   const std::string what = fmt::format("{} axis", op);
   const std::vector<std::int64_t> axes =
@@ -80,7 +85,7 @@ Tensor arg_reduce(std::string_view op, const Tensor& x, std::optional<std::int64
     throw OverflowError(fmt::format("{}: a block of {} elements has ordinals beyond the Int32 index range (at most {})",
                                     op, n, kMaxIndexedExtent));
   const Carrier& prototype = common_carrier(op, {&x});
-  return execute(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype, out);
+  return finish(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype);
 }
 
 // The normalised axis of sort/topk; OverflowError when its positions do not
@@ -147,50 +152,58 @@ SortResult line_pair(std::string_view op, const Tensor& x, const char* values_op
 }
 
 // One internal plan of sort/topk (the name-based entries below).
-Tensor line_single(std::string_view op, const Tensor& x, const std::function<LineCall()>& validate,
-                   const Output& out) {
+Lowered line_single(std::string_view op, const Tensor& x, const std::function<LineCall()>& validate) {
   const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
   const LineCall c = validate();
   const Carrier& prototype = common_carrier(op, {&x});
-  return execute(plan, {x}, c.attributes, c.shape, prototype, out);
+  return Lower{}(plan, {x}, c.attributes, c.shape, prototype);
+}
+
+template <class Finish>
+auto reduce_sum_call(const Tensor& x, const Axes& requested, bool keepdims,
+                     const std::optional<OperationExecutionOptions>& options, Finish&& finish) {
+  const OperationPlan plan =
+      resolve_operation_plan("reduce_sum", {x.dtype()}, nullptr, options ? &*options : nullptr);
+  const std::vector<std::int64_t> axes = normalize_axes("reduce_sum", requested.list(), x.rank());
+  const Shape shape = reduced_shape(x, axes, keepdims);
+  const Carrier& prototype = common_carrier("reduce_sum", {&x});
+  return finish(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype);
+}
+
+template <class Finish>
+auto cumsum_call(const Tensor& x, std::int64_t axis, Finish&& finish) {
+  const OperationPlan plan = resolve_operation_plan("cumsum", {x.dtype()});
+  Attributes attributes;
+  attributes.set("axis", normalize_axis(axis, x.rank(), "cumsum axis"));
+  const Carrier& prototype = common_carrier("cumsum", {&x});
+  return finish(plan, {x}, attributes, flat(x.shape()), prototype);
 }
 
 }  // namespace
 
 Tensor reduce_sum(const Tensor& x, Axes requested, bool keepdims, const std::optional<OperationExecutionOptions>& options,
                   const Output& out) {
-  const OperationPlan plan =
-      resolve_operation_plan("reduce_sum", {x.dtype()}, nullptr, options ? &*options : nullptr);
-  const std::vector<std::int64_t> axes = normalize_axes("reduce_sum", requested.list(), x.rank());
-  const Shape shape = reduced_shape(x, axes, keepdims);
-  const Carrier& prototype = common_carrier("reduce_sum", {&x});
-  return execute(plan, {x}, reduce_attributes(axes, keepdims), shape, prototype, out);
+  return reduce_sum_call(x, requested, keepdims, options, Execute{out});
 }
 
 Tensor reduce_prod(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
-  return reduce("reduce_prod", x, axes, keepdims, true, out);
+  return reduce("reduce_prod", x, axes, keepdims, true, Execute{out});
 }
 Tensor reduce_max(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
-  return reduce("reduce_max", x, axes, keepdims, false, out);
+  return reduce("reduce_max", x, axes, keepdims, false, Execute{out});
 }
 Tensor reduce_min(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
-  return reduce("reduce_min", x, axes, keepdims, false, out);
+  return reduce("reduce_min", x, axes, keepdims, false, Execute{out});
 }
 
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
-  return arg_reduce("argmax", x, axis, keepdims, out);
+  return arg_reduce("argmax", x, axis, keepdims, Execute{out});
 }
 Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
-  return arg_reduce("argmin", x, axis, keepdims, out);
+  return arg_reduce("argmin", x, axis, keepdims, Execute{out});
 }
 
-Tensor cumsum(const Tensor& x, std::int64_t axis, const Output& out) {
-  const OperationPlan plan = resolve_operation_plan("cumsum", {x.dtype()});
-  Attributes attributes;
-  attributes.set("axis", normalize_axis(axis, x.rank(), "cumsum axis"));
-  const Carrier& prototype = common_carrier("cumsum", {&x});
-  return execute(plan, {x}, attributes, flat(x.shape()), prototype, out);
-}
+Tensor cumsum(const Tensor& x, std::int64_t axis, const Output& out) { return cumsum_call(x, axis, Execute{out}); }
 
 SortResult sort(const Tensor& x, std::int64_t axis, bool descending) {
   return line_pair("sort", x, "_sort_values", "_sort_indices", [&] { return sort_call(x, axis, descending); });
@@ -202,161 +215,103 @@ SortResult topk(const Tensor& x, std::int64_t k, std::int64_t axis, bool largest
 
 namespace frontend {
 
+using namespace builtin_schema;
+
 namespace {
 
-const OptionDoc kAxesDoc{"axes", "null (every axis)",
-                         "axes to reduce, each in [-rank, rank), no duplicates; [] reduces nothing"};
-const OptionDoc kKeepdimsDoc{"keepdims", "false", "keep reduced axes with extent 1"};
-
-std::int64_t required_integer(std::string_view op, OptionReader& r, const char* name) {
-  const std::optional<std::int64_t> v = r.optional_integer(name);
-  if (!v) throw TypeError(fmt::format("{}: missing required option '{}'", op, name));
-  return *v;
+operation::OptionSpec axes_option() {
+  return option("axes", std::monostate{},
+                "axes to reduce, each in [-rank, rank), no duplicates; None: every axis; [] reduces nothing");
 }
+operation::OptionSpec keepdims_option() { return option("keepdims", false, "keep reduced axes with extent 1"); }
 
-// The axes option: missing or null = every axis; a list (or one integer).
-Axes axes_option(OptionReader& r) {
-  std::optional<std::vector<std::int64_t>> list = r.integers("axes");
+Axes axes_of(const BoundCall& c) {
+  std::optional<std::vector<std::int64_t>> list = ints_option(c, "axes");
   return list ? Axes(std::move(*list)) : Axes::all();
 }
 
-// One tensor operand, no accumulator.
-const Tensor& only_tensor(std::string_view op, std::span<const CallOperand> ops, const ExecutionRequest& acc) {
-  no_accumulator(op, acc);
-  expect_arity(op, ops, 1);
-  return tensor_arg(op, ops, 0);
+// sort and topk by name: both plans.
+CallResult pair_result(const char* values_op, const char* indices_op, const Tensor& x, SortResult s) {
+  return CallResult{{resolve_operation_plan(values_op, {x.dtype()}), resolve_operation_plan(indices_op, {x.dtype()})},
+                    {std::move(s.values), std::move(s.indices)}};
 }
 
 }  // namespace
 
-void add_reduction_calls(std::vector<CallableOperation>& out) {
+void add_reduction_builtins(std::vector<BuiltinEntry>& out) {
+  out.push_back(entry("reduce_sum", {tensor("x", true)},
+                      {axes_option(), keepdims_option(), accumulator_option(), arithmetic_option()},
+                      [](const BoundCall& c) {
+                        return reduce_sum_call(c.tensor(0), axes_of(c), bool_option(c, "keepdims"),
+                                               execution_options(c), Lower{});
+                      },
+                      operation::BuiltinTraits{true, false, true}));
+  for (const auto& [name, has_identity] :
+       {std::pair{"reduce_prod", true}, std::pair{"reduce_max", false}, std::pair{"reduce_min", false}}) {
+    const char* n = name;
+    const bool identity = has_identity;
+    out.push_back(entry(n, {tensor("x", true)}, {axes_option(), keepdims_option()}, [n, identity](const BoundCall& c) {
+      return reduce(n, c.tensor(0), axes_of(c), bool_option(c, "keepdims"), identity, Lower{});
+    }));
+  }
+  for (const char* name : {"argmax", "argmin"})
+    out.push_back(entry(name, {tensor("x")},
+                        {option("axis", std::monostate{},
+                                "the one axis to reduce, in [-rank, rank); None: every element (flat logical "
+                                "ordinal)"),
+                         keepdims_option()},
+                        [name](const BoundCall& c) {
+                          return arg_reduce(name, c.tensor(0), optional_int_option(c, "axis"),
+                                            bool_option(c, "keepdims"), Lower{});
+                        }));
+  out.push_back(entry("cumsum", {tensor("x", true)},
+                      {required("axis", "the axis to accumulate along, in [-rank, rank)")},
+                      [](const BoundCall& c) { return cumsum_call(c.tensor(0), int_option(c, "axis"), Lower{}); }));
+
+  // sort and topk, and their internal plans (each one result) for tools and
+  // the conformance harness, which calls every kernel-table plan by name.
+  const std::vector<operation::OptionSpec> sort_options = {
+      option("axis", std::int64_t{-1}, "the axis to sort along, in [-rank, rank)"),
+      option("descending", false, "largest first (stable: equal elements keep their order)")};
+  for (const char* name : {"_sort_values", "_sort_indices"})
+    out.push_back(entry(name, {tensor("x", name[6] == 'v')}, sort_options,
+                        [name](const BoundCall& c) {
+                          const Tensor& x = c.tensor(0);
+                          const std::int64_t axis = int_option(c, "axis");
+                          const bool descending = bool_option(c, "descending");
+                          return line_single(name, x, [&] { return sort_call(x, axis, descending); });
+                        },
+                        operation::BuiltinTraits{false, false, false}));
   {
-    CallableOperation c;
-    c.name = "reduce_sum";
-    c.signature = "reduce_sum(x: tensor)";
-    c.options = {kAxesDoc, kKeepdimsDoc};
-    c.accepts_accumulator = true;
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      OptionReader r("reduce_sum", options);
-      const Axes axes = axes_option(r);
-      const bool keepdims = r.boolean("keepdims", false);
-      r.finish();
-      expect_arity("reduce_sum", ops, 1);
-      const Tensor& x = tensor_arg("reduce_sum", ops, 0);
-      const std::optional<OperationExecutionOptions> exec = acc.options("reduce_sum");
-      return CallResult{{resolve_operation_plan("reduce_sum", {x.dtype()}, nullptr, exec ? &*exec : nullptr)},
-                        {reduce_sum(x, axes, keepdims, exec, acc.out)}};
+    BuiltinEntry e = entry("sort", {tensor("x", true)}, sort_options, nullptr);
+    e.composite = [](const BoundCall& c) {
+      const Tensor& x = c.tensor(0);
+      return pair_result("_sort_values", "_sort_indices", x,
+                         sort(x, int_option(c, "axis"), bool_option(c, "descending")));
     };
-    out.push_back(std::move(c));
+    out.push_back(std::move(e));
   }
-  for (const char* name : {"reduce_prod", "reduce_max", "reduce_min"}) {
-    CallableOperation c;
-    c.name = name;
-    c.signature = fmt::format("{}(x: tensor)", name);
-    c.options = {kAxesDoc, kKeepdimsDoc};
-    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      OptionReader r(name, options);
-      const Axes axes = axes_option(r);
-      const bool keepdims = r.boolean("keepdims", false);
-      r.finish();
-      const Tensor& x = only_tensor(name, ops, acc);
-      const std::string_view n(name);
-      Tensor result = n == "reduce_prod"  ? reduce_prod(x, axes, keepdims, acc.out)
-                      : n == "reduce_max" ? reduce_max(x, axes, keepdims, acc.out)
-                                          : reduce_min(x, axes, keepdims, acc.out);
-      return CallResult{{resolve_operation_plan(name, {x.dtype()})}, {std::move(result)}};
-    };
-    out.push_back(std::move(c));
-  }
-  for (const char* name : {"argmax", "argmin"}) {
-    CallableOperation c;
-    c.name = name;
-    c.signature = fmt::format("{}(x: tensor)", name);
-    c.options = {{"axis", "null (every element, flat logical ordinal)", "the one axis to reduce, in [-rank, rank)"},
-                 kKeepdimsDoc};
-    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      OptionReader r(name, options);
-      const std::optional<std::int64_t> axis = r.optional_integer("axis");
-      const bool keepdims = r.boolean("keepdims", false);
-      r.finish();
-      const Tensor& x = only_tensor(name, ops, acc);
-      Tensor result = std::string_view(name) == "argmax" ? argmax(x, axis, keepdims, acc.out)
-                                                         : argmin(x, axis, keepdims, acc.out);
-      return CallResult{{resolve_operation_plan(name, {x.dtype()})}, {std::move(result)}};
-    };
-    out.push_back(std::move(c));
-  }
+  const std::vector<operation::OptionSpec> topk_options = {
+      required("k", "how many elements to keep, in [0, extent of axis]"),
+      option("axis", std::int64_t{-1}, "the axis to select along, in [-rank, rank)"),
+      option("largest", true, "the k largest (largest first); false: the k smallest (smallest first)")};
+  for (const char* name : {"_topk_values", "_topk_indices"})
+    out.push_back(entry(name, {tensor("x", name[6] == 'v')}, topk_options,
+                        [name](const BoundCall& c) {
+                          const Tensor& x = c.tensor(0);
+                          const std::int64_t k = int_option(c, "k"), axis = int_option(c, "axis");
+                          const bool largest = bool_option(c, "largest");
+                          return line_single(name, x, [&] { return topk_call(x, k, axis, largest); });
+                        },
+                        operation::BuiltinTraits{false, false, false}));
   {
-    CallableOperation c;
-    c.name = "cumsum";
-    c.signature = "cumsum(x: tensor)";
-    c.options = {{"axis", "required", "the axis to accumulate along, in [-rank, rank); missing -> TypeError"}};
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      OptionReader r("cumsum", options);
-      const std::int64_t axis = required_integer("cumsum", r, "axis");
-      r.finish();
-      const Tensor& x = only_tensor("cumsum", ops, acc);
-      return CallResult{{resolve_operation_plan("cumsum", {x.dtype()})}, {cumsum(x, axis, acc.out)}};
+    BuiltinEntry e = entry("topk", {tensor("x", true)}, topk_options, nullptr);
+    e.composite = [](const BoundCall& c) {
+      const Tensor& x = c.tensor(0);
+      return pair_result("_topk_values", "_topk_indices", x,
+                         topk(x, int_option(c, "k"), int_option(c, "axis"), bool_option(c, "largest")));
     };
-    out.push_back(std::move(c));
-  }
-  // sort, and its two internal plans (each one result) for tools and the
-  // conformance harness, which calls every kernel-table plan by its name.
-  const std::vector<OptionDoc> sort_docs = {
-      {"axis", "-1", "the axis to sort along, in [-rank, rank)"},
-      {"descending", "false", "largest first (stable: equal elements keep their order)"}};
-  for (const char* name : {"sort", "_sort_values", "_sort_indices"}) {
-    CallableOperation c;
-    c.name = name;
-    c.internal = name[0] == '_';
-    c.signature = std::string_view(name) == "sort" ? "sort(x: tensor) -> (values, indices)"
-                                                   : fmt::format("{}(x: tensor) (internal plan of sort)", name);
-    c.options = sort_docs;
-    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      OptionReader r(name, options);
-      const std::int64_t axis = r.integer("axis", -1);
-      const bool descending = r.boolean("descending", false);
-      r.finish();
-      const Tensor& x = only_tensor(name, ops, acc);
-      if (std::string_view(name) != "sort")
-        return CallResult{{resolve_operation_plan(name, {x.dtype()})},
-                          {line_single(name, x, [&] { return sort_call(x, axis, descending); }, acc.out)}};
-      no_output(name, acc);
-      SortResult s = sort(x, axis, descending);
-      return CallResult{{resolve_operation_plan("_sort_values", {x.dtype()}),
-                         resolve_operation_plan("_sort_indices", {x.dtype()})},
-                        {std::move(s.values), std::move(s.indices)}};
-    };
-    out.push_back(std::move(c));
-  }
-  const std::vector<OptionDoc> topk_docs = {
-      {"k", "required", "how many elements to keep, in [0, extent of axis]; missing -> TypeError"},
-      {"axis", "-1", "the axis to select along, in [-rank, rank)"},
-      {"largest", "true", "the k largest (largest first); false: the k smallest (smallest first)"}};
-  for (const char* name : {"topk", "_topk_values", "_topk_indices"}) {
-    CallableOperation c;
-    c.name = name;
-    c.internal = name[0] == '_';
-    c.signature = std::string_view(name) == "topk" ? "topk(x: tensor) -> (values, indices)"
-                                                   : fmt::format("{}(x: tensor) (internal plan of topk)", name);
-    c.options = topk_docs;
-    c.call = [name](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      OptionReader r(name, options);
-      const std::int64_t k = required_integer(name, r, "k");
-      const std::int64_t axis = r.integer("axis", -1);
-      const bool largest = r.boolean("largest", true);
-      r.finish();
-      const Tensor& x = only_tensor(name, ops, acc);
-      if (std::string_view(name) != "topk")
-        return CallResult{{resolve_operation_plan(name, {x.dtype()})},
-                          {line_single(name, x, [&] { return topk_call(x, k, axis, largest); }, acc.out)}};
-      no_output(name, acc);
-      SortResult s = topk(x, k, axis, largest);
-      return CallResult{{resolve_operation_plan("_topk_values", {x.dtype()}),
-                         resolve_operation_plan("_topk_indices", {x.dtype()})},
-                        {std::move(s.values), std::move(s.indices)}};
-    };
-    out.push_back(std::move(c));
+    out.push_back(std::move(e));
   }
 }
 

@@ -13,13 +13,18 @@ namespace strideweave {
 
 using frontend::binary;
 using frontend::common_carrier;
-using frontend::execute;
+using frontend::Execute;
+using frontend::Lower;
+using frontend::Lowered;
 using frontend::flat;
 using frontend::normalize_axes;
 using frontend::tensor_scalar;
 
-Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options,
-              const Output& out) {
+namespace {
+
+template <class Finish>
+auto matmul_call(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options,
+                 Finish&& finish) {
   const OperationPlan plan =
       resolve_operation_plan("matmul", {a.dtype(), b.dtype()}, nullptr, options ? &*options : nullptr);
   if (a.rank() == 0 || b.rank() == 0)
@@ -41,15 +46,20 @@ Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExe
   ea.insert(ea.end(), {m, k});
   eb.insert(eb.end(), {k, n});
   eo.insert(eo.end(), {m, n});
-  Tensor result = execute(plan, {a2.broadcast_to(Shape::of(ea)), b2.broadcast_to(Shape::of(eb))}, Attributes{},
-                          Shape::of(eo), prototype, out);
-  if (out) return result;  // the caller's output itself
-  // Remove the axes the vector promotion introduced.
+  // The published result drops the axes the vector promotion introduced.
   const auto rank = static_cast<std::int64_t>(eo.size());
-  if (a.rank() == 1 && b.rank() == 1) return result.squeeze(std::vector<std::int64_t>{rank - 2, rank - 1});
-  if (a.rank() == 1) return result.squeeze(std::vector<std::int64_t>{rank - 2});
-  if (b.rank() == 1) return result.squeeze(std::vector<std::int64_t>{rank - 1});
-  return result;
+  std::vector<std::int64_t> squeeze;
+  if (a.rank() == 1) squeeze.push_back(rank - 2);
+  if (b.rank() == 1) squeeze.push_back(rank - 1);
+  return finish(plan, {a2.broadcast_to(Shape::of(ea)), b2.broadcast_to(Shape::of(eb))}, Attributes{}, Shape::of(eo),
+                prototype, squeeze);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options,
+              const Output& out) {
+  return matmul_call(a, b, options, Execute{out});
 }
 
 // ---- conv_general
@@ -77,9 +87,8 @@ std::vector<std::int64_t> spatial_option(const std::optional<std::vector<std::in
   return *given;
 }
 
-}  // namespace
-
-Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions& options, const Output& out) {
+template <class Finish>
+auto conv_general_call(const Tensor& input, const Tensor& weight, const ConvOptions& options, Finish&& finish) {
   const OperationPlan plan = resolve_operation_plan("conv_general", {input.dtype(), weight.dtype()});
   if (input.rank() < 3)
     throw ValueError(fmt::format("conv_general: input must have rank >= 3 (N, C_in, S_1..S_d), got {}",
@@ -136,7 +145,13 @@ Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions
   attributes.set("padding_hi", hi);
   attributes.set("dilation", dilation);
   attributes.set("groups", groups);
-  return execute(plan, {input, weight}, attributes, Shape::of(out_extents), prototype, out);
+  return finish(plan, {input, weight}, attributes, Shape::of(out_extents), prototype);
+}
+
+}  // namespace
+
+Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions& options, const Output& out) {
+  return conv_general_call(input, weight, options, Execute{out});
 }
 
 // ---- gather, scatter, scatter_add
@@ -163,8 +178,9 @@ void require_within(std::string_view op, const Tensor& indices, const Tensor& ot
   }
 }
 
-Tensor scatter_like(std::string_view op, const Tensor& data, const Tensor& indices, const Tensor& src,
-                    std::int64_t axis, const Output& out) {
+template <class Finish>
+auto scatter_like(std::string_view op, const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
+                  Finish&& finish) {
   const OperationPlan plan = resolve_operation_plan(op, {data.dtype(), indices.dtype(), src.dtype()});
   if (indices.rank() != data.rank() || src.rank() != data.rank())
     throw ValueError(fmt::format("{}: data {}, indices {} and src {} must have equal rank", op,
@@ -176,13 +192,13 @@ Tensor scatter_like(std::string_view op, const Tensor& data, const Tensor& indic
   const Carrier& prototype = common_carrier(op, {&data, &indices, &src});
   Attributes attributes;
   attributes.set("axis", a);
-  Tensor result = execute(plan, {d1, i1, s1}, attributes, flat(d1.shape()), prototype, out);
-  return data.rank() == 0 && !out ? result.squeeze() : result;
+  // A rank-0 data publishes a rank-0 result.
+  const std::vector<std::int64_t> squeeze = data.rank() == 0 ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{};
+  return finish(plan, {d1, i1, s1}, attributes, flat(d1.shape()), prototype, squeeze);
 }
 
-}  // namespace
-
-Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis, const Output& out) {
+template <class Finish>
+auto gather_call(const Tensor& data, const Tensor& indices, std::int64_t axis, Finish&& finish) {
   const OperationPlan plan = resolve_operation_plan("gather", {data.dtype(), indices.dtype()});
   if (indices.rank() != data.rank())
     throw ValueError(fmt::format("gather: data {} and indices {} must have equal rank", data.shape().to_string(),
@@ -193,113 +209,63 @@ Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis, cons
   const Carrier& prototype = common_carrier("gather", {&data, &indices});
   Attributes attributes;
   attributes.set("axis", a);
-  Tensor result = execute(plan, {d1, i1}, attributes, flat(i1.shape()), prototype, out);
-  return data.rank() == 0 && !out ? result.squeeze() : result;
+  const std::vector<std::int64_t> squeeze = data.rank() == 0 ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{};
+  return finish(plan, {d1, i1}, attributes, flat(i1.shape()), prototype, squeeze);
+}
+
+
+
+}  // namespace
+
+Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis, const Output& out) {
+  return gather_call(data, indices, axis, Execute{out});
 }
 
 Tensor scatter(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis, const Output& out) {
-  return scatter_like("scatter", data, indices, src, axis, out);
+  return scatter_like("scatter", data, indices, src, axis, Execute{out});
 }
 
 Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
                    const Output& out) {
-  return scatter_like("scatter_add", data, indices, src, axis, out);
+  return scatter_like("scatter_add", data, indices, src, axis, Execute{out});
 }
 
 namespace frontend {
 
-namespace {
+using namespace builtin_schema;
 
-std::int64_t required_axis(std::string_view op, OptionReader& r) {
-  const std::optional<std::int64_t> axis = r.optional_integer("axis");
-  if (!axis) throw TypeError(fmt::format("{}: missing required option 'axis'", op));
-  return *axis;
-}
-
-const OptionDoc kAxisDoc{"axis", "required",
-                         "the indexed axis, in [-rank, rank) (negative counts from the end); missing -> TypeError"};
-
-}  // namespace
-
-void add_structured_calls(std::vector<CallableOperation>& out) {
-  {
-    CallableOperation c;
-    c.name = "matmul";
-    c.signature = "matmul(a: tensor, b: tensor)";
-    c.accepts_accumulator = true;
-    c.accepts_arithmetic = true;
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      OptionReader("matmul", options).finish();
-      expect_arity("matmul", ops, 2);
-      const Tensor& a = tensor_arg("matmul", ops, 0);
-      const Tensor& b = tensor_arg("matmul", ops, 1);
-      const std::optional<OperationExecutionOptions> exec = acc.options("matmul");
-      return CallResult{{resolve_operation_plan("matmul", {a.dtype(), b.dtype()}, nullptr, exec ? &*exec : nullptr)},
-                        {matmul(a, b, exec, acc.out)}};
-    };
-    out.push_back(std::move(c));
-  }
-  {
-    CallableOperation c;
-    c.name = "conv_general";
-    c.signature = "conv_general(input: tensor, weight: tensor)";
-    c.options = {
-        {"stride", "1 on every spatial axis", "d positive integers, the step between windows per spatial axis"},
-        {"padding", "0 on every spatial axis",
-         "d non-negative integers (symmetric) or 2d (lo_1, hi_1, ..., lo_d, hi_d); padded inputs are +0.0"},
-        {"dilation", "1 on every spatial axis", "d positive integers, the step between kernel taps per spatial axis"},
-        {"groups", "1", "a positive integer dividing C_in and C_out; weight axis 1 is C_in/groups"}};
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      no_accumulator("conv_general", acc);
-      OptionReader r("conv_general", options);
-      ConvOptions conv{r.integers("stride"), r.integers("padding"), r.integers("dilation"), r.integer("groups", 1)};
-      r.finish();
-      expect_arity("conv_general", ops, 2);
-      const Tensor& input = tensor_arg("conv_general", ops, 0);
-      const Tensor& weight = tensor_arg("conv_general", ops, 1);
-      return CallResult{{resolve_operation_plan("conv_general", {input.dtype(), weight.dtype()})},
-                        {conv_general(input, weight, conv, acc.out)}};
-    };
-    out.push_back(std::move(c));
-  }
-  {
-    CallableOperation c;
-    c.name = "gather";
-    c.signature = "gather(data: tensor, indices: tensor)";
-    c.options = {kAxisDoc};
-    c.call = [](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      no_accumulator("gather", acc);
-      OptionReader r("gather", options);
-      const std::int64_t axis = required_axis("gather", r);
-      r.finish();
-      expect_arity("gather", ops, 2);
-      const Tensor& data = tensor_arg("gather", ops, 0);
-      const Tensor& indices = tensor_arg("gather", ops, 1);
-      return CallResult{{resolve_operation_plan("gather", {data.dtype(), indices.dtype()})},
-                        {gather(data, indices, axis, acc.out)}};
-    };
-    out.push_back(std::move(c));
-  }
-  for (const char* name : {"scatter", "scatter_add"}) {
-    CallableOperation c;
-    c.name = name;
-    c.signature = fmt::format("{}(data: tensor, indices: tensor, src: tensor)", name);
-    c.options = {kAxisDoc};
-    const bool add = std::string_view(name) == "scatter_add";
-    c.call = [name, add](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-      no_accumulator(name, acc);
-      OptionReader r(name, options);
-      const std::int64_t axis = required_axis(name, r);
-      r.finish();
-      expect_arity(name, ops, 3);
-      const Tensor& data = tensor_arg(name, ops, 0);
-      const Tensor& indices = tensor_arg(name, ops, 1);
-      const Tensor& src = tensor_arg(name, ops, 2);
-      return CallResult{{resolve_operation_plan(name, {data.dtype(), indices.dtype(), src.dtype()})},
-                        {add ? scatter_add(data, indices, src, axis, acc.out) : scatter(data, indices, src, axis, acc.out)}};
-    };
-    out.push_back(std::move(c));
-  }
+void add_structured_builtins(std::vector<BuiltinEntry>& out) {
+  out.push_back(entry("matmul", {tensor("a", true), tensor("b", true)}, {accumulator_option(), arithmetic_option()},
+                      [](const BoundCall& c) {
+                        return matmul_call(c.tensor(0), c.tensor(1), execution_options(c), Lower{});
+                      },
+                      operation::BuiltinTraits{true, true, true}));
+  out.push_back(entry(
+      "conv_general", {tensor("input", true), tensor("weight", true)},
+      {option("stride", std::monostate{},
+              "d positive integers, the step between windows per spatial axis; None: 1 on every spatial axis"),
+       option("padding", std::monostate{},
+              "d non-negative integers (symmetric) or 2d (lo_1, hi_1, ..., lo_d, hi_d); padded inputs are +0.0; "
+              "None: 0 on every spatial axis"),
+       option("dilation", std::monostate{},
+              "d positive integers, the step between kernel taps per spatial axis; None: 1 on every spatial axis"),
+       option("groups", std::int64_t{1}, "a positive integer dividing C_in and C_out; weight axis 1 is C_in/groups")},
+      [](const BoundCall& c) {
+        const ConvOptions conv{ints_option(c, "stride"), ints_option(c, "padding"), ints_option(c, "dilation"),
+                               int_option(c, "groups")};
+        return conv_general_call(c.tensor(0), c.tensor(1), conv, Lower{});
+      }));
+  const char* axis_doc = "the indexed axis, in [-rank, rank) (negative counts from the end)";
+  out.push_back(entry("gather", {tensor("data", true), tensor("indices")}, {required("axis", axis_doc)},
+                      [](const BoundCall& c) {
+                        return gather_call(c.tensor(0), c.tensor(1), int_option(c, "axis"), Lower{});
+                      }));
+  for (const char* name : {"scatter", "scatter_add"})
+    out.push_back(entry(name, {tensor("data", true), tensor("indices"), tensor("src", true)},
+                        {required("axis", axis_doc)}, [name](const BoundCall& c) {
+                          return scatter_like(name, c.tensor(0), c.tensor(1), c.tensor(2), int_option(c, "axis"),
+                                              Lower{});
+                        }));
 }
 
 }  // namespace frontend

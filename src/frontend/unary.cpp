@@ -14,7 +14,9 @@
 namespace strideweave {
 
 using frontend::common_carrier;
-using frontend::execute;
+using frontend::Execute;
+using frontend::Lower;
+using frontend::Lowered;
 using frontend::flat;
 
 namespace {
@@ -24,16 +26,16 @@ namespace {
 // function, NotImplementedError for Bool) wins over an option error, as for
 // every other operation; options are validated before the carrier check and
 // before anything is allocated.
-template <class Options>
-Tensor unary_call(const char* op, const Tensor& x, const Output& out, Options&& options) {
+template <class Finish, class Options>
+auto unary_call(const char* op, const Tensor& x, Finish&& finish, Options&& options) {
   std::optional<OperationPlan> scratch;
   const OperationPlan& plan = frontend::tensor_plan(op, {&x.dtype()}, scratch);
   const Attributes attributes = options();
   const Carrier& prototype = common_carrier(op, {&x});
-  return execute(plan, {x}, attributes, flat(x.shape()), prototype, out);
+  return finish(plan, {x}, attributes, flat(x.shape()), prototype);
 }
 Tensor unary_call(const char* op, const Tensor& x, const Output& out) {
-  return unary_call(op, x, out, [] { return Attributes{}; });
+  return unary_call(op, x, Execute{out}, [] { return Attributes{}; });
 }
 
 // A real option as the binary32 value every kernel step uses (round to
@@ -60,40 +62,46 @@ Tensor sigmoid(const Tensor& x, const Output& out) { return unary_call("sigmoid"
 Tensor silu(const Tensor& x, const Output& out) { return unary_call("silu", x, out); }
 Tensor tanh(const Tensor& x, const Output& out) { return unary_call("tanh", x, out); }
 
+namespace {
+
+Attributes elu_attributes(double alpha) {
+  Attributes a;
+  a.set("alpha", binary32_option("elu", "alpha", alpha, true));
+  return a;
+}
+Attributes gelu_attributes(bool approximate) {
+  Attributes a;
+  a.set("approximate", approximate);
+  return a;
+}
+Attributes leaky_relu_attributes(double negative_slope) {
+  Attributes a;
+  a.set("negative_slope", binary32_option("leaky_relu", "negative_slope", negative_slope, true));
+  return a;
+}
+Attributes softplus_attributes(double beta, double threshold) {
+  const double b = binary32_option("softplus", "beta", beta, true);
+  if (b == 0.0) throw ValueError(fmt::format("softplus: beta must be non-zero in binary32, got {}", beta));
+  if (std::isnan(threshold)) throw ValueError("softplus: threshold must not be NaN");
+  Attributes a;
+  a.set("beta", b);
+  a.set("threshold", binary32_option("softplus", "threshold", threshold, false));
+  return a;
+}
+
+}  // namespace
+
 Tensor elu(const Tensor& x, double alpha, const Output& out) {
-  return unary_call("elu", x, out, [&] {
-    Attributes a;
-    a.set("alpha", binary32_option("elu", "alpha", alpha, true));
-    return a;
-  });
+  return unary_call("elu", x, Execute{out}, [&] { return elu_attributes(alpha); });
 }
-
 Tensor gelu(const Tensor& x, bool approximate, const Output& out) {
-  return unary_call("gelu", x, out, [&] {
-    Attributes a;
-    a.set("approximate", approximate);
-    return a;
-  });
+  return unary_call("gelu", x, Execute{out}, [&] { return gelu_attributes(approximate); });
 }
-
 Tensor leaky_relu(const Tensor& x, double negative_slope, const Output& out) {
-  return unary_call("leaky_relu", x, out, [&] {
-    Attributes a;
-    a.set("negative_slope", binary32_option("leaky_relu", "negative_slope", negative_slope, true));
-    return a;
-  });
+  return unary_call("leaky_relu", x, Execute{out}, [&] { return leaky_relu_attributes(negative_slope); });
 }
-
 Tensor softplus(const Tensor& x, double beta, double threshold, const Output& out) {
-  return unary_call("softplus", x, out, [&] {
-    const double b = binary32_option("softplus", "beta", beta, true);
-    if (b == 0.0) throw ValueError(fmt::format("softplus: beta must be non-zero in binary32, got {}", beta));
-    if (std::isnan(threshold)) throw ValueError("softplus: threshold must not be NaN");
-    Attributes a;
-    a.set("beta", b);
-    a.set("threshold", binary32_option("softplus", "threshold", threshold, false));
-    return a;
-  });
+  return unary_call("softplus", x, Execute{out}, [&] { return softplus_attributes(beta, threshold); });
 }
 
 Tensor neg(const Tensor& x, const Output& out) { return unary_call("neg", x, out); }
@@ -115,69 +123,45 @@ Tensor round(const Tensor& x, const Output& out) { return unary_call("round", x,
 
 namespace frontend {
 
-namespace {
+using namespace builtin_schema;
 
-// The name-based entry of a unary operation; `run` reads the options (through
-// `r`) and calls the typed function.
-template <class Run>
-CallableOperation unary_entry(std::string name, std::string signature, std::vector<OptionDoc> docs, Run run) {
-  CallableOperation c;
-  c.name = name;
-  c.signature = std::move(signature);
-  c.options = std::move(docs);
-  c.call = [name, run](std::span<const CallOperand> ops, const CallOptions& options, const ExecutionRequest& acc) {
-    no_accumulator(name, acc);
-    OptionReader r(name, options);
-    auto typed = run(r);  // reads every option (TypeError for a wrong kind)
-    r.finish();
-    expect_arity(name, ops, 1);
-    const Tensor& x = tensor_arg(name, ops, 0);
-    return CallResult{{resolve_operation_plan(name, {x.dtype()})}, {typed(x, acc.out)}};
-  };
-  return c;
-}
-
-CallableOperation plain(std::string name, Tensor (*fn)(const Tensor&, const Output&)) {
-  return unary_entry(name, name + "(x: tensor)", {}, [fn](OptionReader&) { return fn; });
-}
-
-}  // namespace
-
-void add_unary_calls(std::vector<CallableOperation>& out) {
-  for (const auto& [name, fn] : std::initializer_list<std::pair<const char*, Tensor (*)(const Tensor&, const Output&)>>{
-           {"relu", relu},   {"exp", exp},     {"sigmoid", sigmoid}, {"silu", silu},   {"tanh", tanh},
-           {"neg", neg},     {"abs", abs},     {"sign", sign},       {"recip", recip}, {"sqrt", sqrt},
-           {"rsqrt", rsqrt}, {"exp2", exp2},   {"log", log},         {"log2", log2},   {"sin", sin},
-           {"cos", cos},     {"erf", erf},     {"floor", floor},     {"ceil", ceil},   {"round", round}})
-    out.push_back(plain(name, fn));
-
-  out.push_back(unary_entry(
-      "elu", "elu(x: tensor)",
-      {{"alpha", "1.0", "scale of the negative branch alpha * expm1(x); rounded to binary32, must stay finite"}},
-      [](OptionReader& r) {
-        const double alpha = r.real("alpha", 1.0);
-        return [alpha](const Tensor& x, const Output& o) { return elu(x, alpha, o); };
-      }));
-  out.push_back(unary_entry(
-      "gelu", "gelu(x: tensor)",
-      {{"approximate", "false", "false: the exact erf form; true: the tanh approximation"}}, [](OptionReader& r) {
-        const bool approximate = r.boolean("approximate", false);
-        return [approximate](const Tensor& x, const Output& o) { return gelu(x, approximate, o); };
-      }));
-  out.push_back(unary_entry(
-      "leaky_relu", "leaky_relu(x: tensor)",
-      {{"negative_slope", "0.01", "factor of the branch x <= 0; rounded to binary32, must stay finite"}},
-      [](OptionReader& r) {
-        const double slope = r.real("negative_slope", 0.01);
-        return [slope](const Tensor& x, const Output& o) { return leaky_relu(x, slope, o); };
-      }));
-  out.push_back(unary_entry(
-      "softplus", "softplus(x: tensor)",
-      {{"beta", "1.0", "log1p(exp(beta * x)) / beta; rounded to binary32, must be finite and non-zero"},
-       {"threshold", "20.0", "x is returned unchanged where x * beta > threshold; rounded to binary32, not NaN"}},
-      [](OptionReader& r) {
-        const double beta = r.real("beta", 1.0), threshold = r.real("threshold", 20.0);
-        return [beta, threshold](const Tensor& x, const Output& o) { return softplus(x, beta, threshold, o); };
+void add_unary_builtins(std::vector<BuiltinEntry>& out) {
+  // Every one is differentiable (sign, floor, ceil and round with the zero
+  // gradient, docs/autograd.md).
+  for (const char* name : {"relu", "exp", "sigmoid", "silu", "tanh", "neg", "abs", "sign", "recip", "sqrt", "rsqrt",
+                           "exp2", "log", "log2", "sin", "cos", "erf", "floor", "ceil", "round"}) {
+    out.push_back(entry(name, {tensor("x", true)}, {}, [name](const BoundCall& c) {
+      return unary_call(name, c.tensor(0), Lower{}, [] { return Attributes{}; });
+    }));
+  }
+  out.push_back(entry("elu", {tensor("x", true)},
+                      {option("alpha", 1.0, "scale of the negative branch alpha * expm1(x); rounded to binary32, must "
+                                            "stay finite")},
+                      [](const BoundCall& c) {
+                        const double alpha = real_option(c, "alpha");
+                        return unary_call("elu", c.tensor(0), Lower{}, [&] { return elu_attributes(alpha); });
+                      }));
+  out.push_back(entry("gelu", {tensor("x", true)},
+                      {option("approximate", false, "false: the exact erf form; true: the tanh approximation")},
+                      [](const BoundCall& c) {
+                        const bool approximate = bool_option(c, "approximate");
+                        return unary_call("gelu", c.tensor(0), Lower{}, [&] { return gelu_attributes(approximate); });
+                      }));
+  out.push_back(entry("leaky_relu", {tensor("x", true)},
+                      {option("negative_slope", 0.01,
+                              "factor of the branch x <= 0; rounded to binary32, must stay finite")},
+                      [](const BoundCall& c) {
+                        const double slope = real_option(c, "negative_slope");
+                        return unary_call("leaky_relu", c.tensor(0), Lower{},
+                                          [&] { return leaky_relu_attributes(slope); });
+                      }));
+  out.push_back(entry(
+      "softplus", {tensor("x", true)},
+      {option("beta", 1.0, "log1p(exp(beta * x)) / beta; rounded to binary32, must be finite and non-zero"),
+       option("threshold", 20.0, "x is returned unchanged where x * beta > threshold; rounded to binary32, not NaN")},
+      [](const BoundCall& c) {
+        const double beta = real_option(c, "beta"), threshold = real_option(c, "threshold");
+        return unary_call("softplus", c.tensor(0), Lower{}, [&] { return softplus_attributes(beta, threshold); });
       }));
 }
 

@@ -5,6 +5,7 @@
 #include <strideweave/autograd.h>
 
 #include "autograd/record.h"
+#include "builtins/definitions.h"
 #include "carriers/carrier_list.h"
 #include "core/bootstrap.h"
 #include "frontend/autograd_hooks.h"
@@ -21,6 +22,7 @@ void bootstrap() {
   frontend::install_autograd_hooks(&autograd_recording);
   operation::install_dispatcher(&frontend::dispatch_definition);
   carriers::register_shipped_carriers();
+  builtins::register_builtin_definitions();
 }
 
 // Static initialisation of the library installs the bootstrap (a pointer

@@ -44,7 +44,8 @@ std::shared_ptr<const BoundOperationCall> bind(const OperationDefinition& defini
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const OperandSpec& s = specs[i];
     const CallOperand& o = operands[i];
-    if (s.kind() == OperandKind::TENSOR && !std::holds_alternative<Tensor>(o))
+    if (s.kind() == OperandKind::TENSOR && !std::holds_alternative<Tensor>(o) &&
+        !(s.accepts_weak_scalar() && std::holds_alternative<WeakScalar>(o)))
       throw TypeError(fmt::format("{}: operand '{}' must be a Tensor, got {}", op, s.name(), kind_word(o)));
     if (s.kind() == OperandKind::WEAK_SCALAR && !std::holds_alternative<WeakScalar>(o))
       throw TypeError(fmt::format("{}: operand '{}' must be a weak scalar (a real number), got {}", op, s.name(),
@@ -114,30 +115,45 @@ ResolvedInvocation::ResolvedInvocation(const BoundOperationCall& call, Operation
   const std::span<const OperandSpec> specs = call.definition().schema().operands();
   if (plan_.operation() != op)
     throw ValueError(fmt::format("ResolvedInvocation of {}: the plan names operation '{}'", op, plan_.operation()));
-  // The plan has one operand per tensor / weak-scalar operand, in order.
-  std::size_t p = 0;
+  // The plan has one operand per tensor / weak-scalar operand, in order,
+  // each with the role of the bound value and a tensor's stored dtype.
+  struct Slot {
+    OperandRole role;
+    const DType* dtype;  // a tensor's; nullptr for a weak scalar
+    std::size_t operand;
+  };
+  std::vector<Slot> slots;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     if (specs[i].kind() == OperandKind::STRUCTURAL) continue;
-    if (p >= plan_.operands().size())
-      throw ValueError(fmt::format("ResolvedInvocation of {}: the plan has {} operand(s) but the call has more tensor "
-                                   "and weak-scalar operands",
-                                   op, plan_.operands().size()));
-    const OperandPlan& o = plan_.operands()[p++];
-    const OperandRole want = specs[i].kind() == OperandKind::TENSOR ? OperandRole::TENSOR : OperandRole::WEAK_SCALAR;
-    if (o.role() != want)
-      throw ValueError(fmt::format("ResolvedInvocation of {}: plan operand {} is a {} but operand '{}' is a {}", op,
-                                   p - 1, name_of(o.role()), specs[i].name(), value_of(specs[i].kind())));
-    if (want == OperandRole::TENSOR) {
-      const Tensor* t = std::get_if<Tensor>(&call.operands()[i]);
-      if (t && o.dtype() != &t->dtype())
-        throw ValueError(fmt::format("ResolvedInvocation of {}: plan operand {} reads {} but operand '{}' stores {}",
-                                     op, p - 1, o.dtype() ? o.dtype()->name() : "None", specs[i].name(),
-                                     t->dtype().name()));
-    }
+    const Tensor* t = std::get_if<Tensor>(&call.operands()[i]);
+    slots.push_back(Slot{t ? OperandRole::TENSOR : OperandRole::WEAK_SCALAR, t ? &t->dtype() : nullptr, i});
   }
-  if (p != plan_.operands().size())
-    throw ValueError(fmt::format("ResolvedInvocation of {}: the plan has {} operand(s) but the call {}", op,
-                                 plan_.operands().size(), p));
+  if (slots.size() != plan_.operands().size())
+    throw ValueError(fmt::format("ResolvedInvocation of {}: the plan has {} operand(s) but the call has {} tensor and "
+                                 "weak-scalar operand(s)",
+                                 op, plan_.operands().size(), slots.size()));
+  auto conflict = [&](std::size_t p) -> std::optional<std::string> {
+    const OperandPlan& o = plan_.operands()[p];
+    const Slot& slot = slots[p];
+    if (o.role() != slot.role)
+      return fmt::format("plan operand {} is a {} but operand '{}' is a {}", p, name_of(o.role()),
+                         specs[slot.operand].name(), name_of(slot.role));
+    if (slot.dtype && o.dtype() != slot.dtype)
+      return fmt::format("plan operand {} reads {} but operand '{}' stores {}", p,
+                         o.dtype() ? o.dtype()->name() : "None", specs[slot.operand].name(), slot.dtype->name());
+    return std::nullopt;
+  };
+  std::optional<std::string> first_conflict;
+  for (std::size_t p = 0; p < slots.size() && !first_conflict; ++p) first_conflict = conflict(p);
+  // mul(weak_scalar, tensor) resolves the registry's (tensor, weak_scalar)
+  // plan (docs/policy.md): a built-in two-operand plan may list its
+  // operands in the other order.
+  if (first_conflict && call.definition().is_builtin() && slots.size() == 2) {
+    std::swap(slots[0], slots[1]);
+    if (!conflict(0) && !conflict(1)) first_conflict.reset();
+    std::swap(slots[0], slots[1]);
+  }
+  if (first_conflict) throw ValueError(fmt::format("ResolvedInvocation of {}: {}", op, *first_conflict));
   if (results_.empty()) throw ValueError(fmt::format("ResolvedInvocation of {}: results must not be empty", op));
   auto tensor_index = [&](std::size_t i, const char* what) {
     if (i >= specs.size())

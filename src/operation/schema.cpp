@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <set>
 
 #include "operation/registry.h"
@@ -23,7 +24,12 @@ std::string to_string(const OptionValue& value) {
     std::string operator()(std::monostate) const { return "None"; }
     std::string operator()(bool b) const { return b ? "true" : "false"; }
     std::string operator()(std::int64_t i) const { return std::to_string(i); }
-    std::string operator()(double d) const { return fmt::format("{}", d); }
+    std::string operator()(double d) const {
+      // A real always reads as one ("1.0", not "1").
+      std::string text = fmt::format("{}", d);
+      if (std::isfinite(d) && text.find_first_of(".eE") == std::string::npos) text += ".0";
+      return text;
+    }
     std::string operator()(const std::vector<std::int64_t>& v) const { return fmt::format("[{}]", fmt::join(v, ", ")); }
     std::string operator()(const std::string& s) const { return fmt::format("'{}'", s); }
     std::string operator()(const DType* d) const { return d ? d->name() : "None"; }
@@ -57,6 +63,12 @@ OperandSpec::OperandSpec(std::string name, OperandKind kind, bool differentiable
                                  name_, value_of(kind_)));
 }
 
+OperandSpec OperandSpec::tensor_or_weak_scalar(std::string name, bool differentiable) {
+  OperandSpec spec(std::move(name), OperandKind::TENSOR, differentiable);
+  spec.accepts_weak_scalar_ = true;
+  return spec;
+}
+
 std::size_t OperandSpec::hash() const noexcept {
   return std::hash<std::string>{}(name_) ^ (static_cast<std::size_t>(kind_) << 1) ^ (differentiable_ ? 8u : 0u);
 }
@@ -86,7 +98,9 @@ const OptionSpec* OperationSchema::option(std::string_view name) const noexcept 
 
 std::string OperationSchema::signature(std::string_view operation) const {
   std::vector<std::string> parts;
-  for (const OperandSpec& o : operands_) parts.push_back(fmt::format("{}: {}", o.name(), value_of(o.kind())));
+  for (const OperandSpec& o : operands_)
+    parts.push_back(fmt::format("{}: {}{}", o.name(), value_of(o.kind()),
+                                o.kind() == OperandKind::TENSOR && o.accepts_weak_scalar() ? " | weak_scalar" : ""));
   for (const OptionSpec& o : options_)
     parts.push_back(o.required() ? fmt::format("{}=REQUIRED", o.name())
                                  : fmt::format("{}={}", o.name(), to_string(std::get<OptionValue>(o.default_value()))));
