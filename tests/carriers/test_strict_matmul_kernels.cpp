@@ -109,17 +109,26 @@ class StrictMatmulKernel : public ::testing::TestWithParam<std::string> {
   std::optional<KernelGuard> guard_;
 };
 
-// Shapes around the kernel's register tile (rows R x cols C) and the
-// blocking: one row or column, partial tiles, exact multiples, several A row
-// blocks (240 rows) and several k passes (256 steps), K = 1.
+// Shapes around the kernel's register tile (rows R x cols C) and its cache
+// blocking, as the kernel table states it (k passes of KC steps, packed A
+// blocks of MC rows, packed B panels of at most NC columns): one row or
+// column, partial tiles, exact multiples, one pass and one block exactly,
+// one step or row past them, several k passes, several A blocks ending in a
+// partial tile, several B panels (the columns split evenly into panels that
+// are not whole multiples of C), K = 1.
 TEST_P(StrictMatmulKernel, MatchesGenericBitForBitOnEdgeTilesAndLayouts) {
-  const std::int64_t R = info_->rows, C = info_->cols;
+  const std::int64_t R = info_->rows, C = info_->cols, KC = info_->kc, MC = info_->mc, NC = info_->nc;
+  ASSERT_GT(KC, 0);
+  ASSERT_EQ(MC % R, 0);
+  ASSERT_EQ(NC % C, 0);
   struct Case {
     std::int64_t M, N, K;
   };
   const Case cases[] = {
-      {1, 1, 1},         {1, 2 * C + 1, 9},  {R + 3, 1, 17},    {R, C, 256},     {R - 1, C - 1, 257},
-      {R + 1, C + 1, 3}, {2 * R + 5, 3 * C - 2, 600},         {250, 2 * C, 40}, {3, 5, 1},
+      {1, 1, 1},          {1, 2 * C + 1, 9},        {R + 3, 1, 17},           {R, C, KC},
+      {R - 1, C - 1, KC + 1}, {R + 1, C + 1, 3},     {2 * R + 5, 3 * C - 2, 2 * KC + 88},
+      {MC, C, 40},        {MC + R + 3, 2 * C, 40},  {2 * MC + 1, C + 2, KC + 3}, {3, 5, 1},
+      {3, NC + C + 1, KC + 1}, {R + 2, 2 * NC + 3, 5},
   };
   std::uint32_t seed = 100;
   for (const Case& c : cases) {

@@ -4,9 +4,9 @@
 // forbids.
 //
 // Structure (GotoBLAS-style blocking):
-// - The result columns are taken a panel at a time (at most 256 K values of
-//   packed B, the columns split evenly), and k is cut into passes of KC
-//   steps.
+// - The result columns are taken a panel at a time (at most 1 M floats of
+//   packed B, 4 MiB, the columns split evenly), and k is cut into passes
+//   of KC steps.
 //   Each result element keeps its running binary32 sum in the result
 //   storage between passes, so its products are still added one at a time
 //   in ascending k from +0.0.
@@ -64,11 +64,14 @@ typedef float v4f __attribute__((vector_size(16)));
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
 
-constexpr std::int64_t kKC = 256;  // k steps per pass
-constexpr std::int64_t kMC = 256;  // rows per packed A block (a multiple of every MR; 256 x 256 x 4 B = 256 KiB, in L2)
-// A packed B panel holds at most this many B values (1 MiB; 4 MiB for SSE2,
-// whose panel holds each value 4 times): in L2 or L3.
-constexpr std::int64_t kPanelFloats = std::int64_t{1} << 18;
+// A packed B panel (the KC x NC slice of B that one k pass multiplies by
+// every A block) holds at most this many floats, broadcast copies included
+// (4 MiB: it lives in L3, as in GotoBLAS and BLIS, whose NC is about 4000
+// columns). The wider the panel, the fewer times A is packed: A is packed
+// once per panel and k pass, and at 1 MiB panels that cost 5-7% of a
+// 1024-2048 product (measured on the Xeon of docs/performance.md), at 4 MiB
+// about 2%.
+constexpr std::int64_t kPanelFloats = std::int64_t{1} << 20;
 // Below this many multiply-adds a matrix is computed on the calling thread.
 constexpr std::int64_t kParallelFlops = std::int64_t{1} << 21;
 
@@ -96,6 +99,23 @@ struct LineAlignedDelete {
   void operator()(float* p) const noexcept { ::operator delete(p, std::align_val_t{kLineBytes}); }
 };
 
+// A kernel's shape and blocking: vectors V, MV vectors of rows (MR rows),
+// NR columns, BW copies of each packed B value (1: the kernel broadcasts B
+// itself); KC k steps per pass (the packed B group of one micro-tile,
+// KC x NR x BW floats, stays in L1) and MC rows per packed A block (MC x KC
+// floats, in L2; a multiple of MR).
+template <class Vec, int Mv, int Nr, int Bw, std::int64_t Kc, std::int64_t Mc>
+struct TileShape {
+  using V = Vec;
+  static constexpr int MV = Mv, NR = Nr, BW = Bw;
+  static constexpr int lanes = static_cast<int>(sizeof(V) / sizeof(float));
+  static constexpr int rows = MV * lanes;
+  static constexpr std::int64_t KC = Kc, MC = Mc;
+  static_assert(MC % rows == 0);
+  // At most NC columns per B panel (whole groups of NR).
+  static constexpr std::int64_t NC = NR * std::max<std::int64_t>(1, kPanelFloats / (KC * NR * BW));
+};
+
 // Packs rows [m0, m0 + rows) x k [k0, k0 + kc) of A into tiles of MR rows:
 // tile t holds element (m0 + t*MR + r, k0 + k) at out[t*MR*kc + k*MR + r],
 // zero past `rows`. A is read in its storage order: down each column when
@@ -103,16 +123,22 @@ struct LineAlignedDelete {
 template <int MR>
 SW_INLINE void pack_a(const float* a, std::int64_t sam, std::int64_t sak, std::int64_t m0, std::int64_t rows,
                       std::int64_t k0, std::int64_t kc, float* out) {
-  const std::int64_t tiles = (rows + MR - 1) / MR;
+  const std::int64_t tiles = (rows + MR - 1) / MR, full = rows / MR;
   const float* src = a + m0 * sam + k0 * sak;
   if (sam == 1) {
-    for (std::int64_t k = 0; k < kc; ++k)
-      for (std::int64_t t = 0; t < tiles; ++t) {
-        const std::int64_t valid = std::min<std::int64_t>(MR, rows - t * MR);
-        float* dst = out + t * MR * kc + k * MR;
-        std::memcpy(dst, src + k * sak + t * MR, static_cast<std::size_t>(valid) * sizeof(float));
+    for (std::int64_t k = 0; k < kc; ++k) {
+      const float* col = src + k * sak;
+      // Whole tiles: a copy of constant size, which the compiler makes a
+      // few vector moves (a call to memcpy per MR floats cost more than the
+      // copy itself).
+      for (std::int64_t t = 0; t < full; ++t) std::memcpy(out + t * MR * kc + k * MR, col + t * MR, MR * sizeof(float));
+      if (full < tiles) {
+        const std::int64_t valid = rows - full * MR;
+        float* dst = out + full * MR * kc + k * MR;
+        std::memcpy(dst, col + full * MR, static_cast<std::size_t>(valid) * sizeof(float));
         for (std::int64_t r = valid; r < MR; ++r) dst[r] = 0.0f;
       }
+    }
     return;
   }
   for (std::int64_t t = 0; t < tiles; ++t) {
@@ -234,17 +260,17 @@ SW_INLINE void prefetch_tile(const float* c, std::int64_t som, std::int64_t son,
 // one matrix, all k. Columns are taken a panel at a time; for each k pass their
 // B panel is packed once ([group of NR][k][NR][BW]), then every MC-row block
 // of A is packed and multiplied by every group.
-template <class V, int MV, int NR, int BW>
+template <class T>
 SW_INLINE void block(const StrictGemmOperands& op, const StrictGemmShape& s, std::int64_t m_begin, std::int64_t m_end,
                      std::int64_t n_begin, std::int64_t n_end) {
-  constexpr std::int64_t MR = MV * (sizeof(V) / sizeof(float));
-  // At most NC_MAX columns per B panel, split evenly (whole groups of NR),
-  // so that no panel is a thin remainder that repacks all of A for little
-  // work.
-  constexpr std::int64_t NC_MAX = NR * std::max<std::int64_t>(1, kPanelFloats / (kKC * NR));
+  using V = typename T::V;
+  constexpr int MV = T::MV, NR = T::NR, BW = T::BW;
+  constexpr std::int64_t MR = T::rows, kKC = T::KC, kMC = T::MC, NC_MAX = T::NC;
+  // The columns are split evenly into panels of at most NC_MAX (whole
+  // groups of NR), so that no panel is a thin remainder that repacks all of
+  // A for little work.
   const std::int64_t panel_count = (n_end - n_begin + NC_MAX - 1) / NC_MAX;
   const std::int64_t nc_step = ((n_end - n_begin + panel_count - 1) / panel_count + NR - 1) / NR * NR;
-  static_assert(kMC % MR == 0);
   const std::int64_t kc_max = std::min(kKC, s.K), nc_max = std::min(nc_step, n_end - n_begin);
   // Both packed blocks start on a cache line (as does every A tile: MR * kc
   // floats apart), so no vector load of A splits across two lines.
@@ -298,46 +324,42 @@ struct Kernel {
 
 bool always() { return true; }
 
-// A kernel's shape: vectors V, MV vectors of rows, NR columns, BW copies of
-// each packed B value (1: the kernel broadcasts B itself).
-template <class Vec, int Mv, int Nr, int Bw>
-struct TileShape {
-  using V = Vec;
-  static constexpr int MV = Mv, NR = Nr, BW = Bw;
-  static constexpr int lanes = static_cast<int>(sizeof(V) / sizeof(float));
-  static constexpr int rows = MV * lanes;
-};
-template <class T>
-SW_INLINE void block_of(const StrictGemmOperands& op, const StrictGemmShape& s, std::int64_t m0, std::int64_t m1,
-                        std::int64_t n0, std::int64_t n1) {
-  block<typename T::V, T::MV, T::NR, T::BW>(op, s, m0, m1, n0, n1);
-}
 template <class T>
 constexpr StrictKernelInfo info_of(const char* name) {
-  return {name, T::rows, T::NR, T::lanes, false};
+  return {name, T::rows, T::NR, T::lanes, T::KC, T::MC, T::NC, false};
 }
 
 #if defined(__x86_64__)
+// The blocking per instruction set (KC k steps, MC rows of A):
+//   avx512  KC 256, MC 256: a 12 KiB packed B group in L1, a 256 KiB A
+//           block in the 1-2 MiB L2 of AVX-512 cores.
+//   avx2    KC 256, MC 144: a 6 KiB B group; a 144 KiB A block, which fits
+//           the 256 KiB L2 of Haswell-Skylake client cores and leaves most
+//           of Zen 2/3's 512 KiB for the B panel's groups and the result
+//           (BLIS's Zen 3 SGEMM keeps a 144 x 256 block there too).
+//   sse2    KC 128, MC 144: its B group holds 4 copies of each value, so
+//           128 steps make 12 KiB, half the L1 of the 24-32 KiB cores that
+//           lack AVX2 (256 steps would fill it).
 // 32 zmm: 24 sums, 2 A vectors, 1 broadcast, 1 product.
-using Avx512Tile = TileShape<v16f, 2, 12, 1>;
+using Avx512Tile = TileShape<v16f, 2, 12, 1, 256, 256>;
 // 16 ymm: 12 sums, 2 A vectors, 1 broadcast, 1 product.
-using Avx2Tile = TileShape<v8f, 2, 6, 1>;
+using Avx2Tile = TileShape<v8f, 2, 6, 1, 256, 144>;
 // 16 xmm: the same budget; SSE2 has no broadcast load, so B is packed
 // broadcast (4 copies of each value) and loaded as a vector.
-using Sse2Tile = TileShape<v4f, 2, 6, 4>;
+using Sse2Tile = TileShape<v4f, 2, 6, 4, 128, 144>;
 
 __attribute__((target("avx512f"))) void block_avx512(const StrictGemmOperands& op, const StrictGemmShape& s,
                                                       std::int64_t m0, std::int64_t m1, std::int64_t n0,
                                                       std::int64_t n1) {
-  block_of<Avx512Tile>(op, s, m0, m1, n0, n1);
+  block<Avx512Tile>(op, s, m0, m1, n0, n1);
 }
 __attribute__((target("avx2"))) void block_avx2(const StrictGemmOperands& op, const StrictGemmShape& s,
                                                  std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {
-  block_of<Avx2Tile>(op, s, m0, m1, n0, n1);
+  block<Avx2Tile>(op, s, m0, m1, n0, n1);
 }
 void block_sse2(const StrictGemmOperands& op, const StrictGemmShape& s, std::int64_t m0, std::int64_t m1,
                 std::int64_t n0, std::int64_t n1) {
-  block_of<Sse2Tile>(op, s, m0, m1, n0, n1);
+  block<Sse2Tile>(op, s, m0, m1, n0, n1);
 }
 // __builtin_cpu_supports also checks that the operating system saves the
 // registers (XCR0).
@@ -357,10 +379,10 @@ const std::array<Kernel, 3> kKernels{{
     {info_of<Sse2Tile>("sse2"), always, block_sse2},
 }};
 #else
-using PortableTile = TileShape<v4f, 2, 6, 4>;
+using PortableTile = TileShape<v4f, 2, 6, 4, 256, 144>;
 void block_portable(const StrictGemmOperands& op, const StrictGemmShape& s, std::int64_t m0, std::int64_t m1,
                     std::int64_t n0, std::int64_t n1) {
-  block_of<PortableTile>(op, s, m0, m1, n0, n1);
+  block<PortableTile>(op, s, m0, m1, n0, n1);
 }
 const std::array<Kernel, 1> kKernels{{{info_of<PortableTile>("portable"), always, block_portable}}};
 #endif

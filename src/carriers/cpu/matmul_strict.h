@@ -37,12 +37,16 @@ void strict_f32_gemm(std::span<const StrictGemmOperands> batch, const StrictGemm
 // The micro-kernels this build contains, one per instruction set, best
 // first (x86-64: "avx512", "avx2", "sse2"; another architecture: "portable").
 // Each keeps rows x cols sums of the result in vector registers of `lanes`
-// floats, a tile shaped for its instruction set's register file.
+// floats, a tile shaped for its instruction set's register file, and has
+// its own cache blocking: k is taken `kc` steps per pass, A is packed `mc`
+// rows at a time, and a packed B panel holds at most `nc` columns (the
+// edges that tests of the kernel's bits must cross).
 // `supported`: the running processor (and operating system) can execute it.
 // The last is the architecture's baseline and always supported.
 struct StrictKernelInfo {
   const char* name;
   int rows, cols, lanes;
+  std::int64_t kc, mc, nc;
   bool supported;
 };
 STRIDEWEAVE_TEST_API std::span<const StrictKernelInfo> strict_f32_kernels();
