@@ -426,6 +426,15 @@ void overhead(int threads) {
   const double torch_add = per_call_seconds([&] { torch::add(ta, tb); });
   report("add_1_overhead", threads, "us", 1e6 * per_call_seconds([&] { sw::add(a, b); }), "libtorch", 1e6 * torch_add,
          false);
+  // The same call by name (call.h: binding through the definition's schema)
+  // and through the built-in OperationDefinition (bind, resolve, lowering).
+  const std::vector<sw::CallOperand> by_name_operands{a, b};
+  report("add_1_by_name", threads, "us",
+         1e6 * per_call_seconds([&] { sw::call_operation("add", by_name_operands); }), "libtorch", 1e6 * torch_add,
+         false);
+  const auto add_definition = sw::operation::get_definition("add");
+  report("add_1_definition", threads, "us",
+         1e6 * per_call_seconds([&] { (*add_definition)({a, b}); }), "libtorch", 1e6 * torch_add, false);
   const sw::OperationPlan plan = sw::resolve_operation_plan("add", {sw::DType::Float32(), sw::DType::Float32()});
   const double check = per_call_seconds([&] { a.carrier()->require_operation_plan(plan); }, 200000);
   report("capability_check", threads, "us", 1e6 * check, "libtorch", 1e6 * torch_add, false);
@@ -450,10 +459,11 @@ void grad_chain(int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool matmul_only = false;
+  bool matmul_only = false, overhead_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) as_json = true;
     if (std::strcmp(argv[i], "--matmul-only") == 0) matmul_only = true;
+    if (std::strcmp(argv[i], "--overhead-only") == 0) overhead_only = true;
   }
   std::fprintf(stderr, "strict matmul kernel: %s (the dispatcher's choice)\n",
                strideweave::carriers::cpu::strict_f32_kernel());
@@ -461,8 +471,9 @@ int main(int argc, char** argv) {
     std::printf("%-26s %2s  %-7s %12s  %-10s %12s  %7s\n", "work", "th", "unit", "ours", "peer", "peer value", "ratio");
   for (int threads : {1, 2}) {
     set_threads(threads);
+    if (!matmul_only) overhead(threads);
+    if (overhead_only) continue;
     if (!matmul_only) {
-      overhead(threads);
       grad_chain(threads);
       elementwise(threads);
     }
