@@ -8,7 +8,7 @@ packages=(g++ cmake ninja-build ccache pkg-config python3 libgtest-dev libgmock-
   # the Python package (python/, docs/python.md), for Debian's /usr/bin/python3
   python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest)
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libopenblas-dev libeigen3-dev libtorch-dev)
+  packages+=(libopenblas-dev libeigen3-dev libtorch-dev python3-torch)
 fi
 
 missing=()
