@@ -135,7 +135,18 @@ Value value_arg(py::handle value, const SimpleDType& dtype, const char* what) {
     if (is_bool(value) || !is_real(value))
       throw TypeError(fmt::format("{}: a real number (not a bool) is needed for dtype float32, got {}", what,
                                   type_name(value)));
-    return Value::from_float32(static_cast<float>(real_of(value)));
+    // Rounded to nearest even once, as the policy materialises a weak
+    // scalar (an int directly, not through a double; beyond the float range
+    // to +-inf or FLT_MAX, where a plain cast would be undefined).
+    if (is_integral(value)) {
+      try {
+        return Value::from_float32(WeakScalar::integer(int128_of(value, what)).to_float32());
+      } catch (const OverflowError&) {  // beyond 2**127, far beyond FLT_MAX + half an ulp
+        const float inf = std::numeric_limits<float>::infinity();
+        return Value::from_float32(PyObject_RichCompareBool(value.ptr(), py::int_(0).ptr(), Py_LT) == 1 ? -inf : inf);
+      }
+    }
+    return Value::from_float32(WeakScalar(real_of(value)).to_float32());
   }
   throw ValueError(fmt::format("{}: dtype {} is not a stored dtype (Float32, Int32, Bool)", what, dtype.name()));
 }

@@ -129,3 +129,18 @@ def test_tensors_hash_by_identity_because_comparisons_are_elementwise():
     a, b = sw.tensor([1.0]), sw.tensor([1.0])
     assert len({a, b}) == 2
     assert (a == b).tolist() == [True]
+
+
+def test_python_numbers_stored_as_float32_round_once_to_nearest_even():
+    # An int rounds directly (through a double it would round twice: 2**60 +
+    # 2**36 + 1 would become 2**60); beyond the float range a value becomes
+    # +-inf as IEEE rounding says, never an undefined cast.
+    assert sw.tensor([2**60 + 2**36 + 1], dtype=F32).item() == float(2**60 + 2**37)
+    assert sw.tensor([1e300, -1e300]).tolist() == [float("inf"), float("-inf")]
+    assert sw.tensor([2**200, -(2**200)], dtype=F32).tolist() == [float("inf"), float("-inf")]
+    flt_max = 3.4028234663852886e38
+    assert sw.tensor([flt_max + 2.0**102]).item() == flt_max  # below FLT_MAX + half an ulp
+    assert sw.tensor([flt_max + 2.0**103]).item() == float("inf")  # the tie rounds to even: infinity
+    c = sw.CPU(1)
+    c[0] = 2**60 + 2**36 + 1
+    assert c[0] == float(2**60 + 2**37)
