@@ -59,6 +59,21 @@ STRIDEWEAVE_DECLARE_ERROR(MemoryError, Error)
 
 #undef STRIDEWEAVE_DECLARE_ERROR
 
+// Provider output that conflicts with a resolved invocation
+// (operation-semantics.md, "Result publication validates provider output").
+// field() names the conflicting field: "count", "carrier", "physical size",
+// "dtype", "shape", "layout", "alias", "mutation" or "completion".
+class ProviderContractError : public RuntimeError {
+ public:
+  ProviderContractError(std::string field, std::string message)
+      : RuntimeError(std::move(message)), field_(std::move(field)) {}
+  const char* type_name() const noexcept override { return "ProviderContractError"; }
+  const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
 }  // namespace strideweave
 
 STRIDEWEAVE_PUBLIC_END

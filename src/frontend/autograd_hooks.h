@@ -18,6 +18,8 @@ struct AutogradHooks {
                            const Attributes& attributes, const Tensor& result);
   // Before a kernel writes a caller-provided output.
   void (*refuse_caller_output)(const OperationPlan& plan, std::span<const KernelOperand> operands);
+  // Whether graph construction is on for the calling thread.
+  bool (*grad_enabled)() noexcept;
 };
 
 // Installs the hooks (the bootstrap does, once); `hooks` must outlive the

@@ -2,18 +2,24 @@
 // wires the upper ones into the lower ones (docs/design.md, "Layers"). It
 // installs the library bootstrap during static initialisation; the bootstrap
 // itself runs lazily, before the first answer of any registry (core/bootstrap.h).
+#include <strideweave/autograd.h>
+
 #include "autograd/record.h"
 #include "carriers/carrier_list.h"
 #include "core/bootstrap.h"
 #include "frontend/autograd_hooks.h"
+#include "frontend/definition_dispatch.h"
+#include "operation/registry.h"
 
 namespace strideweave {
 namespace {
 
-constexpr frontend::AutogradHooks autograd_recording{&autograd::record_operation, &autograd::refuse_caller_output};
+constexpr frontend::AutogradHooks autograd_recording{&autograd::record_operation, &autograd::refuse_caller_output,
+                                                     &is_grad_enabled};
 
 void bootstrap() {
   frontend::install_autograd_hooks(&autograd_recording);
+  operation::install_dispatcher(&frontend::dispatch_definition);
   carriers::register_shipped_carriers();
 }
 

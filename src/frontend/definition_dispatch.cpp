@@ -1,0 +1,93 @@
+// The dispatch of an OperationDefinition call (operation-semantics.md;
+// docs/operations.md, "One dispatch pipeline"): bind -> resolve ->
+// released-state check -> the exact-object alias rule -> capability gate ->
+// execution. Nothing is allocated, published or recorded before the gate.
+#include "frontend/definition_dispatch.h"
+
+#include <strideweave/errors.h>
+
+#include <fmt/format.h>
+
+#include "frontend/autograd_hooks.h"
+#include "storage/gate.h"
+#include "storage/tensor_impl.h"
+
+namespace strideweave::frontend {
+
+using operation::CallOperand;
+using operation::OperandSpec;
+using operation::OperationDefinition;
+using operation::ResolvedInvocation;
+
+namespace {
+
+// The exact-object alias rule (operation-semantics.md, "Automatic
+// differentiation belongs to the semantic definition"): with graph
+// construction on, a callable VJP and a differentiable Tensor operand that
+// requires grad, no result that would receive the node may alias an
+// operand. Atomic across results: checked before anything runs.
+void check_alias_rule(const ResolvedInvocation& invocation) {
+  const OperationDefinition& d = invocation.definition();
+  if (!autograd_hooks().grad_enabled() || !d.is_differentiable()) return;
+  const std::span<const OperandSpec> specs = d.schema().operands();
+  bool participates = false;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const Tensor* t = std::get_if<Tensor>(&invocation.operands()[i]);
+    if (specs[i].differentiable() && t && t->requires_grad()) participates = true;
+  }
+  if (!participates) return;
+  for (std::size_t r = 0; r < invocation.results().size(); ++r)
+    if (const auto& alias = invocation.results()[r].alias_of())
+      throw ValueError(fmt::format("{}: result {} aliases operand '{}' (alias_of={}) while a differentiable operand "
+                                   "requires grad; a differentiable result must be fresh storage (run under no_grad(), "
+                                   "or declare the operation NON_DIFFERENTIABLE)",
+                                   d.name(), r, specs[*alias].name(), *alias));
+}
+
+}  // namespace
+
+const Carrier& dispatch_carrier(const ResolvedInvocation& invocation) {
+  const Carrier* first = nullptr;
+  for (const CallOperand& o : invocation.operands()) {
+    const Tensor* t = std::get_if<Tensor>(&o);
+    if (!t) continue;
+    if (!first) {
+      first = t->carrier().get();
+    } else if (!(first->exact_class() == t->carrier()->exact_class())) {
+      throw TypeError(fmt::format("{}: operands live on different carrier classes ({} and {}); move one first",
+                                  invocation.operation(), first->class_name(), t->carrier()->class_name()));
+    }
+  }
+  if (!first)
+    throw TypeError(fmt::format("{}: a call without a Tensor operand has no carrier to dispatch on",
+                                invocation.operation()));
+  return *first;
+}
+
+std::shared_ptr<const ResolvedInvocation> admit(const OperationDefinition& definition,
+                                                std::vector<CallOperand> operands, operation::OptionMap options) {
+  std::shared_ptr<const ResolvedInvocation> invocation =
+      operation::resolve_call(definition, std::move(operands), std::move(options));
+  for (const CallOperand& o : invocation->operands())
+    if (const Tensor* t = std::get_if<Tensor>(&o)) t->carrier()->require_live(definition.name().c_str());
+  check_alias_rule(*invocation);
+  return invocation;
+}
+
+std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, std::vector<CallOperand> operands,
+                                        operation::OptionMap options, const Output& out) {
+  const std::shared_ptr<const ResolvedInvocation> invocation =
+      admit(definition, std::move(operands), std::move(options));
+  const Carrier& prototype = dispatch_carrier(*invocation);
+  storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
+  (void)out;
+  // A definition-free carrier executes built-in operations through its
+  // kernel table only (carrier-extension R13); a user-defined operation
+  // needs a definition-backed carrier's kernel pattern.
+  throw NotImplementedError(fmt::format("{}: {} is a definition-free carrier and runs no kernel for the user-defined "
+                                        "operation '{}' (its capability declaration names the plan, but only a "
+                                        "definition-backed carrier's kernel pattern can execute it)",
+                                        definition.name(), prototype.class_name(), definition.name()));
+}
+
+}  // namespace strideweave::frontend

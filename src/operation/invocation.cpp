@@ -1,0 +1,183 @@
+// Binding, result contracts, resolved invocations and VJP contexts. See
+// include/strideweave/operation.h.
+#include <strideweave/operation.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+namespace strideweave::operation {
+
+namespace {
+
+const char* kind_word(const CallOperand& o) {
+  if (std::holds_alternative<Tensor>(o)) return "a Tensor";
+  if (std::holds_alternative<WeakScalar>(o)) return "a weak scalar";
+  return "a structural value";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- binding
+
+struct BindAccess {
+  static std::shared_ptr<BoundOperationCall> make() { return std::shared_ptr<BoundOperationCall>(new BoundOperationCall()); }
+  static void set(BoundOperationCall& c, std::shared_ptr<const OperationDefinition> d, std::vector<CallOperand> ops,
+                  OptionMap options) {
+    c.definition_ = std::move(d);
+    c.operands_ = std::move(ops);
+    c.options_ = std::move(options);
+  }
+};
+
+std::shared_ptr<const BoundOperationCall> bind(const OperationDefinition& definition, std::vector<CallOperand> operands,
+                                               OptionMap options) {
+  const std::string& op = definition.name();
+  const OperationSchema& schema = definition.schema();
+  const std::span<const OperandSpec> specs = schema.operands();
+  if (operands.size() < specs.size())
+    throw TypeError(fmt::format("{}: missing operand '{}' (takes {} operand(s), got {})", op,
+                                specs[operands.size()].name(), specs.size(), operands.size()));
+  if (operands.size() > specs.size())
+    throw TypeError(fmt::format("{}: takes {} operand(s), got {}", op, specs.size(), operands.size()));
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const OperandSpec& s = specs[i];
+    const CallOperand& o = operands[i];
+    if (s.kind() == OperandKind::TENSOR && !std::holds_alternative<Tensor>(o))
+      throw TypeError(fmt::format("{}: operand '{}' must be a Tensor, got {}", op, s.name(), kind_word(o)));
+    if (s.kind() == OperandKind::WEAK_SCALAR && !std::holds_alternative<WeakScalar>(o))
+      throw TypeError(fmt::format("{}: operand '{}' must be a weak scalar (a real number), got {}", op, s.name(),
+                                  kind_word(o)));
+  }
+  for (const auto& [name, value] : options)
+    if (!schema.option(name)) throw TypeError(fmt::format("{}: unknown option '{}'", op, name));
+  OptionMap bound;
+  for (const OptionSpec& s : schema.options()) {
+    auto it = options.find(s.name());
+    if (it != options.end()) {
+      bound.emplace(s.name(), std::move(it->second));
+    } else if (s.required()) {
+      throw TypeError(fmt::format("{}: missing required option '{}'", op, s.name()));
+    } else {
+      bound.emplace(s.name(), std::get<OptionValue>(s.default_value()));
+    }
+  }
+  std::shared_ptr<BoundOperationCall> call = BindAccess::make();
+  BindAccess::set(*call, definition.shared_from_this(), std::move(operands), std::move(bound));
+  return call;
+}
+
+const OptionValue& BoundOperationCall::option(std::string_view name) const {
+  auto it = options_.find(name);
+  if (it == options_.end())
+    throw LookupError(fmt::format("{}: no option '{}'", definition_->name(), name));
+  return it->second;
+}
+
+const Tensor& BoundOperationCall::tensor(std::size_t i) const {
+  if (i >= operands_.size())
+    throw IndexError(fmt::format("{}: operand {} is out of range ({} operands)", definition_->name(), i,
+                                 operands_.size()));
+  if (const Tensor* t = std::get_if<Tensor>(&operands_[i])) return *t;
+  throw TypeError(fmt::format("{}: operand {} is not a Tensor", definition_->name(), i));
+}
+
+// ---------------------------------------------------------------- ResultSpec
+
+ResultSpec::ResultSpec(const DType& dtype, Shape shape, Layout layout, std::optional<std::size_t> alias_of, double atol,
+                       double rtol)
+    : dtype_(&dtype), shape_(std::move(shape)), layout_(std::move(layout)), alias_of_(alias_of), atol_(atol), rtol_(rtol) {
+  if (!(layout_.shape() == shape_))
+    throw ValueError(fmt::format("ResultSpec: layout {} does not have the shape {}", layout_.to_string(),
+                                 shape_.to_string()));
+  if (!std::isfinite(atol_) || atol_ < 0.0 || !std::isfinite(rtol_) || rtol_ < 0.0)
+    throw ValueError(fmt::format("ResultSpec: atol and rtol must be finite and non-negative (got {}, {})", atol_, rtol_));
+}
+
+ResultSpec ResultSpec::compact(const DType& dtype, const Shape& shape, double atol, double rtol) {
+  return ResultSpec(dtype, shape, Layout::compact(shape), std::nullopt, atol, rtol);
+}
+
+// ---------------------------------------------------------------- ResolvedInvocation
+
+ResolvedInvocation::ResolvedInvocation(const BoundOperationCall& call, OperationPlan plan,
+                                       std::vector<ResultSpec> results, std::vector<std::size_t> mutated_operands,
+                                       std::vector<std::size_t> saved_operands, std::optional<std::string> kernel_id)
+    : call_(call.shared_from_this()),
+      plan_(std::move(plan)),
+      results_(std::move(results)),
+      mutated_(std::move(mutated_operands)),
+      saved_(std::move(saved_operands)),
+      kernel_id_(kernel_id ? std::move(*kernel_id) : call.definition().name()) {
+  const std::string& op = call.definition().name();
+  const std::span<const OperandSpec> specs = call.definition().schema().operands();
+  if (plan_.operation() != op)
+    throw ValueError(fmt::format("ResolvedInvocation of {}: the plan names operation '{}'", op, plan_.operation()));
+  // The plan has one operand per tensor / weak-scalar operand, in order.
+  std::size_t p = 0;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].kind() == OperandKind::STRUCTURAL) continue;
+    if (p >= plan_.operands().size())
+      throw ValueError(fmt::format("ResolvedInvocation of {}: the plan has {} operand(s) but the call has more tensor "
+                                   "and weak-scalar operands",
+                                   op, plan_.operands().size()));
+    const OperandPlan& o = plan_.operands()[p++];
+    const OperandRole want = specs[i].kind() == OperandKind::TENSOR ? OperandRole::TENSOR : OperandRole::WEAK_SCALAR;
+    if (o.role() != want)
+      throw ValueError(fmt::format("ResolvedInvocation of {}: plan operand {} is a {} but operand '{}' is a {}", op,
+                                   p - 1, name_of(o.role()), specs[i].name(), value_of(specs[i].kind())));
+    if (want == OperandRole::TENSOR) {
+      const Tensor* t = std::get_if<Tensor>(&call.operands()[i]);
+      if (t && o.dtype() != &t->dtype())
+        throw ValueError(fmt::format("ResolvedInvocation of {}: plan operand {} reads {} but operand '{}' stores {}",
+                                     op, p - 1, o.dtype() ? o.dtype()->name() : "None", specs[i].name(),
+                                     t->dtype().name()));
+    }
+  }
+  if (p != plan_.operands().size())
+    throw ValueError(fmt::format("ResolvedInvocation of {}: the plan has {} operand(s) but the call {}", op,
+                                 plan_.operands().size(), p));
+  if (results_.empty()) throw ValueError(fmt::format("ResolvedInvocation of {}: results must not be empty", op));
+  auto tensor_index = [&](std::size_t i, const char* what) {
+    if (i >= specs.size())
+      throw ValueError(fmt::format("ResolvedInvocation of {}: {} index {} is out of range ({} operands)", op, what, i,
+                                   specs.size()));
+    if (!std::holds_alternative<Tensor>(call.operands()[i]))
+      throw ValueError(fmt::format("ResolvedInvocation of {}: {} index {} names operand '{}', which is not a Tensor",
+                                   op, what, i, specs[i].name()));
+  };
+  for (const ResultSpec& r : results_)
+    if (r.alias_of()) tensor_index(*r.alias_of(), "alias_of");
+  for (const auto& [list, what] : {std::pair{&mutated_, "mutated operand"}, std::pair{&saved_, "saved operand"}}) {
+    std::set<std::size_t> seen;
+    for (std::size_t i : *list) {
+      tensor_index(i, what);
+      if (!seen.insert(i).second)
+        throw ValueError(fmt::format("ResolvedInvocation of {}: {} index {} repeats", op, what, i));
+    }
+  }
+  if (kernel_id_.empty()) throw ValueError(fmt::format("ResolvedInvocation of {}: kernel_id must not be empty", op));
+}
+
+const std::string& ResolvedInvocation::operation() const noexcept { return call_->definition().name(); }
+
+// ---------------------------------------------------------------- VJPContext
+
+VJPContext::VJPContext(std::shared_ptr<const ResolvedInvocation> invocation, std::vector<Tensor> outputs,
+                       std::vector<Tensor> saved_operands, std::vector<KernelOperand> kernel_operands,
+                       Attributes attributes, std::vector<bool> needs_grad)
+    : invocation_(std::move(invocation)),
+      outputs_(std::move(outputs)),
+      saved_(std::move(saved_operands)),
+      kernel_operands_(std::move(kernel_operands)),
+      attributes_(std::move(attributes)),
+      needs_grad_(std::move(needs_grad)) {}
+
+bool VJPContext::needs_grad(std::size_t operand) const noexcept {
+  if (operand < needs_grad_.size()) return needs_grad_[operand];
+  const std::span<const OperandSpec> specs = invocation_->definition().schema().operands();
+  return operand < specs.size() && specs[operand].differentiable();
+}
+
+}  // namespace strideweave::operation

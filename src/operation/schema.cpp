@@ -1,0 +1,96 @@
+// Operation schemas and option values. See include/strideweave/operation.h.
+#include <strideweave/operation.h>
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "operation/registry.h"
+
+namespace strideweave::operation {
+
+bool is_identifier(std::string_view text) noexcept {
+  if (text.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(text.front())) return false;
+  for (char c : text)
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  return true;
+}
+
+std::string to_string(const OptionValue& value) {
+  struct Visitor {
+    std::string operator()(std::monostate) const { return "None"; }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(std::int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const { return fmt::format("{}", d); }
+    std::string operator()(const std::vector<std::int64_t>& v) const { return fmt::format("[{}]", fmt::join(v, ", ")); }
+    std::string operator()(const std::string& s) const { return fmt::format("'{}'", s); }
+    std::string operator()(const DType* d) const { return d ? d->name() : "None"; }
+    std::string operator()(const OpaqueValue& o) const { return fmt::format("<{}>", o.type_name); }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+std::string_view value_of(OperandKind kind) noexcept {
+  switch (kind) {
+    case OperandKind::TENSOR: return "tensor";
+    case OperandKind::WEAK_SCALAR: return "weak_scalar";
+    case OperandKind::STRUCTURAL: return "structural";
+  }
+  return "tensor";
+}
+
+OperandKind operand_kind(std::string_view value) {
+  for (OperandKind k : {OperandKind::TENSOR, OperandKind::WEAK_SCALAR, OperandKind::STRUCTURAL})
+    if (value_of(k) == value) return k;
+  throw ValueError(fmt::format("OperandKind: '{}' is not one of 'tensor', 'weak_scalar', 'structural'", value));
+}
+
+OperandSpec::OperandSpec(std::string name, OperandKind kind, bool differentiable)
+    : name_(std::move(name)), kind_(kind), differentiable_(differentiable) {
+  if (!is_identifier(name_))
+    throw ValueError(fmt::format("OperandSpec: name '{}' is not a non-empty identifier", name_));
+  if (differentiable_ && kind_ != OperandKind::TENSOR)
+    throw ValueError(fmt::format("OperandSpec: operand '{}' of kind {} cannot be differentiable (only tensor operands "
+                                 "are)",
+                                 name_, value_of(kind_)));
+}
+
+std::size_t OperandSpec::hash() const noexcept {
+  return std::hash<std::string>{}(name_) ^ (static_cast<std::size_t>(kind_) << 1) ^ (differentiable_ ? 8u : 0u);
+}
+
+OptionSpec::OptionSpec(std::string name, Default default_value, std::string doc)
+    : name_(std::move(name)), default_(std::move(default_value)), doc_(std::move(doc)) {
+  if (!is_identifier(name_)) throw ValueError(fmt::format("OptionSpec: name '{}' is not a non-empty identifier", name_));
+}
+
+OperationSchema::OperationSchema(std::vector<OperandSpec> operands, std::vector<OptionSpec> options)
+    : operands_(std::move(operands)), options_(std::move(options)) {
+  if (operands_.empty()) throw ValueError("OperationSchema: operands must not be empty");
+  std::set<std::string_view> names;
+  for (const OperandSpec& o : operands_)
+    if (!names.insert(o.name()).second)
+      throw ValueError(fmt::format("OperationSchema: duplicate operand name '{}'", o.name()));
+  for (const OptionSpec& o : options_)
+    if (!names.insert(o.name()).second)
+      throw ValueError(fmt::format("OperationSchema: option name '{}' repeats an operand or option name", o.name()));
+}
+
+const OptionSpec* OperationSchema::option(std::string_view name) const noexcept {
+  for (const OptionSpec& o : options_)
+    if (o.name() == name) return &o;
+  return nullptr;
+}
+
+std::string OperationSchema::signature(std::string_view operation) const {
+  std::vector<std::string> parts;
+  for (const OperandSpec& o : operands_) parts.push_back(fmt::format("{}: {}", o.name(), value_of(o.kind())));
+  for (const OptionSpec& o : options_)
+    parts.push_back(o.required() ? fmt::format("{}=REQUIRED", o.name())
+                                 : fmt::format("{}={}", o.name(), to_string(std::get<OptionValue>(o.default_value()))));
+  return fmt::format("{}({})", operation, fmt::join(parts, ", "));
+}
+
+}  // namespace strideweave::operation
