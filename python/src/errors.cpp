@@ -16,6 +16,7 @@ namespace {
 struct ErrorClasses {
   py::object unsupported_operation_plan;
   py::object unsupported_op_dtype;
+  py::object provider_contract_error;
 };
 ErrorClasses* error_classes = nullptr;
 
@@ -37,6 +38,9 @@ void translate(std::exception_ptr error) {
   } catch (const UnsupportedOperationPlan& e) {
     py::object cls = error_classes->unsupported_operation_plan;
     raise(cls, cls(e.message(), optional_plan(e.plan())));
+  } catch (const ProviderContractError& e) {
+    py::object cls = error_classes->provider_contract_error;
+    raise(cls, cls(e.message(), e.field()));
   } catch (const NotImplementedError& e) {
     PyErr_SetString(PyExc_NotImplementedError, e.what());
   } catch (const RuntimeError& e) {
@@ -69,9 +73,11 @@ void translate(std::exception_ptr error) {
 
 void bind_errors(py::module_& m) {
   py::module_ errors = py::module_::import("strideweave._errors");
-  error_classes = new ErrorClasses{errors.attr("UnsupportedOperationPlan"), errors.attr("UnsupportedOpDType")};
+  error_classes = new ErrorClasses{errors.attr("UnsupportedOperationPlan"), errors.attr("UnsupportedOpDType"),
+                                   errors.attr("ProviderContractError")};
   m.attr("UnsupportedOperationPlan") = error_classes->unsupported_operation_plan;
   m.attr("UnsupportedOpDType") = error_classes->unsupported_op_dtype;
+  m.attr("ProviderContractError") = error_classes->provider_contract_error;
   py::register_exception_translator(&translate);
 }
 

@@ -22,6 +22,7 @@ from ._core import (
     # errors (the rest are Python's built-ins)
     UnsupportedOperationPlan,
     UnsupportedOpDType,
+    ProviderContractError,
     # dtype descriptors
     DType,
     DTypeCategory,

@@ -33,6 +33,11 @@ class UnsupportedOpDType(UnsupportedOperationPlan):
     def __init__(self, reason: str, plan: OperationPlan | None = None, *, backend: str, operation: str,
                  dtype: DType | None = None, axis: ExecutionAxis | None = None) -> None: ...
 
+class ProviderContractError(RuntimeError):
+    reason: str
+    field: str
+    def __init__(self, reason: str, field: str) -> None: ...
+
 # ---- dtype descriptors (identity objects)
 
 class DType:

@@ -8,7 +8,7 @@ OverflowError, AttributeError, BufferError, LookupError, IndexError,
 MemoryError); see docs/python.md, "Errors".
 """
 
-__all__ = ["UnsupportedOperationPlan", "UnsupportedOpDType"]
+__all__ = ["UnsupportedOperationPlan", "UnsupportedOpDType", "ProviderContractError"]
 
 
 class UnsupportedOperationPlan(NotImplementedError):
@@ -46,3 +46,20 @@ class UnsupportedOpDType(UnsupportedOperationPlan):
         self.operation = operation
         self.dtype = dtype
         self.axis = axis
+
+
+class ProviderContractError(RuntimeError):
+    """Provider output that conflicts with a resolved invocation
+    (operation-semantics.md, "Result publication validates provider
+    output"): raised before anything is published.
+
+    Attributes:
+        reason: the message (also ``str(error)``).
+        field: the conflicting field: "count", "carrier", "physical size",
+            "dtype", "shape", "layout", "alias", "mutation" or "completion".
+    """
+
+    def __init__(self, reason, field):
+        super().__init__(reason)
+        self.reason = reason
+        self.field = field

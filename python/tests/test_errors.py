@@ -43,6 +43,15 @@ def _multi_overload_spec():
     return next(s for s in sw.registered_operations() if s.name == "mul")
 
 
+def test_provider_contract_error_is_an_importable_runtime_error_with_its_field():
+    # operation-semantics.md: a RuntimeError subtype, importable from the top
+    # level (strideweave.operation, which also names it, is not bound yet).
+    assert issubclass(sw.ProviderContractError, RuntimeError)
+    assert not issubclass(sw.ProviderContractError, NotImplementedError)
+    e = sw.ProviderContractError("the provider returned 2 results for 1 ResultSpec", "count")
+    assert (e.field, e.reason, str(e)) == ("count", e.reason, e.reason)
+
+
 def test_index_error_is_a_lookup_error_and_not_implemented_a_runtime_error():
     # The hierarchy is Python's: one `except LookupError` covers both.
     with pytest.raises(LookupError):

@@ -38,7 +38,7 @@ def test_version_is_the_projects():
 @pytest.mark.parametrize(
     "module, names",
     [
-        ("strideweave.operation", ["define_operation", "OperationSchema", "ProviderContractError"]),
+        ("strideweave.operation", ["define_operation", "OperationSchema", "ResultSpec"]),
         ("strideweave.carriers.extension", ["CarrierDefinition", "KernelPack"]),
     ],
 )
