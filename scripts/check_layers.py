@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Checks that every #include in the library, the conformance harness and
-the tools points down the layer order of cmake/layers.txt.
+"""Checks that every #include in the library, the conformance harness, the
+tools and the Python binding points down the layer order of cmake/layers.txt.
 
 Rules (docs/design.md, "Layers"):
   - a file of layer L includes public headers and src/ headers only of L and
     of the layers below L (transitively through cmake/layers.txt);
   - a file in src/carriers/<name>/ never includes another carrier's folder
     (src/carriers/<other>/ or that carrier's public header);
-  - conformance/ and tools/ include no src/ header (they use the public API);
+  - conformance/, tools/ and python/src/ include no src/ header (they use the
+    public API);
   - every public header is assigned to exactly one layer.
 Exit status 0 when clean; otherwise each violation is printed (file:line)
 and the status is 1.
@@ -65,6 +66,8 @@ def layer_of(path):
         return rel.parts[1]
     if rel.parts[0] in ("conformance", "tools"):
         return rel.parts[0]
+    if rel.parts[:2] == ("python", "src"):
+        return "python"
     return None
 
 
@@ -84,7 +87,7 @@ def main():
                 problems.append(f"include/strideweave/{name}: not assigned to a layer in cmake/layers.txt")
             elif public[name] not in layers:
                 problems.append(f"cmake/layers.txt: {name} names the unknown layer {public[name]}")
-    files = [p for d in ("src", "conformance", "tools") for p in (ROOT / d).rglob("*")
+    files = [p for d in ("src", "conformance", "tools", "python/src") for p in (ROOT / d).rglob("*")
              if p.suffix in (".h", ".cpp", ".def") and p.is_file()]
     for header in (ROOT / "include" / "strideweave").rglob("*"):
         if header.is_file():
@@ -117,7 +120,7 @@ def main():
                 if folder and header in carrier_headers and carrier_headers[header] != folder and header != "carriers/shipped.h":
                     problems.append(f"{rel}:{number}: the {folder} carrier includes another carrier's header {target}")
             elif m.group(1) == '"' and (ROOT / "src" / target).is_file():
-                if layer in ("conformance", "tools"):
+                if layer in ("conformance", "tools", "python"):
                     problems.append(f"{rel}:{number}: {layer} includes the internal header src/{target}")
                     continue
                 target_layer = pathlib.PurePosixPath(target).parts[0]

@@ -4,9 +4,11 @@
 # network other than Debian's package mirrors (and only when installing).
 set -euo pipefail
 
-packages=(g++ cmake ninja-build ccache pkg-config python3 libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libcli11-dev nlohmann-json3-dev libhwy-dev libdnnl-dev)
+packages=(g++ cmake ninja-build ccache pkg-config python3 libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libcli11-dev nlohmann-json3-dev libhwy-dev libdnnl-dev
+  # the Python package (python/, docs/python.md), for Debian's /usr/bin/python3
+  python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest)
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libopenblas-dev libeigen3-dev libtorch-dev)
+  packages+=(libopenblas-dev libeigen3-dev libtorch-dev python3-torch)
 fi
 
 missing=()

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""strideweave's Python package beside numpy and PyTorch's Python API, in one
+run (issue 12, item 8; docs/python.md, "Performance"). bench/run calls it
+with PYTHONPATH pointing at the built package; it prints the same rows as
+bench/peers (a table, or one JSON object per line with --json): ours, the
+peer's figure and their ratio oriented so that above 1 means strideweave is
+better. Peers that are not installed are left out (they are benchmark-only:
+Debian's python3-numpy and python3-torch).
+
+    PYTHONPATH=build-bench/python /usr/bin/python3 bench/python_peers.py [--json] [--quick]
+
+Work measured:
+  py_add_tiny_call      per-call cost of strideweave.add on two 4-element
+                        Float32 tensors, against numpy.add and torch.add on
+                        the same data (microseconds per call, best repetition)
+  py_add_tiny_operator  the same through `a + b`
+  py_add_1M_bridge      add of two 2^20-element float32 numpy arrays through
+                        the bridge: asarray both (no copy), add, numpy.asarray
+                        of the result (no copy), against numpy.add and
+                        torch.add over torch.from_numpy views
+  py_matmul_512_bridge  the same for a 512x512 float32 matmul
+  py_train_mlp          the full examples/train_mlp.py task (2,000 epochs of
+                        full-batch SGD on the 64-point sin fit) against the
+                        same model, data, initial weights and updates written
+                        with torch.nn / torch.optim (seconds for the task)
+Tiny and training work runs at 1 thread; the bridge work at 1 and 2.
+"""
+
+import argparse
+import importlib.util
+import json
+import math
+import pathlib
+import sys
+import time
+import timeit
+
+import strideweave as sw
+
+try:
+    import numpy as np
+except ImportError:  # a peer, never required
+    np = None
+try:
+    import torch
+except ImportError:
+    torch = None
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+AS_JSON = False
+
+
+def emit(work, threads, unit, ours, peer, peer_value, higher_is_better=False):
+    ratio = ours / peer_value if higher_is_better else peer_value / ours
+    if AS_JSON:
+        print(json.dumps({"work": work, "threads": threads, "unit": unit, "ours": round(ours, 5), "peer": peer,
+                          "peer_value": round(peer_value, 5), "ratio": round(ratio, 3)}), flush=True)
+    else:
+        print(f"{work:<24} {threads:>2} thr  ours {ours:>11.4f} {unit:<3}  {peer:<8} {peer_value:>11.4f} {unit:<3}"
+              f"  ratio {ratio:6.3f}", flush=True)
+
+
+def per_call_us(function, number, repeat):
+    """The best repetition's time per call, in microseconds."""
+    return min(timeit.repeat(function, number=number, repeat=repeat)) / number * 1e6
+
+
+def best_seconds(function, repeat):
+    best = math.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def set_threads(n):
+    sw.set_num_threads(n)
+    if torch is not None:
+        torch.set_num_threads(n)
+
+
+def tiny_add(quick):
+    set_threads(1)
+    values = [1.0, 2.0, 3.0, 4.0]
+    a, b = sw.tensor(values), sw.tensor(values)
+    number, repeat = (2000, 3) if quick else (20000, 7)
+    ours_call = per_call_us(lambda: sw.add(a, b), number, repeat)
+    ours_operator = per_call_us(lambda: a + b, number, repeat)
+    if np is not None:
+        na, nb = np.array(values, dtype=np.float32), np.array(values, dtype=np.float32)
+        peer = per_call_us(lambda: np.add(na, nb), number, repeat)
+        emit("py_add_tiny_call", 1, "us", ours_call, "numpy", peer)
+        emit("py_add_tiny_operator", 1, "us", ours_operator, "numpy", per_call_us(lambda: na + nb, number, repeat))
+    if torch is not None:
+        ta, tb = torch.tensor(values), torch.tensor(values)
+        emit("py_add_tiny_call", 1, "us", ours_call, "torch", per_call_us(lambda: torch.add(ta, tb), number, repeat))
+        emit("py_add_tiny_operator", 1, "us", ours_operator, "torch", per_call_us(lambda: ta + tb, number, repeat))
+
+
+def bridge(quick):
+    if np is None:
+        return
+    rng = np.random.default_rng(0)
+    n = 1 << (16 if quick else 20)
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    m = 128 if quick else 512
+    p, q = rng.standard_normal((m, m), dtype=np.float32), rng.standard_normal((m, m), dtype=np.float32)
+    repeat = 3 if quick else 15
+
+    def ours_add():
+        return np.asarray(sw.add(sw.asarray(x), sw.asarray(y)))
+
+    def ours_matmul():
+        return np.asarray(sw.matmul(sw.asarray(p), sw.asarray(q)))
+
+    assert np.array_equal(ours_add(), x + y)
+    assert np.allclose(ours_matmul(), p @ q, rtol=1e-4, atol=1e-3)
+    for threads in (1, 2):
+        set_threads(threads)
+        us_add = best_seconds(ours_add, repeat) * 1e6
+        us_mm = best_seconds(ours_matmul, repeat) * 1e6
+        emit("py_add_1M_bridge" if not quick else "py_add_64K_bridge", threads, "us", us_add, "numpy",
+             best_seconds(lambda: np.add(x, y), repeat) * 1e6)
+        emit(f"py_matmul_{m}_bridge", threads, "us", us_mm, "numpy", best_seconds(lambda: p @ q, repeat) * 1e6)
+        if torch is not None:
+            tx, ty, tp, tq = (torch.from_numpy(v) for v in (x, y, p, q))
+            emit("py_add_1M_bridge" if not quick else "py_add_64K_bridge", threads, "us", us_add, "torch",
+                 best_seconds(lambda: torch.add(tx, ty).numpy(), repeat) * 1e6)
+            emit(f"py_matmul_{m}_bridge", threads, "us", us_mm, "torch",
+                 best_seconds(lambda: torch.matmul(tp, tq).numpy(), repeat) * 1e6)
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("train_mlp", ROOT / "examples" / "train_mlp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def torch_train(example, epochs, lr):
+    """The same task in PyTorch: the same data, initial weights (copied from
+    strideweave's seeded initialisation), loss and SGD updates."""
+    x, y = example.sine_data()
+    model = example.make_model()
+    params = [torch.tensor(p.tolist(), dtype=torch.float32) for p in model.parameters()]
+    net = torch.nn.Sequential(torch.nn.Linear(1, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    with torch.no_grad():
+        for target, source in zip(net.parameters(), params):
+            target.copy_(source)
+    tx, ty = torch.tensor(x.tolist()), torch.tensor(y.tolist())
+    optimizer = torch.optim.SGD(net.parameters(), lr=lr)
+    loss_fn = torch.nn.MSELoss()
+    loss = None
+    for _ in range(epochs):
+        optimizer.zero_grad()
+        loss = loss_fn(net(tx), ty)
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+
+
+def train(quick):
+    example = load_example()
+    set_threads(1)
+    epochs, lr, repeat = (200, 0.1, 1) if quick else (2000, 0.1, 3)
+    final = {}
+
+    def ours():
+        final["ours"] = example.train(epochs=epochs, lr=lr)[1]
+
+    s_ours = best_seconds(ours, repeat)
+    if not quick and not final["ours"] < 0.05:
+        raise SystemExit(f"py_train_mlp: strideweave's final loss {final['ours']} is not below 0.05")
+    if torch is not None:
+        def peer():
+            final["torch"] = torch_train(example, epochs, lr)
+
+        s_torch = best_seconds(peer, repeat)
+        print(f"# py_train_mlp final loss: strideweave {final['ours']:.6f}, torch {final['torch']:.6f}",
+              file=sys.stderr)
+        emit("py_train_mlp", 1, "s", s_ours, "torch", s_torch)
+
+
+def main():
+    global AS_JSON
+    parser = argparse.ArgumentParser(description="strideweave's Python package beside numpy and PyTorch")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="small sizes and few repetitions (a smoke run)")
+    args = parser.parse_args()
+    AS_JSON = args.json
+    peers = [name for name, module in (("numpy", np), ("torch", torch)) if module is not None]
+    print(f"# python peers: {', '.join(peers) or 'none installed'}", file=sys.stderr)
+    tiny_add(args.quick)
+    bridge(args.quick)
+    train(args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+// The pybind11 module strideweave._core: shared declarations of the binding
+// (docs/python.md). The binding uses the public headers only, like tools/
+// (scripts/check_layers.py checks it): everything it exposes is the C++
+// library's public API with Python spellings.
+//
+// Conventions of every file in python/src/:
+//  - Arguments that the specifications type-check (a DType, an enum member,
+//    a record) arrive as py::handle and are converted by the helpers below,
+//    so that a wrong type is a TypeError naming the parameter, never
+//    pybind11's generic "incompatible function arguments".
+//  - C++ work that may run a kernel, take a library lock or call back into
+//    Python runs with the GIL released (py::gil_scoped_release); Python
+//    callbacks (a Python carrier's storage hooks, a Python plan rule) take
+//    it back only while they run (py::gil_scoped_acquire).
+//  - Dtype descriptors are identity objects: dtype_object() returns the one
+//    Python object of a descriptor for the life of the process.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <strideweave/strideweave.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace strideweave::python {
+
+namespace py = pybind11;
+
+// A Python object that C++ may keep and drop on any thread: dropping the
+// last reference takes the GIL (and, after the interpreter has finalised,
+// only forgets the pointer).
+struct SharedPyObject {
+  explicit SharedPyObject(py::object o) : object(std::move(o)) {}
+  SharedPyObject(const SharedPyObject&) = delete;
+  SharedPyObject& operator=(const SharedPyObject&) = delete;
+  ~SharedPyObject() {
+    if (!Py_IsInitialized()) {
+      object.release();
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    object = py::object();
+  }
+  py::object object;
+};
+inline std::shared_ptr<SharedPyObject> share(py::handle o) {
+  return std::make_shared<SharedPyObject>(py::reinterpret_borrow<py::object>(o));
+}
+
+// ---- module parts, one function per file (module.cpp calls them in order)
+void bind_errors(py::module_& m);      // errors.cpp
+void bind_enums(py::module_& m);       // enums.cpp
+void bind_dtypes(py::module_& m);      // dtypes.cpp
+void bind_layout(py::module_& m);      // layout.cpp
+void bind_policy(py::module_& m);      // policy.cpp
+void bind_capability(py::module_& m);  // capability.cpp
+void bind_carriers(py::module_& m);    // carriers.cpp
+void bind_tensor(py::module_& m);      // tensor.cpp
+void bind_autograd(py::module_& m);    // autograd.cpp
+void bind_operations(py::module_& m);  // operations.cpp
+void bind_interop(py::module_& m);     // interop.cpp
+
+// ---- enums (enums.cpp): the Python enum.Enum classes made from the C++
+// central lists, and conversions. from_py raises TypeError naming `what`.
+py::object to_py(OperandRole v);
+py::object to_py(Arithmetic v);
+py::object to_py(Accumulation v);
+py::object to_py(WeakScalarKind v);
+py::object to_py(SupportLevel v);
+py::object to_py(ExecutionAxis v);
+template <class E>
+E from_py(py::handle value, const char* what);
+
+// ---- dtypes (dtypes.cpp)
+// The one Python object of `dtype` (None for nullptr).
+py::object dtype_object(const DType* dtype);
+inline py::object dtype_object(const DType& dtype) { return dtype_object(&dtype); }
+// A DType argument (TypeError naming `what` otherwise).
+const DType& dtype_arg(py::handle value, const char* what);
+// A DType argument that must be a SimpleDType (TypeError otherwise).
+const SimpleDType& simple_dtype_arg(py::handle value, const char* what);
+// None or a DType.
+const DType* optional_dtype_arg(py::handle value, const char* what);
+
+// ---- values and numbers (values.cpp)
+// True for a Python real number the policy accepts as a weak scalar (bool,
+// int, float, numpy scalars, numbers.Real), false for anything else.
+bool is_real_number(py::handle value);
+// A weak scalar (TypeError naming `what` for a non-real value; OverflowError
+// for an integer outside the 128-bit range a WeakScalar holds exactly).
+WeakScalar weak_scalar_arg(py::handle value, const char* what);
+py::object weak_scalar_object(const WeakScalar& scalar);
+// One element value as its Python value: float, int or bool.
+py::object value_object(const Value& value);
+// A Python value stored as `dtype` (TypeError for a value of another kind,
+// OverflowError for an integer outside Int32).
+Value value_arg(py::handle value, const SimpleDType& dtype, const char* what);
+// An integer argument (an int or an object with __index__, never a bool or
+// a float): TypeError naming `what` otherwise; OverflowError beyond int64.
+std::int64_t integer_arg(py::handle value, const char* what);
+
+// ---- layout (layout.cpp)
+Shape shape_arg(py::handle value, const char* what);  // a Shape, or a tuple of extents
+py::object int_tuple_object(const IntTuple& t);
+
+// ---- carriers (carriers.cpp)
+// The shared_ptr C++ code keeps of a carrier object. For an instance of a
+// Python subclass of Carrier it also keeps the Python object alive (its
+// storage hooks live there); TypeError naming `what` for a non-carrier.
+std::shared_ptr<Carrier> carrier_arg(py::handle value, const char* what);
+// The exact carrier class a Python class names (its own run-time identity
+// for a Python subclass of Carrier or DependentCarrier, minted on first
+// use). TypeError naming `what` for a non-class or a class that is not a
+// Carrier class.
+CarrierClass carrier_class_arg(py::handle cls, const char* what);
+
+// ---- tensors (tensor.cpp)
+const Tensor& tensor_arg(py::handle value, const char* what);
+bool is_tensor(py::handle value);
+// A new Python Tensor object owning `tensor` (what py::cast does, without
+// its type lookups: results are made on every call).
+py::object tensor_object(Tensor&& tensor);
+// A caller-provided output: None, a Tensor (overwrite) or an Output.
+Output output_arg(py::handle value, const char* what);
+
+// ---- records (policy.cpp, capability.cpp)
+const OperationPlan& plan_arg(py::handle value, const char* what);
+
+// ---- interop (interop.cpp): exported buffers pin a carrier's memory.
+// Raises BufferError when `carrier` has live buffer or DLPack exports
+// (release() would free memory a numpy array still points at).
+void require_no_exports(const Carrier& carrier, const char* what);
+
+}  // namespace strideweave::python

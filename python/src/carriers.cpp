@@ -1,0 +1,520 @@
+// Carriers (core-concepts.md sections 1, 2 and 8): the Carrier base, the
+// DependentCarrier base, the shipped Generic and CPU, and carriers defined
+// in Python (docs/python.md, "Carriers defined in Python").
+//
+// A Python subclass of Carrier or DependentCarrier is its own exact class:
+// the first time the class is used (instantiated, or named in a class-level
+// query or declaration) CarrierClass::define_runtime_class mints an identity
+// for it, stored in the class's own __dict__, so a subclass of it mints
+// another and no registry ever reaches a base class. Every instance is one
+// C++ host object (PyCarrier or PyDependentCarrier below) that answers that
+// identity and forwards the storage hooks to the Python methods:
+//
+//   supports_storage_dtype(dtype) -> bool   (required)
+//   _storage_size() -> int                  (required)
+//   _read_slot(index) -> value              (required; index in range)
+//   _write_slot(index, value) -> None       (required; index in range)
+//   _release_storage() -> None              (required; called at most once)
+//   _make_like(size, mutable, dtype, empty) -> carrier of the same class
+//                                           (optional: new_like/allocate_like)
+//   _generate_operation_capabilities() -> iterable of OperationCapability
+//                                           (DependentCarrier only)
+//
+// The framework validates liveness, mutability, range and value kind before
+// each hook, exactly as for a C++ carrier. The C++ hooks supports_storage_dtype,
+// storage_size and release_storage are noexcept: an exception (or a wrong
+// return type) from their Python methods cannot propagate, so it is reported
+// through sys.unraisablehook and the answer is False / 0 / "released".
+// Instances of Python subclasses keep their Python object alive for as long as
+// C++ holds them (a Tensor over them, a new_like result), so the hooks always
+// have an object to run on.
+#include "bindings.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <thread>
+
+namespace strideweave::python {
+namespace {
+
+const char* const kIdentityKey = "__strideweave_carrier_class__";
+
+std::string class_name_of(py::handle type) { return py::str(type.attr("__name__")); }
+
+// ---- the C++ hosts of Python-defined carrier classes
+
+template <class Base>
+class PyStorage : public Base {
+ public:
+  using Base::Base;
+
+  bool supports_storage_dtype(const DType& dtype) const noexcept override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::function hook = py::get_override(static_cast<const Base*>(this), "supports_storage_dtype");
+      if (!hook) return false;
+      py::object answer = hook(dtype_object(dtype));
+      if (!PyBool_Check(answer.ptr()))
+        throw TypeError(fmt::format("{}.supports_storage_dtype returned {}, not a bool", this->class_name(),
+                                    py::repr(answer).cast<std::string>()));
+      return answer.ptr() == Py_True;
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("strideweave: a Python carrier's supports_storage_dtype");
+    } catch (const std::exception& e) {
+      unraisable(e, "supports_storage_dtype");
+    }
+    return false;
+  }
+
+ protected:
+  std::int64_t storage_size() const noexcept override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object n = hook("_storage_size")();
+      const std::int64_t size = integer_arg(n, "_storage_size()");
+      if (size < 0) throw ValueError(fmt::format("{}._storage_size() returned {} < 0", this->class_name(), size));
+      return size;
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("strideweave: a Python carrier's _storage_size");
+    } catch (const std::exception& e) {
+      unraisable(e, "_storage_size");
+    }
+    return 0;
+  }
+
+  Value read_slot(std::int64_t index) const override {
+    py::gil_scoped_acquire gil;
+    py::object v = hook("_read_slot")(index);
+    const std::string what = this->class_name() + "._read_slot";
+    return value_arg(v, this->dtype(), what.c_str());
+  }
+
+  void write_slot(std::int64_t index, const Value& value) override {
+    py::gil_scoped_acquire gil;
+    hook("_write_slot")(index, value_object(value));
+  }
+
+  void release_storage() noexcept override {
+    py::gil_scoped_acquire gil;
+    try {
+      hook("_release_storage")();
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("strideweave: a Python carrier's _release_storage");
+    } catch (const std::exception& e) {
+      unraisable(e, "_release_storage");
+    }
+  }
+
+  std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
+                                     bool empty) const override {
+    py::gil_scoped_acquire gil;
+    py::object made = hook("_make_like")(size, mutable_, dtype_object(dtype), empty);
+    py::handle self_type = py::type::handle_of(self());
+    if (py::type::handle_of(made).ptr() != self_type.ptr())
+      throw TypeError(fmt::format("{}._make_like returned {}, not an instance of exactly {}", this->class_name(),
+                                  py::repr(made).cast<std::string>(), class_name_of(self_type)));
+    std::shared_ptr<Carrier> out = carrier_arg(made, "_make_like");
+    if (out->size() != size)
+      throw ValueError(fmt::format("{}._make_like({}) returned a carrier of {} slots", this->class_name(), size,
+                                   out->size()));
+    if (&out->dtype() != &dtype)
+      throw TypeError(fmt::format("{}._make_like returned a carrier of dtype {} for {}", this->class_name(),
+                                  out->dtype().name(), dtype.name()));
+    return out;
+  }
+
+  // The Python object of this instance.
+  py::handle self() const {
+    return py::detail::get_object_handle(static_cast<const Base*>(this), py::detail::get_type_info(typeid(Base)));
+  }
+
+  // The Python method `name` (NotImplementedError when the class lacks it).
+  py::function hook(const char* name) const {
+    py::function f = py::get_override(static_cast<const Base*>(this), name);
+    if (!f)
+      throw NotImplementedError(fmt::format("{} does not define {}(), a storage hook of Python carriers "
+                                            "(docs/python.md)",
+                                            this->class_name(), name));
+    return f;
+  }
+
+ private:
+  void unraisable(const std::exception& e, const char* hook_name) const noexcept {
+    try {
+      PyErr_SetString(PyExc_RuntimeError, fmt::format("{}: {}", hook_name, e.what()).c_str());
+      PyErr_WriteUnraisable(nullptr);
+    } catch (...) {
+      PyErr_Clear();
+    }
+  }
+};
+
+class PyCarrier final : public PyStorage<Carrier> {
+ public:
+  PyCarrier(const SimpleDType& dtype, bool mutable_, CarrierClass cls) : PyStorage<Carrier>(dtype, mutable_, cls) {}
+};
+
+class PyDependentCarrier final : public PyStorage<DependentCarrier> {
+ public:
+  PyDependentCarrier(const SimpleDType& dtype, bool mutable_, CarrierClass cls)
+      : PyStorage<DependentCarrier>(dtype, mutable_, cls) {}
+
+  // The constructor's one finalisation (called from Python with the GIL
+  // released: generation takes it back, and a second thread finalising the
+  // same instance waits on the C++ lock without holding the GIL).
+  void finalize() {
+    if (generating_thread_.load() == std::this_thread::get_id())
+      throw RuntimeError(fmt::format("{}: finalize_operation_capabilities() called from inside "
+                                     "_generate_operation_capabilities()",
+                                     class_name()));
+    finalize_operation_capabilities();
+  }
+
+ protected:
+  std::vector<OperationCapability> _generate_operation_capabilities() const override {
+    py::gil_scoped_acquire gil;
+    py::function generator = py::get_override(static_cast<const DependentCarrier*>(this),
+                                              "_generate_operation_capabilities");
+    if (!generator) return DependentCarrier::_generate_operation_capabilities();  // NotImplementedError
+    struct Guard {
+      std::atomic<std::thread::id>& slot;
+      ~Guard() { slot.store(std::thread::id()); }
+    } guard{generating_thread_};
+    generating_thread_.store(std::this_thread::get_id());
+    py::object entries = generator();
+    const std::string what = class_name() + "._generate_operation_capabilities()";
+    if (PyUnicode_Check(entries.ptr()) || !py::isinstance<py::iterable>(entries))
+      throw TypeError(fmt::format("{} returned {}, not an iterable of OperationCapability", what,
+                                  py::repr(entries).cast<std::string>()));
+    std::vector<OperationCapability> out;
+    std::size_t i = 0;
+    for (py::handle e : entries) {
+      if (!py::isinstance<OperationCapability>(e))
+        throw TypeError(fmt::format("{}: entry {} is not an OperationCapability ({})", what, i,
+                                    py::repr(e).cast<std::string>()));
+      out.push_back(e.cast<OperationCapability>());
+      ++i;
+    }
+    return out;
+  }
+
+ private:
+  mutable std::atomic<std::thread::id> generating_thread_{};
+};
+
+// ---- identities of Python classes
+
+py::object& carrier_type() {
+  static py::object* t = new py::object();
+  return *t;
+}
+py::object& dependent_carrier_type() {
+  static py::object* t = new py::object();
+  return *t;
+}
+
+bool is_subclass(py::handle cls, py::handle base) {
+  const int r = PyObject_IsSubclass(cls.ptr(), base.ptr());
+  if (r < 0) throw py::error_already_set();
+  return r == 1;
+}
+
+// The identity stored in `cls`'s own __dict__ (never an inherited one).
+std::optional<CarrierClass> stored_identity(py::handle cls) {
+  PyObject* dict = reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_dict;
+  PyObject* capsule = PyDict_GetItemString(dict, kIdentityKey);
+  if (!capsule) return std::nullopt;
+  return *static_cast<CarrierClass*>(PyCapsule_GetPointer(capsule, kIdentityKey));
+}
+
+// The run-time identity of a Python subclass of Carrier/DependentCarrier.
+CarrierClass python_class_identity(py::handle cls) {
+  if (std::optional<CarrierClass> known = stored_identity(cls)) return *known;
+  const bool dependent = is_subclass(cls, dependent_carrier_type());
+  const CarrierClass host = dependent ? carrier_class<PyDependentCarrier>() : carrier_class<PyCarrier>();
+  // Identities live for the process (CarrierClass records are never freed).
+  auto* identity = new CarrierClass(CarrierClass::define_runtime_class(class_name_of(cls), host));
+  py::capsule capsule(identity, kIdentityKey);
+  if (PyObject_SetAttrString(cls.ptr(), kIdentityKey, capsule.ptr()) != 0) throw py::error_already_set();
+  return *identity;
+}
+
+// The bound C++ class `cls` is exactly (nullptr for a Python subclass or an
+// unrelated class).
+const py::detail::type_info* exact_bound_class(py::handle cls) {
+  const py::detail::type_info* info = py::detail::get_type_info(reinterpret_cast<PyTypeObject*>(cls.ptr()));
+  return info && info->type == reinterpret_cast<PyTypeObject*>(cls.ptr()) ? info : nullptr;
+}
+
+// ---- construction of Python-defined carriers
+
+void require_hooks(py::handle type, bool dependent) {
+  const char* required[] = {"supports_storage_dtype", "_storage_size", "_read_slot", "_write_slot",
+                            "_release_storage"};
+  py::handle base = dependent ? dependent_carrier_type() : carrier_type();
+  std::string missing;
+  for (const char* name : required) {
+    py::object attr = py::getattr(type, name, py::none());
+    const bool inherited_from_base =
+        py::hasattr(base, name) && attr.ptr() == py::getattr(base, name).ptr();
+    if (attr.is_none() || inherited_from_base) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  }
+  if (!missing.empty())
+    throw TypeError(fmt::format("cannot instantiate {}: it does not define the storage hook(s) {} "
+                                "(docs/python.md, \"Carriers defined in Python\")",
+                                class_name_of(type), missing));
+}
+
+const SimpleDType& storage_dtype_arg(py::handle self, py::handle dtype, const std::string& cls) {
+  const DType& d = dtype_arg(dtype, (cls + ": dtype").c_str());
+  if (!d.is_simple() || !stored_element_kind(d))
+    throw ValueError(fmt::format("{}: dtype '{}' is not a storage dtype (Float32, Int32 or Bool)", cls, d.name()));
+  py::object answer = self.attr("supports_storage_dtype")(dtype);
+  if (!PyBool_Check(answer.ptr()))
+    throw TypeError(fmt::format("{}.supports_storage_dtype returned {}, not a bool", cls,
+                                py::repr(answer).cast<std::string>()));
+  if (answer.ptr() != Py_True)
+    throw ValueError(fmt::format("{}: dtype '{}' is not a supported storage dtype", cls, d.name()));
+  return static_cast<const SimpleDType&>(d);
+}
+
+bool bool_arg(py::handle value, const char* what) {
+  if (!PyBool_Check(value.ptr()))
+    throw TypeError(fmt::format("{}: expected a bool, got {}", what, py::repr(value).cast<std::string>()));
+  return value.ptr() == Py_True;
+}
+
+template <class ClassT, class Host>
+void init_python_carrier(py::detail::value_and_holder& v_h, py::handle dtype, py::handle mutable_, bool dependent) {
+  py::handle self(reinterpret_cast<PyObject*>(v_h.inst));
+  py::handle type = py::type::handle_of(self);
+  py::handle root = dependent ? dependent_carrier_type() : carrier_type();
+  if (type.ptr() == root.ptr())
+    throw TypeError(fmt::format("{} is abstract: define a subclass with the storage hooks (docs/python.md)",
+                                class_name_of(root)));
+  require_hooks(type, dependent);
+  const std::string name = class_name_of(type);
+  const SimpleDType& d = storage_dtype_arg(self, dtype, name);
+  const bool m = bool_arg(mutable_, (name + ": mutable").c_str());
+  const CarrierClass identity = python_class_identity(type);
+  py::detail::initimpl::construct<ClassT>(v_h, static_cast<Host*>(new Host(d, m, identity)), true);
+}
+
+// ---- Carrier methods
+
+void require_index_in_range(const Carrier& c, std::int64_t index, const char* what) {
+  const std::int64_t n = c.size();
+  if (index < 0 || index >= n)
+    throw IndexError(fmt::format("{}: index {} is outside [0, {}) of the {} carrier", what, index, n, c.class_name()));
+}
+
+void set_value(Carrier& c, py::handle index, py::handle value) {
+  const std::int64_t i = integer_arg(index, "Carrier.set_value: index");
+  c.require_writable("Carrier.set_value");
+  require_index_in_range(c, i, "Carrier.set_value");
+  c.set_value(i, value_arg(value, c.dtype(), "Carrier.set_value"));
+}
+
+py::object get_value(const Carrier& c, py::handle index) {
+  return value_object(c.get_value(integer_arg(index, "Carrier.get_value: index")));
+}
+
+std::vector<Value> values_arg(py::handle values, const SimpleDType& dtype, const char* what) {
+  if (PyUnicode_Check(values.ptr()) || !py::isinstance<py::iterable>(values))
+    throw TypeError(fmt::format("{}: values must be an iterable, got {}", what, py::repr(values).cast<std::string>()));
+  std::vector<Value> out;
+  for (py::handle v : values) out.push_back(value_arg(v, dtype, what));
+  return out;
+}
+
+py::tuple capabilities_object(const std::vector<OperationCapability>& caps) {
+  py::list out;
+  for (const OperationCapability& c : caps) out.append(py::cast(c));
+  return py::tuple(out);
+}
+
+// The stored dtype `dtype` (or the carrier's own) for new_like/allocate_like,
+// checked before values are converted to it.
+const SimpleDType& like_dtype(const Carrier& c, py::handle dtype, const char* what) {
+  if (dtype.is_none()) return c.dtype();
+  const DType& d = dtype_arg(dtype, what);
+  if (!d.is_simple() || !stored_element_kind(d) || !c.supports_storage_dtype(d))
+    throw ValueError(fmt::format("{}: dtype '{}' is not a supported storage dtype of {}", what, d.name(),
+                                 c.class_name()));
+  return static_cast<const SimpleDType&>(d);
+}
+
+}  // namespace
+
+std::shared_ptr<Carrier> carrier_arg(py::handle value, const char* what) {
+  if (!py::isinstance<Carrier>(value))
+    throw TypeError(fmt::format("{}: expected a Carrier, got {}", what, py::repr(value).cast<std::string>()));
+  auto held = value.cast<std::shared_ptr<Carrier>>();
+  if (exact_bound_class(py::type::handle_of(value))) return held;
+  // A Python subclass: the handle C++ keeps also keeps the Python object
+  // (whose holder owns the C++ host) alive.
+  std::shared_ptr<SharedPyObject> keep = share(value);
+  return std::shared_ptr<Carrier>(std::move(keep), held.get());
+}
+
+CarrierClass carrier_class_arg(py::handle cls, const char* what) {
+  if (!PyType_Check(cls.ptr()))
+    throw TypeError(fmt::format("{}: expected a carrier class, got {}", what, py::repr(cls).cast<std::string>()));
+  if (const py::detail::type_info* bound = exact_bound_class(cls)) {
+    const std::type_index t(*bound->cpptype);
+    if (t == typeid(Carrier)) return carrier_class<Carrier>();
+    if (t == typeid(DependentCarrier)) return carrier_class<DependentCarrier>();
+    if (t == typeid(Generic)) return carrier_class<Generic>();
+    if (t == typeid(CPU)) return carrier_class<CPU>();
+  } else if (is_subclass(cls, carrier_type())) {
+    return python_class_identity(cls);
+  }
+  throw TypeError(fmt::format("{}: {} is not a Carrier class", what, py::repr(cls).cast<std::string>()));
+}
+
+void bind_carriers(py::module_& m) {
+  using CarrierClassT = py::class_<Carrier, PyCarrier, std::shared_ptr<Carrier>>;
+  CarrierClassT carrier(m, "Carrier", R"doc(
+The storage base (core-concepts.md 1): one flat, homogeneous slot sequence of
+one stored dtype (Float32, Int32 or Bool). Open for subclassing in Python: a
+subclass is its own exact class and implements the storage hooks
+supports_storage_dtype, _storage_size, _read_slot, _write_slot and
+_release_storage (and optionally _make_like); its __init__ calls
+super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
+  carrier_type() = carrier;
+  carrier
+      .def("__init__",
+           [](py::detail::value_and_holder& v_h, py::handle dtype, py::handle mutable_) {
+             init_python_carrier<CarrierClassT, PyCarrier>(v_h, dtype, mutable_, false);
+           },
+           py::detail::is_new_style_constructor(), py::kw_only(), py::arg("dtype"), py::arg("mutable") = true)
+      .def("size", &Carrier::size, "The number of slots (RuntimeError after release).")
+      .def("dtype", [](const Carrier& c) { return dtype_object(c.dtype()); }, "The stored dtype (also after release).")
+      .def("get_value", &get_value, py::arg("index"),
+           "Slot `index`: TypeError for a non-integer index, IndexError outside [0, size()), RuntimeError after "
+           "release.")
+      .def("set_value", &set_value, py::arg("index"), py::arg("value"),
+           "Writes slot `index` (+1 version): RuntimeError unless publicly mutable and live, IndexError outside "
+           "[0, size()), TypeError for a value of another kind, OverflowError outside Int32.")
+      .def("__getitem__", &get_value)
+      .def("__setitem__", &set_value)
+      .def("__len__", &Carrier::size)
+      .def("supports_storage_dtype", [](const Carrier& c, py::handle dtype) {
+             return c.supports_storage_dtype(dtype_arg(dtype, "Carrier.supports_storage_dtype"));
+           }, py::arg("dtype"),
+           "Identity-based, allocation-free and state-independent; TypeError for a non-DType.")
+      .def("is_mutable", &Carrier::is_mutable, "Intrinsic mutability and not owned by a composite.")
+      .def("is_owned", &Carrier::is_owned, "Owned by a composite carrier (then not publicly mutable).")
+      .def("release", [](Carrier& c) {
+             require_no_exports(c, "Carrier.release");
+             c.release();
+           },
+           "Permanent and idempotent; afterwards access, mutation and operations raise RuntimeError. BufferError "
+           "while a numpy array or DLPack capsule still views the storage.")
+      .def("is_released", &Carrier::is_released, "release() has run.")
+      .def_property_readonly("version", &Carrier::version,
+                             "Non-negative and monotonic: +1 per successful indexed write or set_value.")
+      .def("new_like", [](const Carrier& c, py::handle values, py::handle mutable_, py::handle dtype) {
+             const SimpleDType& d = like_dtype(c, dtype, "Carrier.new_like");
+             const std::vector<Value> vs = values_arg(values, d, "Carrier.new_like");
+             return c.new_like(vs, bool_arg(mutable_, "Carrier.new_like: mutable"), &d);
+           }, py::arg("values"), py::kw_only(), py::arg("mutable") = true, py::arg("dtype") = py::none(),
+           "Fresh storage of the same exact class holding `values` (also on a released prototype).")
+      .def("allocate_like", [](const Carrier& c, std::int64_t size, py::handle mutable_, py::handle dtype, py::handle empty) {
+             const SimpleDType& d = like_dtype(c, dtype, "Carrier.allocate_like");
+             return c.allocate_like(size, bool_arg(mutable_, "Carrier.allocate_like: mutable"), &d,
+                                    bool_arg(empty, "Carrier.allocate_like: empty"));
+           }, py::arg("size"), py::kw_only(), py::arg("mutable") = true, py::arg("dtype") = py::none(),
+           py::arg("empty") = false,
+           "Fresh storage of `size` slots of the same exact class, zeroed unless empty=True.")
+      .def("operation_capabilities", [](const Carrier& c, py::handle operation_name) {
+             if (operation_name.is_none()) return capabilities_object(c.operation_capabilities());
+             if (!PyUnicode_Check(operation_name.ptr()))
+               throw TypeError("Carrier.operation_capabilities: operation_name must be a str or None");
+             const std::string name = operation_name.cast<std::string>();
+             return capabilities_object(c.operation_capabilities(name));
+           }, py::arg("operation_name") = py::none(),
+           "The capabilities of this carrier's implementation in deterministic order: the exact class's sealed "
+           "declaration, or a dependent instance's frozen snapshot.")
+      .def("supports_operation_plan", [](const Carrier& c, py::handle plan) {
+             return c.supports_operation_plan(plan_arg(plan, "Carrier.supports_operation_plan"));
+           }, py::arg("plan"), "Whether exactly one of this carrier's capabilities matches `plan` exactly.")
+      .def("unsupported_plan_reason", [](const Carrier& c, py::handle plan) {
+             return c.unsupported_plan_reason(plan_arg(plan, "Carrier.unsupported_plan_reason"));
+           }, py::arg("plan"), "None when supported; otherwise the stable sentence UnsupportedOperationPlan carries.")
+      .def("require_operation_plan", [](const Carrier& c, py::handle plan) {
+             return c.require_operation_plan(plan_arg(plan, "Carrier.require_operation_plan"));
+           }, py::arg("plan"), "The matching capability, or UnsupportedOperationPlan.")
+      .def("__repr__", [](const Carrier& c) {
+        if (c.is_released()) return fmt::format("<{} carrier of {}, released>", c.class_name(), c.dtype().name());
+        return fmt::format("<{} carrier of {}: {} slots, version {}{}>", c.class_name(), c.dtype().name(), c.size(),
+                           c.version(), c.is_mutable() ? "" : ", immutable");
+      });
+
+  using DependentClassT = py::class_<DependentCarrier, Carrier, PyDependentCarrier, std::shared_ptr<DependentCarrier>>;
+  DependentClassT dependent(m, "DependentCarrier", R"doc(
+A carrier whose executable plans depend on the carriers it composes
+(backend-capabilities.md). Open for subclassing in Python: a subclass
+implements the storage hooks and _generate_operation_capabilities(), and its
+__init__ calls self.finalize_operation_capabilities() once its dependencies are
+valid. Before that every capability query raises RuntimeError.)doc");
+  dependent_carrier_type() = dependent;
+  dependent
+      .def("__init__",
+           [](py::detail::value_and_holder& v_h, py::handle dtype, py::handle mutable_) {
+             init_python_carrier<DependentClassT, PyDependentCarrier>(v_h, dtype, mutable_, true);
+           },
+           py::detail::is_new_style_constructor(), py::kw_only(), py::arg("dtype"), py::arg("mutable") = true)
+      .def("finalize_operation_capabilities", [](DependentCarrier& self) {
+             auto* host = dynamic_cast<PyDependentCarrier*>(&self);
+             if (!host) throw TypeError("finalize_operation_capabilities: not a Python-defined DependentCarrier");
+             py::gil_scoped_release nogil;
+             host->finalize();
+           },
+           "Materialises _generate_operation_capabilities() once and freezes the sorted snapshot. Invalid entries "
+           "-> TypeError, duplicates -> ValueError, a failing generator publishes nothing; a second call -> "
+           "RuntimeError.")
+      .def("_generate_operation_capabilities", [](const DependentCarrier& self) -> py::object {
+             throw NotImplementedError(fmt::format(
+                 "{}: a definition-free DependentCarrier must implement _generate_operation_capabilities()",
+                 self.class_name()));
+           })
+      .def("is_capability_finalized", &DependentCarrier::is_capability_finalized,
+           "finalize_operation_capabilities() has frozen this instance's snapshot.");
+
+  py::class_<Generic, Carrier, std::shared_ptr<Generic>>(m, "Generic", py::is_final(), R"doc(
+Generic(values, *, mutable=True, dtype): the executable semantic reference
+(core-concepts.md 8.1): one value per slot, one obvious kernel per plan.
+dtype is required (Float32, Int32 or Bool; another -> ValueError, a
+non-DType -> TypeError); every value must be of that dtype (TypeError).
+Closed to subclassing.)doc")
+      .def(py::init([](py::handle values, py::handle mutable_, py::handle dtype) {
+             const DType& d = dtype_arg(dtype, "Generic: dtype");
+             if (!Generic::supports(d))
+               throw ValueError(fmt::format("Generic: dtype '{}' is not a supported storage dtype", d.name()));
+             const std::vector<Value> vs = values_arg(values, static_cast<const SimpleDType&>(d), "Generic");
+             return Generic::create(vs, d, bool_arg(mutable_, "Generic: mutable"));
+           }),
+           py::arg("values"), py::kw_only(), py::arg("mutable") = true, py::arg("dtype"));
+
+  py::class_<CPU, Carrier, std::shared_ptr<CPU>>(m, "CPU", py::is_final(), R"doc(
+CPU(size, pointer=None, *, mutable=True, dtype=DType.Float32, empty=False):
+native host storage with typed kernels (core-concepts.md 8.2). With a
+pointer (an integer address) it wraps that memory without copying; the
+caller keeps it alive (strideweave.asarray does this for numpy arrays).
+empty=True skips zeroing (it means nothing for wrapped memory). Closed to
+subclassing.)doc")
+      .def(py::init([](std::int64_t size, py::handle pointer, py::handle mutable_, py::handle dtype, py::handle empty) {
+             const DType& d = dtype_arg(dtype, "CPU: dtype");
+             const bool m_ = bool_arg(mutable_, "CPU: mutable");
+             const bool e = bool_arg(empty, "CPU: empty");
+             if (pointer.is_none()) return CPU::create(size, d, m_, e);
+             const std::int64_t address = integer_arg(pointer, "CPU: pointer");
+             return CPU::wrap(reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), size, d, m_);
+           }),
+           py::arg("size"), py::arg("pointer") = py::none(), py::kw_only(), py::arg("mutable") = true,
+           py::arg("dtype") = dtype_object(DType::Float32()), py::arg("empty") = false);
+}
+
+}  // namespace strideweave::python

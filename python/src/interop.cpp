@@ -1,0 +1,447 @@
+// Data in and out without copies (docs/python.md, "numpy and DLPack").
+//
+//  - CPU tensors export their memory through the buffer protocol (Float32
+//    "f", Int32 "i", Bool "?"), so numpy.asarray(tensor) and memoryview(tensor)
+//    view it; the view is writable when the carrier is publicly mutable and
+//    the layout injective (a broadcast view is read-only).
+//  - CPU tensors export DLPack (Debian libdlpack-dev, DLPack 0.6):
+//    __dlpack__() / __dlpack_device__() == (1, 0), Float32 and Int32 only
+//    (core-concepts.md 7.5); numpy.from_dlpack(tensor) views it.
+//  - strideweave.asarray(obj) wraps the memory of any object exporting the
+//    buffer protocol (a numpy array) in a CPU carrier without a copy,
+//    keeping the exporter alive for as long as the carrier lives; a read-only
+//    exporter gives an immutable carrier.
+//  - strideweave.tensor(data, *, dtype=None, carrier=None) builds a tensor
+//    from nested Python lists, row-major as written (a copy).
+// Other carriers export nothing (BufferError), and a hierarchical mode that
+// does not coalesce to one stride cannot be described (BufferError).
+//
+// Writes through an exported view bypass versioning, as core-concepts.md 2.2
+// says of DLPack. While a view or capsule is alive, release() of the carrier
+// raises BufferError instead of freeing memory the view points at.
+#include "bindings.h"
+
+#include <dlpack/dlpack.h>
+#include <fmt/format.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace strideweave::python {
+namespace {
+
+// ---- export accounting
+
+std::mutex& exports_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+std::unordered_map<const Carrier*, std::int64_t>& exports() {
+  static auto* e = new std::unordered_map<const Carrier*, std::int64_t>();
+  return *e;
+}
+void add_export(const Carrier* c) {
+  std::lock_guard lock(exports_mutex());
+  ++exports()[c];
+}
+void remove_export(const Carrier* c) {
+  std::lock_guard lock(exports_mutex());
+  auto it = exports().find(c);
+  if (it != exports().end() && --it->second == 0) exports().erase(it);
+}
+
+// ---- what an export describes
+
+struct Description {
+  std::shared_ptr<Carrier> carrier;
+  char* data = nullptr;                // the element at the tensor's offset
+  std::vector<std::int64_t> shape;     // top-level extents
+  std::vector<std::int64_t> strides;   // in elements
+  std::int64_t itemsize = 0;
+  bool writable = false;
+};
+
+CPU& cpu_carrier(const Tensor& t, const char* what) {
+  const Carrier& c = *t.carrier();
+  if (!(c.exact_class() == carrier_class<CPU>()))
+    throw BufferError(fmt::format("{}: a {} tensor does not export its memory; only CPU tensors do "
+                                  "(core-concepts.md 7.5)",
+                                  what, c.class_name()));
+  c.require_live(what);
+  return static_cast<CPU&>(*t.carrier());
+}
+
+Description describe(const Tensor& t, const char* what) {
+  CPU& cpu = cpu_carrier(t, what);
+  Description d;
+  d.carrier = t.carrier();
+  d.itemsize = static_cast<std::int64_t>(cpu.element_bytes());
+  for (std::size_t axis = 0; axis < t.rank(); ++axis) {
+    const std::optional<std::int64_t> s = t.layout().mode_stride(axis);
+    if (!s)
+      throw BufferError(fmt::format("{}: mode {} of the layout {} does not coalesce to one stride, so no strided "
+                                    "array describes it",
+                                    what, axis, t.layout().to_string()));
+    d.shape.push_back(t.shape().extent(axis));
+    d.strides.push_back(*s);
+  }
+  static char empty_storage alignas(64)[64];
+  char* base = cpu.data<char>();
+  d.data = base ? base + t.offset() * d.itemsize : empty_storage;
+  d.writable = cpu.is_mutable() && t.layout().is_injective();
+  return d;
+}
+
+bool contiguous(const Description& d, bool c_order) {
+  std::int64_t expected = 1;
+  const std::size_t n = d.shape.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t axis = c_order ? n - 1 - k : k;
+    if (d.shape[axis] == 1) continue;
+    if (d.shape[axis] == 0) return true;
+    if (d.strides[axis] != expected) return false;
+    expected *= d.shape[axis];
+  }
+  return true;
+}
+
+// ---- the buffer protocol of Tensor
+
+struct BufferExport {
+  std::shared_ptr<Carrier> carrier;
+  std::vector<Py_ssize_t> shape;
+  std::vector<Py_ssize_t> strides;
+};
+
+const char* buffer_format(const SimpleDType& d) {
+  if (&d == &DType::Float32()) return "f";
+  if (&d == &DType::Int32()) return "i";
+  return "?";
+}
+
+int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
+  view->obj = nullptr;
+  try {
+    const Tensor& t = py::handle(obj).cast<const Tensor&>();
+    const Description d = describe(t, "buffer export");
+    if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && !d.writable)
+      throw BufferError(d.carrier->is_mutable() ? "buffer export: a broadcast view (stride 0) is exported read-only"
+                                                : "buffer export: the carrier is not publicly mutable");
+    const bool want_strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
+    if ((((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS || !want_strides) && !contiguous(d, true)) ||
+        ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !contiguous(d, false)) ||
+        ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !contiguous(d, true) && !contiguous(d, false)))
+      throw BufferError("buffer export: the consumer asked for a contiguous buffer and the layout is strided");
+    auto* ex = new BufferExport{d.carrier, {}, {}};
+    for (std::size_t i = 0; i < d.shape.size(); ++i) {
+      ex->shape.push_back(static_cast<Py_ssize_t>(d.shape[i]));
+      ex->strides.push_back(static_cast<Py_ssize_t>(d.strides[i] * d.itemsize));
+    }
+    view->buf = d.data;
+    view->obj = obj;
+    Py_INCREF(obj);
+    view->len = static_cast<Py_ssize_t>(t.size() * d.itemsize);
+    view->readonly = d.writable ? 0 : 1;
+    view->itemsize = static_cast<Py_ssize_t>(d.itemsize);
+    view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(buffer_format(t.dtype())) : nullptr;
+    view->ndim = static_cast<int>(d.shape.size());
+    view->shape = (flags & PyBUF_ND) == PyBUF_ND ? ex->shape.data() : nullptr;
+    view->strides = want_strides ? ex->strides.data() : nullptr;
+    view->suboffsets = nullptr;
+    view->internal = ex;
+    add_export(ex->carrier.get());
+    return 0;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const BufferError& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (const RuntimeError& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+  }
+  return -1;
+}
+
+void tensor_releasebuffer(PyObject*, Py_buffer* view) {
+  auto* ex = static_cast<BufferExport*>(view->internal);
+  remove_export(ex->carrier.get());
+  delete ex;
+}
+
+// ---- DLPack
+
+struct DLPackExport {
+  DLManagedTensor managed{};
+  std::shared_ptr<Carrier> carrier;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;
+};
+
+void dlpack_deleter(DLManagedTensor* self) {
+  auto* ex = static_cast<DLPackExport*>(self->manager_ctx);
+  remove_export(ex->carrier.get());
+  delete ex;
+}
+
+void dlpack_capsule_destructor(PyObject* capsule) {
+  // A capsule a consumer took is renamed "used_dltensor"; the consumer then
+  // calls the deleter. An unconsumed one is ours to delete.
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    managed->deleter(managed);
+  } else {
+    PyErr_Clear();
+  }
+}
+
+py::capsule to_dlpack(const Tensor& t, py::handle stream) {
+  if (!stream.is_none())
+    throw BufferError("__dlpack__: a CPU tensor has no stream; stream must be None");
+  const Description d = describe(t, "__dlpack__");
+  DLDataType type{};
+  if (&t.dtype() == &DType::Float32()) {
+    type = DLDataType{static_cast<std::uint8_t>(kDLFloat), 32, 1};
+  } else if (&t.dtype() == &DType::Int32()) {
+    type = DLDataType{static_cast<std::uint8_t>(kDLInt), 32, 1};
+  } else {
+    throw BufferError(fmt::format("__dlpack__: only Float32 and Int32 tensors export DLPack (core-concepts.md 7.5), "
+                                  "not {}",
+                                  t.dtype().name()));
+  }
+  auto* ex = new DLPackExport;
+  ex->carrier = d.carrier;
+  ex->shape = d.shape;
+  ex->strides = d.strides;
+  DLTensor& dl = ex->managed.dl_tensor;
+  dl.data = d.data;
+  dl.device = DLDevice{kDLCPU, 0};
+  dl.ndim = static_cast<int>(ex->shape.size());
+  dl.dtype = type;
+  dl.shape = ex->shape.data();
+  dl.strides = ex->strides.data();
+  dl.byte_offset = 0;
+  ex->managed.manager_ctx = ex;
+  ex->managed.deleter = &dlpack_deleter;
+  add_export(ex->carrier.get());
+  PyObject* capsule = PyCapsule_New(&ex->managed, "dltensor", &dlpack_capsule_destructor);
+  if (!capsule) {
+    dlpack_deleter(&ex->managed);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(capsule);
+}
+
+// ---- asarray
+
+// The exporter's buffer, released (with the GIL) when the carrier dies.
+struct WrappedBuffer {
+  Py_buffer view{};
+  std::shared_ptr<CPU> cpu;
+  WrappedBuffer() = default;
+  WrappedBuffer(const WrappedBuffer&) = delete;
+  WrappedBuffer& operator=(const WrappedBuffer&) = delete;
+  ~WrappedBuffer() {
+    cpu.reset();
+    if (!view.obj) return;
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    PyBuffer_Release(&view);
+  }
+};
+
+const SimpleDType& dtype_of_format(const char* format, Py_ssize_t itemsize) {
+  std::string f = format ? format : "B";
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f.erase(0, 1);
+  if (f == "f" && itemsize == 4) return DType::Float32();
+  if ((f == "i" || f == "l") && itemsize == 4) return DType::Int32();
+  if (f == "?" && itemsize == 1) return DType::Bool();
+  throw ValueError(fmt::format("asarray: elements of format '{}' ({} bytes) have no strideweave storage dtype "
+                               "(float32, int32, bool); convert first, e.g. array.astype(numpy.float32)",
+                               format ? format : "B", itemsize));
+}
+
+Tensor asarray(py::handle obj) {
+  auto wrapped = std::make_shared<WrappedBuffer>();
+  bool writable = true;
+  if (PyObject_GetBuffer(obj.ptr(), &wrapped->view, PyBUF_RECORDS) != 0) {
+    PyErr_Clear();
+    writable = false;
+    if (PyObject_GetBuffer(obj.ptr(), &wrapped->view, PyBUF_RECORDS_RO) != 0) {
+      PyErr_Clear();
+      wrapped->view.obj = nullptr;
+      throw TypeError(fmt::format("asarray: {} does not export its memory (the buffer protocol); build a tensor "
+                                  "from Python data with strideweave.tensor(data)",
+                                  py::repr(obj).cast<std::string>()));
+    }
+  }
+  const Py_buffer& v = wrapped->view;
+  const SimpleDType& dtype = dtype_of_format(v.format, v.itemsize);
+  std::vector<std::int64_t> extents, strides;
+  std::int64_t cosize = 1;
+  bool empty = false;
+  for (int i = 0; i < v.ndim; ++i) {
+    const std::int64_t e = v.shape[i];
+    const std::int64_t s = v.strides ? v.strides[i] : 0;
+    if (s < 0)
+      throw ValueError("asarray: a negative stride has no strideweave layout (strides are non-negative); use "
+                       "numpy.ascontiguousarray first");
+    if (s % v.itemsize != 0)
+      throw ValueError(fmt::format("asarray: the stride {} is not a multiple of the element size {}", s, v.itemsize));
+    extents.push_back(e);
+    strides.push_back(s / v.itemsize);
+    if (e == 0) empty = true;
+    cosize += (e - 1) * (s / v.itemsize);
+  }
+  if (!v.strides && v.ndim > 0) {  // C-contiguous without strides
+    std::int64_t s = 1;
+    for (int i = v.ndim; i-- > 0;) {
+      strides[static_cast<std::size_t>(i)] = s;
+      s *= extents[static_cast<std::size_t>(i)];
+    }
+    cosize = s;
+  }
+  if (empty) cosize = 0;
+  static char empty_storage alignas(64)[64];
+  void* pointer = v.buf ? v.buf : empty_storage;
+  wrapped->cpu = CPU::wrap(pointer, cosize, dtype, writable && !v.readonly);
+  std::shared_ptr<Carrier> carrier(wrapped, wrapped->cpu.get());
+  return Tensor(std::move(carrier), 0, Layout(Shape::of(extents), Stride::of(strides)));
+}
+
+// ---- tensor(data)
+
+struct Nested {
+  std::vector<std::int64_t> extents;
+  std::vector<py::handle> leaves;  // row-major
+  bool known = false;
+};
+
+void collect(py::handle item, std::size_t depth, Nested& n) {
+  const bool is_list = !PyUnicode_Check(item.ptr()) && !is_tensor(item) && py::isinstance<py::sequence>(item);
+  if (!n.known) {
+    if (!is_list) {
+      n.known = true;
+    } else {
+      n.extents.push_back(static_cast<std::int64_t>(py::len(item)));
+      if (py::len(item) == 0) n.known = true;
+    }
+  }
+  if (depth == n.extents.size()) {
+    if (is_list) throw ValueError("tensor: ragged nested lists (every list at one depth must have the same length)");
+    n.leaves.push_back(item);
+    return;
+  }
+  if (!is_list || static_cast<std::int64_t>(py::len(item)) != n.extents[depth])
+    throw ValueError("tensor: ragged nested lists (every list at one depth must have the same length)");
+  for (py::handle c : item) collect(c, depth + 1, n);
+}
+
+const SimpleDType& inferred_dtype(const std::vector<py::handle>& leaves) {
+  bool any_bool = false, any_float = false, any_int = false;
+  for (py::handle v : leaves) {
+    if (!is_real_number(v))
+      throw TypeError(fmt::format("tensor: {} is not a number", py::repr(v).cast<std::string>()));
+    const WeakScalar s = weak_scalar_arg(v, "tensor");
+    if (s.is_bool()) any_bool = true;
+    else if (s.kind() == WeakScalarKind::INTEGER) any_int = true;
+    else any_float = true;
+  }
+  if (any_bool && (any_int || any_float))
+    throw TypeError("tensor: bools do not mix with numbers; pass dtype= to choose");
+  if (any_bool) return DType::Bool();
+  if (any_int && !any_float) return DType::Int32();
+  return DType::Float32();
+}
+
+Tensor tensor_from_data(py::handle data, py::handle dtype, py::handle carrier) {
+  Nested n;
+  collect(data, 0, n);
+  const SimpleDType& d = dtype.is_none() ? inferred_dtype(n.leaves) : simple_dtype_arg(dtype, "tensor: dtype");
+  std::vector<Value> row_major;
+  row_major.reserve(n.leaves.size());
+  for (py::handle v : n.leaves) row_major.push_back(value_arg(v, d, "tensor"));
+  // Logical order is first axis fastest (docs/layout.md).
+  std::vector<Value> logical(row_major.size());
+  std::vector<std::int64_t> coordinate(n.extents.size(), 0);
+  for (const Value& v : row_major) {
+    std::int64_t ordinal = 0, stride = 1;
+    for (std::size_t i = 0; i < n.extents.size(); ++i) {
+      ordinal += coordinate[i] * stride;
+      stride *= n.extents[i];
+    }
+    logical[static_cast<std::size_t>(ordinal)] = v;
+    for (std::size_t i = n.extents.size(); i-- > 0;) {
+      if (++coordinate[i] < n.extents[i]) break;
+      coordinate[i] = 0;
+    }
+  }
+  std::shared_ptr<Carrier> storage;
+  if (carrier.is_none()) {
+    storage = CPU::from_values(logical, d);
+  } else if (py::isinstance<Carrier>(carrier)) {
+    storage = carrier_arg(carrier, "tensor: carrier")->new_like(logical, true, &d);
+  } else {
+    const CarrierClass cls = carrier_class_arg(carrier, "tensor: carrier");
+    const ShippedCarrier* shipped = nullptr;
+    for (const ShippedCarrier& s : shipped_carriers())
+      if (s.cls == cls) shipped = &s;
+    if (!shipped)
+      throw TypeError("tensor: carrier must be a shipped carrier class (Generic, CPU) or a carrier instance to use "
+                      "as a prototype");
+    storage = shipped->make(logical, d);
+  }
+  return Tensor(std::move(storage), 0, Layout::compact(Shape::of(n.extents)));
+}
+
+}  // namespace
+
+void require_no_exports(const Carrier& carrier, const char* what) {
+  std::lock_guard lock(exports_mutex());
+  auto it = exports().find(&carrier);
+  if (it != exports().end())
+    throw BufferError(fmt::format("{}: {} exported view(s) (numpy arrays, memoryviews or DLPack capsules) still "
+                                  "point at this {} carrier's memory",
+                                  what, it->second, carrier.class_name()));
+}
+
+void bind_interop(py::module_& m) {
+  // The buffer protocol of Tensor, installed on the heap type pybind11 made
+  // with py::buffer_protocol() (its own getbuffer cannot keep a reference on
+  // the carrier or count exports).
+  py::object tensor = m.attr("Tensor");
+  auto* heap = reinterpret_cast<PyHeapTypeObject*>(tensor.ptr());
+  heap->as_buffer.bf_getbuffer = &tensor_getbuffer;
+  heap->as_buffer.bf_releasebuffer = &tensor_releasebuffer;
+
+  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(tensor);
+  cls.def("__dlpack__", [](const Tensor& t, py::handle stream) { return to_dlpack(t, stream); },
+          py::kw_only(), py::arg("stream") = py::none(),
+          "A DLPack capsule viewing this CPU tensor's memory (Float32, Int32): zero-copy; writes through it bypass "
+          "versioning. BufferError for another carrier or dtype.");
+  cls.def("__dlpack_device__", [](const Tensor& t) {
+        cpu_carrier(t, "__dlpack_device__");
+        return py::make_tuple(static_cast<int>(kDLCPU), 0);
+      }, "(1, 0): kDLCPU, device 0. BufferError for a tensor that is not on CPU.");
+
+  m.def("asarray", [](py::handle obj) -> py::object {
+        if (is_tensor(obj)) return py::reinterpret_borrow<py::object>(obj);
+        return py::cast(asarray(obj));
+      }, py::arg("obj"), R"doc(
+asarray(obj): a CPU tensor over the memory of `obj` (a numpy array, or any
+object exporting the buffer protocol) without a copy. The tensor has obj's
+shape and strides; the carrier keeps obj alive. float32, int32 and bool
+elements only (ValueError otherwise: convert first); negative strides are a
+ValueError; a read-only obj gives an immutable carrier. A Tensor is returned
+as it is.)doc");
+  m.def("tensor", &tensor_from_data, py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(),
+        py::arg("carrier") = py::none(), R"doc(
+tensor(data, *, dtype=None, carrier=None): a fresh compact tensor holding
+`data` (a number or nested lists of numbers, row-major as written: the outer
+list is axis 0). dtype=None infers it: all bools -> Bool, all ints -> Int32,
+otherwise Float32 (bools do not mix with numbers: TypeError). carrier: None
+(CPU), a shipped class (Generic, CPU), or a carrier instance whose class's
+new_like makes the storage. Ragged lists -> ValueError.)doc");
+}
+
+}  // namespace strideweave::python

@@ -1,0 +1,395 @@
+// Every public operation as a function, and the Tensor operators
+// (docs/python.md, "Operations").
+//
+// The functions are made from the C++ library's list of callable operations
+// (call.h, callable_operations()): one Python function per public entry,
+// named as the operation, with its operands positional and its options
+// keyword-only by their C++ names, as operation-semantics.md binds an
+// operation call ("positional operands in schema order and keyword options
+// by exact name"). Two keywords are common to all: out= (a caller-provided
+// output: a Tensor, or strideweave.into(t) / strideweave.accumulate_into(t);
+// the call returns that same tensor object) and, for reduce_sum and matmul,
+// options= (an OperationExecutionOptions bound to that operation;
+// ValueError for one bound to another, policy R10.5).
+//
+// Python numbers follow the C++ rule of include/strideweave/ops/operators.h:
+//  - mul, pow (and clamp's bounds) have a weak-scalar form: the number picks
+//    a branch and has no dtype (policy R7);
+//  - the elementwise tensor/tensor operations below (kRank0Scalar) turn the
+//    number into a rank-0 tensor on the other operand's carrier class whose
+//    dtype is the number's own: int -> Int32 (OverflowError outside Int32),
+//    float -> Float32 (rounded to nearest even), bool -> Bool. The plan is
+//    then the one two tensors of those dtypes resolve: nothing is promoted
+//    that the policy would not promote for two tensors;
+//  - every other operation takes tensors only (TypeError).
+// The kernels run with the GIL released.
+//
+// Performance (docs/python.md, "Performance"): the by-name entry also
+// resolves the plan it reports, and reads its options through a map. The
+// operators of ops/operators.h (+ - * / ** @, unary -, abs(), comparisons),
+// and the functions of the same operations called with operands only, call
+// the typed C++ functions directly (kTyped): same functions, same plans and
+// errors, without that bookkeeping.
+#include "bindings.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <set>
+
+namespace strideweave::python {
+namespace {
+
+// The operations with a C++ scalar overload in ops/operators.h
+// (STRIDEWEAVE_SCALAR_OPERANDS): a number next to a tensor becomes a rank-0
+// tensor of the number's own dtype.
+constexpr std::array<std::string_view, 11> kRank0Scalar = {"add", "sub", "elementwise_mul", "div", "rem", "maximum",
+                                                           "minimum", "eq", "ne", "lt", "le"};
+
+bool rank0_scalars(std::string_view op) {
+  for (std::string_view n : kRank0Scalar)
+    if (n == op) return true;
+  return false;
+}
+
+// The typed C++ functions behind the operators of ops/operators.h.
+using TensorTensor = Tensor (*)(const Tensor&, const Tensor&, const Output&);
+using TensorScalar = Tensor (*)(const Tensor&, WeakScalar, const Output&);
+using ScalarTensor = Tensor (*)(WeakScalar, const Tensor&, const Output&);
+using Unary = Tensor (*)(const Tensor&, const Output&);
+struct Typed {
+  std::string_view name;
+  TensorTensor tensor_tensor = nullptr;
+  TensorScalar tensor_scalar = nullptr;  // mul and pow: a weak scalar
+  ScalarTensor scalar_tensor = nullptr;
+  Unary unary = nullptr;
+};
+Tensor matmul_default(const Tensor& a, const Tensor& b, const Output& out) { return matmul(a, b, std::nullopt, out); }
+const Typed kTyped[] = {
+    {"add", static_cast<TensorTensor>(&add)},
+    {"sub", static_cast<TensorTensor>(&sub)},
+    {"div", static_cast<TensorTensor>(&div)},
+    {"eq", static_cast<TensorTensor>(&eq)},
+    {"ne", static_cast<TensorTensor>(&ne)},
+    {"lt", static_cast<TensorTensor>(&lt)},
+    {"le", static_cast<TensorTensor>(&le)},
+    {"matmul", &matmul_default},
+    {"mul", static_cast<TensorTensor>(&mul), static_cast<TensorScalar>(&mul), static_cast<ScalarTensor>(&mul)},
+    {"pow", static_cast<TensorTensor>(&pow), static_cast<TensorScalar>(&pow), static_cast<ScalarTensor>(&pow)},
+    {"neg", nullptr, nullptr, nullptr, static_cast<Unary>(&neg)},
+    {"abs", nullptr, nullptr, nullptr, static_cast<Unary>(&abs)},
+};
+const Typed* typed(std::string_view name) {
+  for (const Typed& t : kTyped)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::string int_hint(const WeakScalar& s) {
+  return fmt::format(" (the Python int {} became an Int32 rank-0 tensor; write {}.0 for a Float32 scalar: "
+                     "docs/python.md, \"Python numbers\")",
+                     s.to_string(), s.to_string());
+}
+
+// A typed call of two operands, each a tensor or a real number (at least
+// one tensor); NotImplemented for any other operand.
+py::object typed_binary(const Typed& op, py::handle a, py::handle b) {
+  const bool ta = is_tensor(a), tb = is_tensor(b);
+  if ((!ta && !is_real_number(a)) || (!tb && !is_real_number(b)) || (!ta && !tb))
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  std::optional<Tensor> result;
+  std::optional<std::string> hint;
+  try {
+    if (ta && tb) {
+      const Tensor& x = tensor_arg(a, "operand");
+      const Tensor& y = tensor_arg(b, "operand");
+      py::gil_scoped_release nogil;
+      result.emplace(op.tensor_tensor(x, y, Output()));
+    } else {
+      const Tensor& t = tensor_arg(ta ? a : b, "operand");
+      const std::string what = fmt::format("{}: operand {}", op.name, ta ? 1 : 0);
+      const WeakScalar s = weak_scalar_arg(ta ? b : a, what.c_str());
+      if (op.tensor_scalar) {
+        py::gil_scoped_release nogil;
+        result.emplace(ta ? op.tensor_scalar(t, s, Output()) : op.scalar_tensor(s, t, Output()));
+      } else {
+        if (s.kind() == WeakScalarKind::INTEGER) hint = int_hint(s);
+        py::gil_scoped_release nogil;
+        const Tensor scalar = scalar_like(t, s);
+        result.emplace(ta ? op.tensor_tensor(t, scalar, Output()) : op.tensor_tensor(scalar, t, Output()));
+      }
+    }
+  } catch (const TypeError& e) {
+    if (hint) throw TypeError(e.message() + *hint);
+    throw;
+  }
+  return tensor_object(std::move(*result));
+}
+
+py::object typed_unary(const Typed& op, py::handle x) {
+  const Tensor& t = tensor_arg(x, op.name.data());
+  std::optional<Tensor> result;
+  {
+    py::gil_scoped_release nogil;
+    result.emplace(op.unary(t, Output()));
+  }
+  return tensor_object(std::move(*result));
+}
+
+py::object& sort_result_type() {
+  static py::object* t = new py::object();
+  return *t;
+}
+
+OptionValue option_value(std::string_view op, const std::string& name, py::handle value) {
+  if (value.is_none()) return std::monostate{};
+  if (PyBool_Check(value.ptr())) return value.ptr() == Py_True;
+  if (PyIndex_Check(value.ptr())) return integer_arg(value, name.c_str());
+  if (PyFloat_Check(value.ptr()) || (is_real_number(value) && !PyUnicode_Check(value.ptr())))
+    return PyFloat_AsDouble(value.ptr());
+  if (py::isinstance<py::sequence>(value) && !PyUnicode_Check(value.ptr())) {
+    std::vector<std::int64_t> list;
+    for (py::handle v : value) list.push_back(integer_arg(v, name.c_str()));
+    return list;
+  }
+  throw TypeError(fmt::format("{}: option '{}' cannot be {}", op, name, py::repr(value).cast<std::string>()));
+}
+
+struct Call {
+  std::vector<CallOperand> operands;
+  CallOptions options;
+  ExecutionRequest request;
+  py::object out;                       // the caller's output object, or None
+  std::optional<std::string> int_hint;  // a Python int became an Int32 rank-0 tensor
+};
+
+void add_operands(std::string_view op, Call& call, const py::handle* args, std::size_t n) {
+  const bool rank0 = rank0_scalars(op);
+  const Tensor* like = nullptr;
+  for (std::size_t i = 0; i < n; ++i)
+    if (is_tensor(args[i])) {
+      like = &tensor_arg(args[i], "operand");
+      break;
+    }
+  call.operands.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    py::handle a = args[i];
+    if (is_tensor(a)) {
+      call.operands.emplace_back(tensor_arg(a, "operand"));
+    } else if (is_real_number(a)) {
+      const std::string what = fmt::format("{}: operand {}", op, i);
+      WeakScalar s = weak_scalar_arg(a, what.c_str());
+      if (rank0) {
+        if (!like) throw TypeError(fmt::format("{}: at least one operand must be a tensor", op));
+        if (s.kind() == WeakScalarKind::INTEGER) call.int_hint = int_hint(s);
+        call.operands.emplace_back(scalar_like(*like, s));
+      } else {
+        call.operands.emplace_back(s);
+      }
+    } else {
+      throw TypeError(fmt::format("{}: operand {} must be a Tensor or a real number, got {}", op, i,
+                                  py::repr(a).cast<std::string>()));
+    }
+  }
+}
+
+void add_keywords(const CallableOperation& op, Call& call, py::handle kwargs) {
+  if (!kwargs || kwargs.is_none()) return;
+  for (auto item : py::reinterpret_borrow<py::dict>(kwargs)) {
+    const std::string key = item.first.cast<std::string>();
+    py::handle value = item.second;
+    if (key == "out") {
+      if (!value.is_none()) {
+        call.request.out = output_arg(value, (op.name + ": out").c_str());
+        call.out = py::reinterpret_borrow<py::object>(is_tensor(value) ? value : value.attr("tensor"));
+      }
+    } else if (key == "options") {
+      if (value.is_none()) continue;
+      if (!py::isinstance<OperationExecutionOptions>(value))
+        throw TypeError(fmt::format("{}: options must be an OperationExecutionOptions, got {}", op.name,
+                                    py::repr(value).cast<std::string>()));
+      const auto& o = value.cast<const OperationExecutionOptions&>();
+      if (o.operation() != op.name)
+        throw ValueError(fmt::format("{}: the options are bound to the operation '{}'", op.name, o.operation()));
+      call.request.accumulator = o.accumulator_dtype();
+      call.request.arithmetic = o.arithmetic();
+    } else {
+      call.options.emplace(key, option_value(op.name, key, value));
+    }
+  }
+}
+
+py::object run(const CallableOperation& op, Call& call) {
+  CallResult result;
+  try {
+    py::gil_scoped_release nogil;
+    result = op.call(call.operands, call.options, call.request);
+  } catch (const TypeError& e) {
+    if (call.int_hint) throw TypeError(e.message() + *call.int_hint);
+    throw;
+  }
+  if (result.results.size() == 2)
+    return sort_result_type()(std::move(result.results[0]), std::move(result.results[1]));
+  if (call.out) return call.out;
+  return tensor_object(std::move(result.results.front()));
+}
+
+py::object call_operation_object(const CallableOperation& op, const Typed* fast, const py::args& args,
+                                 const py::kwargs& kwargs) {
+  if (fast && (!kwargs || kwargs.empty())) {
+    if (fast->unary && args.size() == 1 && is_tensor(args[0])) return typed_unary(*fast, args[0]);
+    if (fast->tensor_tensor && args.size() == 2) {
+      py::object r = typed_binary(*fast, args[0], args[1]);
+      if (r.ptr() != Py_NotImplemented) return r;
+    }
+  }
+  Call call;
+  std::vector<py::handle> handles(args.begin(), args.end());
+  add_operands(op.name, call, handles.data(), handles.size());
+  add_keywords(op, call, kwargs);
+  return run(op, call);
+}
+
+// ---- signatures and docstrings from the C++ descriptions
+
+std::vector<std::string> operand_names(const std::string& signature) {
+  const auto open = signature.find('(');
+  const auto close = signature.find(')', open);
+  std::vector<std::string> out;
+  std::string inner = signature.substr(open + 1, close - open - 1);
+  std::size_t start = 0;
+  while (start < inner.size()) {
+    std::size_t end = inner.find(", ", start);
+    if (end == std::string::npos) end = inner.size();
+    const std::string part = inner.substr(start, end - start);
+    out.push_back(part.substr(0, part.find(':')));
+    start = end + 2;
+  }
+  return out;
+}
+
+// The Python literal shown as an option's default in the signature: the
+// C++ default when it is a literal, None when the default is described in
+// words (passing None explicitly means "the default"), nothing when the
+// option is required.
+std::optional<std::string> default_literal(const OptionDoc& o) {
+  if (o.default_value == "required") return std::nullopt;
+  if (o.default_value == "true") return "True";
+  if (o.default_value == "false") return "False";
+  const std::string& d = o.default_value;
+  const bool numeric = !d.empty() && d.find_first_not_of("-0123456789.e") == std::string::npos;
+  return numeric ? d : "None";
+}
+
+std::string python_signature(const CallableOperation& op) {
+  std::string sig = op.name + "(";
+  bool first = true;
+  for (const std::string& n : operand_names(op.signature)) {
+    sig += (first ? "" : ", ") + n;
+    first = false;
+  }
+  sig += ", /, *";
+  for (const OptionDoc& o : op.options) {
+    const std::optional<std::string> d = default_literal(o);
+    sig += ", " + o.name + (d ? "=" + *d : "");
+  }
+  if (op.accepts_accumulator) sig += ", options=None";
+  if (op.name != "sort" && op.name != "topk") sig += ", out=None";
+  return sig + ")";
+}
+
+std::string docstring(const CallableOperation& op) {
+  std::string doc = python_signature(op) + "\n--\n\n";
+  doc += op.signature + "\n\n";
+  if (!op.options.empty()) {
+    doc += "Options (keyword-only):\n";
+    for (const OptionDoc& o : op.options)
+      doc += fmt::format("    {} (default: {}): {}\n", o.name, o.default_value, o.meaning);
+    doc += "\n";
+  }
+  if (op.accepts_accumulator)
+    doc += "options: an OperationExecutionOptions for this operation (accumulator dtype"
+           + std::string(op.accepts_arithmetic ? ", contracted arithmetic" : "") + "; policy R10).\n";
+  if (op.name == "sort" || op.name == "topk")
+    doc += "Returns SortResult(values, indices); takes no out=.\n";
+  else
+    doc += "out: a caller-provided output (a Tensor, into(t) or accumulate_into(t)); the call then returns it.\n";
+  doc += "Exact semantics and errors: docs/operations.md (the C++ function of the same name).";
+  return doc;
+}
+
+}  // namespace
+
+void bind_operations(py::module_& m) {
+  sort_result_type() = py::module_::import("collections").attr("namedtuple")(
+      "SortResult", py::make_tuple("values", "indices"), py::arg("module") = "strideweave");
+  sort_result_type().attr("__doc__") =
+      "SortResult(values, indices): what sort and topk return, a named tuple of the sorted values and their "
+      "Int32 indices along the axis.";
+  m.attr("SortResult") = sort_result_type();
+
+  {
+    py::options options;
+    options.disable_function_signatures();
+    py::list names;
+    for (const CallableOperation& op : callable_operations()) {
+      if (op.internal) continue;
+      const CallableOperation* entry = &op;
+      const Typed* fast = typed(op.name);
+      m.add_object(op.name.c_str(),
+                   py::cpp_function([entry, fast](const py::args& args, const py::kwargs& kwargs) {
+                     return call_operation_object(*entry, fast, args, kwargs);
+                   },
+                                    py::name(op.name.c_str()), py::scope(m), py::doc(docstring(op).c_str())));
+      names.append(op.name);
+    }
+    m.attr("OPERATION_NAMES") = py::tuple(names);
+  }
+
+  m.def("_operation_catalog", [] {
+        py::list out;
+        for (const CallableOperation& op : callable_operations()) {
+          if (op.internal) continue;
+          py::list opts;
+          for (const OptionDoc& o : op.options) opts.append(py::make_tuple(o.name, o.default_value, o.meaning));
+          out.append(py::dict(py::arg("name") = op.name, py::arg("operands") = operand_names(op.signature),
+                              py::arg("options") = opts, py::arg("accepts_options") = op.accepts_accumulator,
+                              py::arg("signature") = python_signature(op)));
+        }
+        return out;
+      },
+      "The operations as the C++ library lists them (for the stub test and docs).");
+
+  // The operators of ops/operators.h.
+  py::class_<Tensor> tensor = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  struct Binary {
+    const char* method;
+    const char* op;
+    bool swap;
+  };
+  const Binary binaries[] = {
+      {"__add__", "add", false},  {"__radd__", "add", true},  {"__sub__", "sub", false},
+      {"__rsub__", "sub", true},  {"__mul__", "mul", false},  {"__rmul__", "mul", true},
+      {"__truediv__", "div", false}, {"__rtruediv__", "div", true}, {"__pow__", "pow", false},
+      {"__rpow__", "pow", true},  {"__matmul__", "matmul", false}, {"__rmatmul__", "matmul", true},
+      {"__eq__", "eq", false},    {"__ne__", "ne", false},    {"__lt__", "lt", false},
+      {"__le__", "le", false},    {"__gt__", "lt", true},     {"__ge__", "le", true},
+  };
+  for (const Binary& b : binaries) {
+    const Typed* op = typed(b.op);
+    if (!op || !op->tensor_tensor) throw RuntimeError(fmt::format("strideweave: no typed operator for '{}'", b.op));
+    const bool swap = b.swap;
+    tensor.def(b.method, [op, swap](py::handle self, py::handle other) {
+      return swap ? typed_binary(*op, other, self) : typed_binary(*op, self, other);
+    }, py::is_operator());
+  }
+  const Typed* neg = typed("neg");
+  const Typed* abs = typed("abs");
+  tensor.def("__neg__", [neg](py::handle self) { return typed_unary(*neg, self); });
+  tensor.def("__abs__", [abs](py::handle self) { return typed_unary(*abs, self); });
+  // Comparisons return tensors, so equality is not identity: hash by
+  // identity, as Python objects do.
+  tensor.def("__hash__", [](py::handle self) { return py::hash(py::int_(reinterpret_cast<std::uintptr_t>(self.ptr()))); });
+}
+
+}  // namespace strideweave::python

@@ -1,0 +1,117 @@
+"""strideweave: a tensor runtime whose every operation call resolves to one
+immutable OperationPlan through one central dtype policy, and whose carriers
+execute exactly the plans they registered.
+
+This package is the specifications' Python surface over the C++ core
+(strideweave._core, a pybind11 module). Start with docs/python.md; the
+specifications' names keep their spelling (cpp-mapping.md), errors are
+Python's built-ins (plus UnsupportedOperationPlan, a NotImplementedError).
+
+    >>> import strideweave as sw
+    >>> a = sw.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> b = sw.tensor([10, 20])
+    >>> a + b          # Float32: the Int32 operand converts, b broadcasts
+    tensor([[11.0, 22.0], [13.0, 24.0]], dtype=float32, carrier=CPU)
+
+Not built yet (they raise NotImplementedError on import): strideweave.operation
+and strideweave.carriers.extension, whose C++ layer is not in this build.
+"""
+
+from . import _core
+from ._core import (
+    # errors (the rest are Python's built-ins)
+    UnsupportedOperationPlan,
+    UnsupportedOpDType,
+    ProviderContractError,
+    # dtype descriptors
+    DType,
+    DTypeCategory,
+    SimpleDType,
+    CompoundDType,
+    PlanarCompoundDType,
+    storage_zero,
+    # layout
+    Shape,
+    Stride,
+    Layout,
+    # the dtype policy
+    OperandRole,
+    Arithmetic,
+    Accumulation,
+    WeakScalarKind,
+    OperandPlan,
+    OperationPlan,
+    OperationOverload,
+    OperationSpec,
+    OperationExecutionOptions,
+    operation_execution_options,
+    resolve_operation_plan,
+    resolvable_plans,
+    plan_accumulator_variants,
+    plan_arithmetic_variants,
+    executable_plan_set,
+    representative_plan,
+    registered_operations,
+    weak_scalar_kind,
+    SUPPORTED_TENSOR_DTYPES,
+    WEAK_SCALAR_PROBES,
+    SUPPORTED_ACCUMULATOR_DTYPES,
+    CONFIGURABLE_OPERATIONS,
+    INT32_MIN,
+    INT32_MAX,
+    POW_INTEGER_EXPONENT_MAX,
+    # capabilities
+    SupportLevel,
+    ExecutionAxis,
+    ExecutionAxes,
+    OperandCapability,
+    OperationCapability,
+    register_operation_capabilities,
+    capabilities_for_carrier_class,
+    matching_capability,
+    supports_operation_plan,
+    unsupported_plan_reason,
+    require_capability,
+    capability,
+    fallback_copy_count,
+    render_capability_table,
+    # carriers
+    Carrier,
+    DependentCarrier,
+    Generic,
+    CPU,
+    # tensors
+    Tensor,
+    Output,
+    into,
+    accumulate_into,
+    scalar_like,
+    format_values,
+    tensor,
+    asarray,
+    SortResult,
+    # autograd
+    Node,
+    grad,
+    # threads
+    num_threads,
+    set_num_threads,
+    threading_available,
+    OPERATION_NAMES,
+    __version__,
+)
+from ._grad_mode import is_grad_enabled, no_grad, set_grad_enabled
+from . import carriers
+
+# Every public operation, as the C++ library lists them (call.h): add, sub,
+# mul, ..., matmul, sort, topk. Options are keyword-only; see help(strideweave.add).
+globals().update({name: getattr(_core, name) for name in OPERATION_NAMES})
+
+# Names that would shadow Python built-ins on `from strideweave import *`
+# stay attributes only (strideweave.abs, strideweave.pow, strideweave.round).
+_SHADOWING = {"abs", "pow", "round"}
+
+__all__ = sorted(
+    {name for name in dir() if not name.startswith("_") and name not in {"carriers"}} - _SHADOWING
+    | {"carriers"}
+)

@@ -1,0 +1,11 @@
+"""strideweave.carriers: the carrier classes (core-concepts.md 1 and 8).
+
+Carrier and DependentCarrier are open for subclassing in Python (a subclass
+is its own exact class; docs/python.md, "Carriers defined in Python");
+Generic and CPU are the shipped, final carriers. The definition-backed
+extension surface, strideweave.carriers.extension, is not built yet.
+"""
+
+from .._core import CPU, Carrier, DependentCarrier, Generic
+
+__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU"]
