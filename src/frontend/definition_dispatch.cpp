@@ -77,16 +77,20 @@ std::shared_ptr<const ResolvedInvocation> admit(const OperationDefinition& defin
 
 std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, std::vector<CallOperand> operands,
                                         operation::OptionMap options, const Output& out) {
-  const std::shared_ptr<const ResolvedInvocation> invocation =
-      admit(definition, std::move(operands), std::move(options));
-  // A built-in definition runs its own lowering on the definition-free
-  // carriers (the gate is execute()'s first step).
+  // A built-in definition's resolve step is its record's lowering: bind,
+  // then lower once and run that (the gate is execute()'s first step). The
+  // lowering's carrier step refuses released operands, and a built-in
+  // result is always fresh storage, so admit()'s two checks hold already.
   if (definition.is_builtin()) {
     const BuiltinEntry* entry = find_builtin(definition.name());
     if (!entry || !entry->lower)
       throw RuntimeError(fmt::format("{}: a built-in definition without a front-end record", definition.name()));
-    return {run(entry->lower(invocation->call()), out)};
+    const std::shared_ptr<const operation::BoundOperationCall> call =
+        operation::bind(definition, std::move(operands), std::move(options));
+    return {run(entry->lower(*call), out)};
   }
+  const std::shared_ptr<const ResolvedInvocation> invocation =
+      admit(definition, std::move(operands), std::move(options));
   const Carrier& prototype = dispatch_carrier(*invocation);
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
   (void)out;
