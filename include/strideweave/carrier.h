@@ -14,6 +14,8 @@
 //       writes, allocation, construction and release add nothing.
 //   is_mutable() — intrinsic mutability and not owned by a composite.
 //   release() — permanent and idempotent; RuntimeError on an owned carrier.
+//       A storage hook that throws leaves the carrier live (nothing
+//       released) and the error propagates.
 //       After release dtype(), supports_storage_dtype() and new_like() still
 //       work.
 //   supports_storage_dtype(d) — identity-based, allocation-free and
@@ -61,7 +63,10 @@ CarrierClass carrier_class() {
     CarrierClass::Traits traits;
     traits.derives_carrier = std::is_base_of_v<Carrier, T>;
     traits.is_root = std::is_same_v<std::remove_cv_t<T>, Carrier>;
-    if constexpr (std::is_base_of_v<Carrier, T>) traits.is_dependent = std::is_base_of_v<DependentCarrier, T>;
+    if constexpr (std::is_base_of_v<Carrier, T>) {
+      traits.is_dependent = std::is_base_of_v<DependentCarrier, T>;
+      traits.storage_provider = requires { T::uses_storage_provider; };
+    }
     return CarrierClass::of_type(typeid(T), traits);
   }();
   return identity;
@@ -149,6 +154,9 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // TypeError unless `runtime_class` was minted by
   // CarrierClass::define_runtime_class for a non-dependent host.
   Carrier(const SimpleDType& dtype, bool mutable_, CarrierClass runtime_class);
+  // Either of the two above: a run-time class when given, else the exact
+  // C++ type (for bases that serve both, extension::DefinedCarrier).
+  Carrier(const SimpleDType& dtype, bool mutable_, const std::optional<CarrierClass>& runtime_class);
   // core-concepts.md 1.2: non-simple or unsupported -> ValueError naming the
   // class; a non-DType is impossible in C++.
   static const SimpleDType& check_storage_dtype(const DType& dtype, const char* class_name,
@@ -159,7 +167,9 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   virtual std::int64_t storage_size() const noexcept = 0;
   virtual Value read_slot(std::int64_t index) const = 0;
   virtual void write_slot(std::int64_t index, const Value& value) = 0;
-  virtual void release_storage() noexcept = 0;
+  // May throw (a definition-backed class's provider): release() then
+  // leaves the carrier live and rethrows.
+  virtual void release_storage() = 0;
   virtual std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                              bool empty) const = 0;
 
@@ -176,6 +186,7 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   Carrier(const SimpleDType& dtype, bool mutable_, DependentTag) noexcept
       : dtype_(&dtype), intrinsic_mutable_(mutable_), dependent_instance_(true) {}
   Carrier(const SimpleDType& dtype, bool mutable_, DependentTag, CarrierClass runtime_class);
+  Carrier(const SimpleDType& dtype, bool mutable_, DependentTag, const std::optional<CarrierClass>& runtime_class);
 
   static std::shared_ptr<Carrier> make_like_mapped(const Carrier& self, std::int64_t size, bool mutable_,
                                                    const SimpleDType& dtype, bool empty);

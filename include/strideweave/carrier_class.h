@@ -47,6 +47,10 @@ class CarrierClass {
     bool derives_carrier = false;  // the type is Carrier or derives from it
     bool is_root = false;          // the type is Carrier itself
     bool is_dependent = false;     // the type is DependentCarrier or derives from it
+    // The type's instances forward their storage to a StorageProvider
+    // (extension::DefinedCarrier / DefinedDependentCarrier): the only
+    // classes that can hold a CarrierDefinition (carrier-extension R2.3).
+    bool storage_provider = false;
   };
 
   // The class's one public name (see above).

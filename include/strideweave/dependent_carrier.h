@@ -38,6 +38,9 @@ class DependentCarrier : public Carrier {
   // TypeError unless `runtime_class` was minted for a dependent host.
   DependentCarrier(const SimpleDType& dtype, bool mutable_, CarrierClass runtime_class)
       : Carrier(dtype, mutable_, DependentTag{}, runtime_class) {}
+  // Either of the two above (for extension::DefinedDependentCarrier).
+  DependentCarrier(const SimpleDType& dtype, bool mutable_, const std::optional<CarrierClass>& runtime_class)
+      : Carrier(dtype, mutable_, DependentTag{}, runtime_class) {}
   virtual std::vector<OperationCapability> _generate_operation_capabilities() const;
   void finalize_operation_capabilities();
 

@@ -22,7 +22,7 @@ namespace strideweave {
 namespace {
 
 struct ClassCapabilities {
-  enum class Origin { KernelBacked, Declared, ObservedEmpty } origin;
+  enum class Origin { KernelBacked, Declared, ObservedEmpty, DefinitionBacked } origin;
   CarrierClass cls;
   std::vector<OperationCapability> sorted;
   std::unordered_map<OperationPlan, std::size_t> by_plan;
@@ -42,6 +42,9 @@ struct Registry {
   std::mutex write;
   std::vector<std::unique_ptr<const Snapshot>> published;  // guarded by `write`
   std::vector<CarrierClass> kernel_backed;                 // guarded by `write`, in declaration order
+  // Definition-backed classes not yet observed: their sealing step
+  // (carrier-extension R7.2), run once by the first observation.
+  std::unordered_map<CarrierClass, capability_registry::SealStep> pending;  // guarded by `write`
   std::atomic<const Snapshot*> current{nullptr};
   Registry() {
     published.push_back(std::make_unique<const Snapshot>());
@@ -99,6 +102,17 @@ std::shared_ptr<const ClassCapabilities> observe(CarrierClass cls, const char* w
   const auto snap = r.current.load();
   auto it = snap->find(cls);
   if (it != snap->end()) return it->second;
+  auto pending = r.pending.find(cls);
+  if (pending != r.pending.end()) {
+    // The first observation of a definition-backed class seals it: its
+    // built-in patterns and packs freeze into one sorted set, atomically
+    // with publication (a pack registered concurrently lands before or is
+    // refused after, never half).
+    auto entry = make_entry(ClassCapabilities::Origin::DefinitionBacked, cls, pending->second());
+    publish(r, cls, entry);
+    r.pending.erase(pending);
+    return entry;
+  }
   auto entry = make_entry(ClassCapabilities::Origin::ObservedEmpty, cls, {});
   publish(r, cls, entry);
   return entry;
@@ -128,6 +142,25 @@ const OperationCapability* representative(const ClassCapabilities& c, std::strin
   return plan ? find_plan(c, *plan) : nullptr;
 }
 
+const char* origin_reason(ClassCapabilities::Origin origin) {
+  switch (origin) {
+    case ClassCapabilities::Origin::KernelBacked: return "is a kernel-backed (shipped) class";
+    case ClassCapabilities::Origin::Declared: return "has already declared its capabilities";
+    case ClassCapabilities::Origin::ObservedEmpty: return "was already observed (sealed empty)";
+    case ClassCapabilities::Origin::DefinitionBacked:
+      return "is definition-backed (its capabilities derive from its CarrierDefinition)";
+  }
+  return "is closed";
+}
+// Precondition: the caller holds r.write.
+std::optional<std::string> closed_reason_locked(Registry& r, CarrierClass cls) {
+  const auto snap = r.current.load();
+  auto it = snap->find(cls);
+  if (it != snap->end()) return origin_reason(it->second->origin);
+  if (r.pending.count(cls)) return origin_reason(ClassCapabilities::Origin::DefinitionBacked);
+  return std::nullopt;
+}
+
 }  // namespace
 
 namespace capability_registry {
@@ -144,24 +177,35 @@ void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> ca
   reject_duplicates(capabilities, "register_kernel_table(" + cls.name() + ")");
   Registry& r = registry();
   std::lock_guard lock(r.write);
-  if (r.current.load()->count(cls))
+  if (closed_reason_locked(r, cls))
     throw TypeError(fmt::format("register_kernel_table: {} already has a capability answer", cls.name()));
   r.kernel_backed.reserve(r.kernel_backed.size() + 1);  // may throw: then nothing is published
   publish(r, cls, make_entry(ClassCapabilities::Origin::KernelBacked, cls, std::move(capabilities)));
   r.kernel_backed.push_back(cls);
 }
 
+
 std::optional<std::string> closed_reason(CarrierClass cls) {
   detail::ensure_bootstrapped();
+  Registry& r = registry();
+  std::lock_guard lock(r.write);
+  return closed_reason_locked(r, cls);
+}
+
+void declare_definition_backed(CarrierClass cls, SealStep seal, const std::string& who) {
+  check_queryable_class(cls, who.c_str());
+  if (!seal) throw TypeError(fmt::format("{}: an empty sealing step", who));
+  detail::ensure_bootstrapped();
+  Registry& r = registry();
+  std::lock_guard lock(r.write);
+  if (auto why = closed_reason_locked(r, cls)) throw TypeError(fmt::format("{}: {} {}", who, cls.name(), *why));
+  r.pending.emplace(cls, std::move(seal));
+}
+
+bool is_observed(CarrierClass cls) {
+  detail::ensure_bootstrapped();
   const auto snap = registry().current.load();
-  auto it = snap->find(cls);
-  if (it == snap->end()) return std::nullopt;
-  switch (it->second->origin) {
-    case ClassCapabilities::Origin::KernelBacked: return "is a kernel-backed (shipped) class";
-    case ClassCapabilities::Origin::Declared: return "has already declared its capabilities";
-    case ClassCapabilities::Origin::ObservedEmpty: return "was already observed (sealed empty)";
-  }
-  return std::nullopt;
+  return snap->count(cls) != 0;
 }
 
 std::vector<CarrierClass> kernel_backed_classes() {
@@ -204,14 +248,7 @@ void register_operation_capabilities(CarrierClass cls, std::span<const Operation
   reject_duplicates(capabilities, what);
   Registry& r = registry();
   std::lock_guard lock(r.write);
-  const auto snap = r.current.load();
-  auto it = snap->find(cls);
-  if (it != snap->end()) {
-    const char* why = it->second->origin == ClassCapabilities::Origin::KernelBacked ? "is a kernel-backed (shipped) class"
-                      : it->second->origin == ClassCapabilities::Origin::Declared  ? "has already declared its capabilities"
-                                                                                   : "was already observed (sealed empty)";
-    throw TypeError(fmt::format("{}: {} {}", what, cls.name(), why));
-  }
+  if (auto why = closed_reason_locked(r, cls)) throw TypeError(fmt::format("{}: {} {}", what, cls.name(), *why));
   publish(r, cls,
           make_entry(ClassCapabilities::Origin::Declared, cls,
                      std::vector<OperationCapability>(capabilities.begin(), capabilities.end())));

@@ -5,6 +5,7 @@
 
 #include <strideweave/capability.h>
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +29,22 @@ void reject_invalid_entries(std::span<const OperationCapability> capabilities, c
 // "has already declared its capabilities", "was already observed (sealed
 // empty)"), or nullopt while it is open. Observes nothing.
 std::optional<std::string> closed_reason(CarrierClass cls);
+
+// A definition-backed class's sealing step: returns the class's complete
+// capability set (already validated: whole records, no conflicting shapes).
+using SealStep = std::function<std::vector<OperationCapability>()>;
+
+// Claims `cls` for a carrier definition (carrier-extension R2.3): from now on
+// it answers "definition-backed" to every declaration, and its first
+// observation runs `seal` (under the registry's write lock, so it must not
+// call back into this registry) and publishes the result. TypeError naming
+// `who` when the class is not queryable (not a carrier, dependent) or
+// already has an answer (declared, observed, kernel-backed or claimed).
+void declare_definition_backed(CarrierClass cls, SealStep seal, const std::string& who);
+
+// True once `cls` has a published answer (declared, kernel-backed, observed
+// or sealed). Observes nothing.
+bool is_observed(CarrierClass cls);
 
 // The kernel-backed classes, in declaration order.
 std::vector<CarrierClass> kernel_backed_classes();

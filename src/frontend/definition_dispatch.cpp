@@ -5,6 +5,7 @@
 #include "frontend/definition_dispatch.h"
 
 #include <strideweave/errors.h>
+#include <strideweave/extension.h>
 
 #include <fmt/format.h>
 
@@ -94,6 +95,10 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
   const Carrier& prototype = dispatch_carrier(*invocation);
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
   (void)out;
+  if (extension::carrier_definition(prototype.exact_class()))
+    throw NotImplementedError(fmt::format("{}: {} is definition-backed, and the definition-backed dispatch pipeline "
+                                          "(kernel pattern selection, prepare, submit, publication) is not built yet",
+                                          definition.name(), prototype.class_name()));
   // A definition-free carrier executes built-in operations through its
   // kernel table only (carrier-extension R13); a user-defined operation
   // needs a definition-backed carrier's kernel pattern.

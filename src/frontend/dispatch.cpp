@@ -9,6 +9,8 @@
 #include <strideweave/errors.h>
 #include <strideweave/ops.h>
 
+#include <strideweave/extension.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -187,9 +189,14 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
   const OperationCapability& cap = storage::gate(prototype, plan);
   const KernelTable* table = kernel_table(prototype.exact_class());
   const KernelFn* kernel = table ? table->find(plan) : nullptr;
-  if (!kernel)
+  if (!kernel) {
+    if (!table && extension::carrier_definition(prototype.exact_class()))
+      throw NotImplementedError(fmt::format("{}: {} is definition-backed, and the definition-backed dispatch pipeline "
+                                            "(kernel pattern selection, prepare, submit, publication) is not built yet",
+                                            plan.operation(), prototype.class_name()));
     throw NotImplementedError(fmt::format("{} declares a capability for {} but registered no kernel for it",
                                           prototype.class_name(), plan.to_string()));
+  }
   const CarrierClass cls = prototype.exact_class();
   if (!out) {
     const SupportLevel owned = required_level(cap, plan, prototype, ExecutionAxis::owned_result);

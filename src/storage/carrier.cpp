@@ -35,6 +35,18 @@ Carrier::Carrier(const SimpleDType& dtype, bool mutable_, DependentTag, CarrierC
       dependent_instance_(true),
       runtime_class_(&checked_runtime_class(runtime_class, true)) {}
 
+Carrier::Carrier(const SimpleDType& dtype, bool mutable_, const std::optional<CarrierClass>& runtime_class)
+    : dtype_(&dtype),
+      intrinsic_mutable_(mutable_),
+      runtime_class_(runtime_class ? &checked_runtime_class(*runtime_class, false) : nullptr) {}
+
+Carrier::Carrier(const SimpleDType& dtype, bool mutable_, DependentTag,
+                 const std::optional<CarrierClass>& runtime_class)
+    : dtype_(&dtype),
+      intrinsic_mutable_(mutable_),
+      dependent_instance_(true),
+      runtime_class_(runtime_class ? &checked_runtime_class(*runtime_class, true) : nullptr) {}
+
 CarrierClass Carrier::exact_class() const {
   const std::type_info& type = typeid(*this);
   // Resolved once per type the object has had (a base constructor sees a
@@ -129,7 +141,13 @@ void Carrier::release() {
   if (is_owned())
     throw RuntimeError(fmt::format("Carrier.release: the {} carrier is owned by a composite", class_name()));
   bool expected = false;
-  if (released_.compare_exchange_strong(expected, true)) release_storage();
+  if (!released_.compare_exchange_strong(expected, true)) return;
+  try {
+    release_storage();
+  } catch (...) {
+    released_.store(false);  // the storage was not relinquished: the carrier stays live
+    throw;
+  }
 }
 
 // make_like through which std::bad_alloc never escapes: a carrier whose hook

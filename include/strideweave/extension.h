@@ -1,0 +1,777 @@
+// strideweave/extension.h — the carrier extension surface
+// (carrier-extension.md R1-R13; strideweave.carriers.extension in Python is
+// strideweave::extension here, cpp-mapping.md).
+//
+// A definition-backed carrier class supplies one immutable CarrierDefinition:
+// a StorageProvider (its storage), optionally a KernelProvider (a kernel
+// execution interface and kernel patterns: the class then computes), transfer
+// routes, a CompositeProvider (for a DependentCarrier class) and typed facets.
+// Kernel packs add patterns to an exact independent class until the class is
+// first observed. Everything else (operation meaning, dtype planning,
+// capability derivation, autograd, versions, publication) stays framework
+// owned (R8).
+//
+// The C++ spelling of a definition-backed class (docs/extension.md): a class
+// deriving from extension::DefinedCarrier (independent) or
+// extension::DefinedDependentCarrier (dependent), whose constructor takes the
+// framework's Construction key first; instances are made by
+// extension::create<T>(slots, dtype, mutable_, args...) — R3.7's
+// `Cls(slots, *, dtype, mutable=True)`. The key cannot be made outside the
+// framework, so no instance exists without its definition's storage.
+//
+// Errors follow cpp-mapping.md: TypeError for a wrong kind of value (in C++
+// mostly an empty callable, a null pointer or an ineligible class), ValueError
+// for a bad value, and every failure leaves every registry as it was.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeindex>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <strideweave/capability.h>
+#include <strideweave/carrier.h>
+#include <strideweave/dependent_carrier.h>
+#include <strideweave/errors.h>
+#include <strideweave/operation.h>
+#include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
+
+namespace strideweave::extension {
+
+using operation::ResolvedInvocation;
+
+// ---------------------------------------------------------------- R11.1 Unsupported
+
+// A provider's runtime refusal: the framework moves on to the next candidate
+// (kernels) or to the elementwise fallback (transfers). `reason` non-empty
+// (ValueError).
+class Unsupported {
+ public:
+  explicit Unsupported(std::string reason);
+  const std::string& reason() const noexcept { return reason_; }
+  friend bool operator==(const Unsupported&, const Unsupported&) = default;
+
+ private:
+  std::string reason_;
+};
+
+// ---------------------------------------------------------------- R4 completion
+
+namespace detail {
+// The shared terminal state of one completion.
+template <class T>
+struct CompletionState {
+  using Stored = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+  std::mutex mutex;
+  std::condition_variable settled;
+  std::function<T()> wait_once;  // a deferred completion's blocking step; consumed by the first wait()
+  bool running = false;          // a waiter is inside wait_once
+  std::atomic<bool> done{false};
+  std::optional<Stored> value;
+  std::exception_ptr error;
+};
+}  // namespace detail
+
+// R4.1 ProviderCompletion<T>: a provider's pending outcome. Thread-safe and
+// idempotent: every wait() returns the same value (a copy of it) or rethrows
+// the same exception object; done() becomes true exactly when the terminal
+// outcome is recorded. Two ways to make one:
+//   - deferred(wait_once): wait_once is the provider's blocking step (a
+//     stream synchronisation, an io_uring wait); the first wait() runs it
+//     once, and concurrent waiters block until it settles;
+//   - ProviderPromise<T>::completion(): settled by the provider from any
+//     thread with set_value / set_exception.
+// There is no coroutine face (R4.1: no __await__).
+template <class T>
+class ProviderCompletion {
+ public:
+  static ProviderCompletion deferred(std::function<T()> wait_once) {
+    if (!wait_once) throw TypeError("ProviderCompletion.deferred: wait_once must be a callable");
+    ProviderCompletion c;
+    c.state_->wait_once = std::move(wait_once);
+    return c;
+  }
+  // An already settled completion.
+  static ProviderCompletion ready()
+    requires std::is_void_v<T>
+  {
+    ProviderCompletion c;
+    c.settle_value(std::monostate{});
+    return c;
+  }
+  template <class U = T>
+    requires(!std::is_void_v<U>)
+  static ProviderCompletion ready(U value) {
+    ProviderCompletion c;
+    c.settle_value(std::move(value));
+    return c;
+  }
+  static ProviderCompletion failed(std::exception_ptr error) {
+    if (!error) throw TypeError("ProviderCompletion.failed: a null exception");
+    ProviderCompletion c;
+    c.settle_error(std::move(error));
+    return c;
+  }
+
+  bool done() const noexcept { return state_->done.load(std::memory_order_acquire); }
+
+  // Blocks until the terminal outcome; returns it or rethrows it.
+  T wait() const {
+    auto& s = *state_;
+    std::unique_lock lock(s.mutex);
+    if (!s.done.load() && s.wait_once && !s.running) {
+      s.running = true;
+      std::function<T()> step = std::move(s.wait_once);
+      s.wait_once = nullptr;
+      lock.unlock();
+      std::optional<typename detail::CompletionState<T>::Stored> value;
+      std::exception_ptr error;
+      try {
+        if constexpr (std::is_void_v<T>) {
+          step();
+          value.emplace();
+        } else {
+          value.emplace(step());
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      s.running = false;
+      if (error) s.error = error; else s.value = std::move(value);
+      s.done.store(true, std::memory_order_release);
+      s.settled.notify_all();
+    }
+    s.settled.wait(lock, [&] { return s.done.load(); });
+    if (s.error) std::rethrow_exception(s.error);
+    if constexpr (!std::is_void_v<T>) return *s.value;
+  }
+
+ private:
+  template <class>
+  friend class ProviderPromise;
+  ProviderCompletion() : state_(std::make_shared<detail::CompletionState<T>>()) {}
+  template <class V>
+  bool settle_value(V&& v) const {
+    std::lock_guard lock(state_->mutex);
+    if (state_->done.load()) return false;
+    state_->value.emplace(std::forward<V>(v));
+    state_->done.store(true, std::memory_order_release);
+    state_->settled.notify_all();
+    return true;
+  }
+  bool settle_error(std::exception_ptr e) const {
+    std::lock_guard lock(state_->mutex);
+    if (state_->done.load()) return false;
+    state_->error = std::move(e);
+    state_->done.store(true, std::memory_order_release);
+    state_->settled.notify_all();
+    return true;
+  }
+  std::shared_ptr<detail::CompletionState<T>> state_;
+};
+
+// The provider's side of a ProviderCompletion settled from another thread.
+// The first set_* wins; a second is a RuntimeError (an outcome is terminal).
+template <class T>
+class ProviderPromise {
+ public:
+  ProviderPromise() = default;
+  ProviderCompletion<T> completion() const { return completion_; }
+  void set_value()
+    requires std::is_void_v<T>
+  {
+    if (!completion_.settle_value(std::monostate{})) throw RuntimeError("ProviderPromise: already settled");
+  }
+  template <class U = T>
+    requires(!std::is_void_v<U>)
+  void set_value(U value) {
+    if (!completion_.settle_value(std::move(value))) throw RuntimeError("ProviderPromise: already settled");
+  }
+  void set_exception(std::exception_ptr error) {
+    if (!error) throw TypeError("ProviderPromise.set_exception: a null exception");
+    if (!completion_.settle_error(std::move(error))) throw RuntimeError("ProviderPromise: already settled");
+  }
+
+ private:
+  ProviderCompletion<T> completion_;
+};
+
+// ---------------------------------------------------------------- R4.2-R4.4 results and prepared work
+
+// R4.2 ProviderResult(outputs): a non-empty sequence of Tensors (ValueError
+// when empty), frozen.
+class ProviderResult {
+ public:
+  explicit ProviderResult(std::vector<Tensor> outputs);
+  std::span<const Tensor> outputs() const noexcept { return outputs_; }
+
+ private:
+  std::vector<Tensor> outputs_;
+};
+
+// What a kernel or composite submit returns (R4.4): a result now, or later.
+using ResultSubmission = std::variant<ProviderResult, ProviderCompletion<ProviderResult>>;
+// What a transfer submit returns: done now (monostate, Python's None), or later.
+using TransferSubmission = std::variant<std::monostate, ProviderCompletion<void>>;
+
+// R9.1 KernelExecutionInterface(version): a kernel provider's execution
+// facility (a JIT, a precompiled launcher, a device queue). Open for
+// subclassing: a subclass adds immutable device, stream or workspace
+// handles. Its compatibility identity is (its exact dynamic type, version):
+// a pack must name an interface with the provider's identity (R10.1).
+class STRIDEWEAVE_EXPORT KernelExecutionInterface {
+ public:
+  // `version` non-empty (ValueError).
+  explicit KernelExecutionInterface(std::string version);
+  virtual ~KernelExecutionInterface() = default;
+  KernelExecutionInterface(const KernelExecutionInterface&) = delete;
+  KernelExecutionInterface& operator=(const KernelExecutionInterface&) = delete;
+
+  const std::string& version() const noexcept { return version_; }
+
+  struct CompatibilityIdentity {
+    std::type_index type;
+    std::string version;
+    friend bool operator==(const CompatibilityIdentity&, const CompatibilityIdentity&) = default;
+  };
+  CompatibilityIdentity compatibility_identity() const { return {interface_type(), version_}; }
+  // "acme::JitInterface@1.2" (the demangled type and the version).
+  std::string describe() const;
+
+ protected:
+  // The type half of the identity: the exact C++ type. A binding whose
+  // instances share one host type (a Python subclass) overrides it with a
+  // per-class key.
+  virtual std::type_index interface_type() const { return typeid(*this); }
+
+ private:
+  std::string version_;
+};
+
+using KernelSubmit = std::function<ResultSubmission()>;
+using TransferSubmit = std::function<TransferSubmission()>;
+
+// R4.3 PreparedKernel(interface, submit): a prepared launch. `interface`
+// non-null and `submit` a callable (TypeError). The framework calls submit
+// at most once; the record's interface must be the provider's exact
+// interface instance's identity (checked before submission, R9.2).
+class PreparedKernel {
+ public:
+  PreparedKernel(std::shared_ptr<const KernelExecutionInterface> interface, KernelSubmit submit);
+  const KernelExecutionInterface& interface() const noexcept { return *interface_; }
+  const std::shared_ptr<const KernelExecutionInterface>& interface_ptr() const noexcept { return interface_; }
+  const KernelSubmit& submit() const noexcept { return submit_; }
+
+ private:
+  std::shared_ptr<const KernelExecutionInterface> interface_;
+  KernelSubmit submit_;
+};
+
+// R4.3 PreparedTransfer(submit), PreparedComposite(submit).
+class PreparedTransfer {
+ public:
+  explicit PreparedTransfer(TransferSubmit submit);
+  const TransferSubmit& submit() const noexcept { return submit_; }
+
+ private:
+  TransferSubmit submit_;
+};
+
+class PreparedComposite {
+ public:
+  explicit PreparedComposite(KernelSubmit submit);
+  const KernelSubmit& submit() const noexcept { return submit_; }
+
+ private:
+  KernelSubmit submit_;
+};
+
+// ---------------------------------------------------------------- R3 storage
+
+// R3.1 StorageProvider(supports_dtype, physical_size, allocate, release,
+// read, write, elementwise_fallback=false): six callables (an empty one is a
+// TypeError), immutable. Contracts (R3.2): supports_dtype is identity-based
+// and side-effect free (a throwing supports_dtype answers false: the C++
+// query is noexcept); physical_size is the non-negative slot count;
+// allocate establishes exactly `slots` slots on an instance not yet exposed;
+// release relinquishes storage (the framework calls it at most once per
+// successful release); read and write see one in-range slot only (the
+// framework validated liveness, mutability, index and the value's kind).
+class StorageProvider {
+ public:
+  using SupportsDType = std::function<bool(const Carrier& carrier, const DType& dtype)>;
+  using PhysicalSize = std::function<std::int64_t(const Carrier& carrier)>;
+  using Allocate = std::function<void(Carrier& carrier, std::int64_t slots)>;
+  using Release = std::function<void(Carrier& carrier)>;
+  using Read = std::function<Value(const Carrier& carrier, std::int64_t index)>;
+  using Write = std::function<void(Carrier& carrier, std::int64_t index, const Value& value)>;
+
+  StorageProvider(SupportsDType supports_dtype, PhysicalSize physical_size, Allocate allocate, Release release,
+                  Read read, Write write, bool elementwise_fallback = false);
+
+  const SupportsDType& supports_dtype() const noexcept { return supports_dtype_; }
+  const PhysicalSize& physical_size() const noexcept { return physical_size_; }
+  const Allocate& allocate() const noexcept { return allocate_; }
+  const Release& release() const noexcept { return release_; }
+  const Read& read() const noexcept { return read_; }
+  const Write& write() const noexcept { return write_; }
+  bool elementwise_fallback() const noexcept { return elementwise_fallback_; }
+
+ private:
+  SupportsDType supports_dtype_;
+  PhysicalSize physical_size_;
+  Allocate allocate_;
+  Release release_;
+  Read read_;
+  Write write_;
+  bool elementwise_fallback_;
+};
+
+// ---------------------------------------------------------------- R9-R11 kernels
+
+// R11.2 KernelPattern(operation, plans, kernel_id, prepare, preference=0):
+// `operation` a registered OperationDefinition (TypeError for null or an
+// unregistered object); `plans` non-empty, unique shapes, each naming
+// operation->name() (ValueError); `kernel_id` non-empty (ValueError);
+// `prepare` a callable (TypeError). prepare(invocation, interface) returns
+// the prepared launch or Unsupported; it must not submit work or change any
+// carrier.
+class KernelPattern {
+ public:
+  using Prepared = std::variant<PreparedKernel, Unsupported>;
+  using Prepare = std::function<Prepared(const ResolvedInvocation& invocation, const KernelExecutionInterface& interface)>;
+
+  KernelPattern(std::shared_ptr<const operation::OperationDefinition> operation, std::vector<OperationCapability> plans,
+                std::string kernel_id, Prepare prepare, std::int64_t preference = 0);
+
+  const operation::OperationDefinition& operation() const noexcept { return *operation_; }
+  const std::shared_ptr<const operation::OperationDefinition>& operation_ptr() const noexcept { return operation_; }
+  std::span<const OperationCapability> plans() const noexcept { return plans_; }
+  const std::string& kernel_id() const noexcept { return kernel_id_; }
+  const Prepare& prepare() const noexcept { return prepare_; }
+  std::int64_t preference() const noexcept { return preference_; }
+  // The plan of this pattern exactly matching `plan`, or null (R11.3).
+  const OperationCapability* matching_plan(const OperationPlan& plan) const noexcept;
+
+ private:
+  std::shared_ptr<const operation::OperationDefinition> operation_;
+  std::vector<OperationCapability> plans_;
+  std::string kernel_id_;
+  Prepare prepare_;
+  std::int64_t preference_;
+};
+
+// R6.1 KernelProvider(interface, patterns=()): `interface` non-null
+// (TypeError); kernel ids unique (ValueError).
+class KernelProvider {
+ public:
+  explicit KernelProvider(std::shared_ptr<const KernelExecutionInterface> interface,
+                          std::vector<KernelPattern> patterns = {});
+  const KernelExecutionInterface& interface() const noexcept { return *interface_; }
+  const std::shared_ptr<const KernelExecutionInterface>& interface_ptr() const noexcept { return interface_; }
+  std::span<const KernelPattern> patterns() const noexcept { return patterns_; }
+
+ private:
+  std::shared_ptr<const KernelExecutionInterface> interface_;
+  std::vector<KernelPattern> patterns_;
+};
+
+// R10.1 KernelPack(namespace, version, carrier_class, execution_interface,
+// patterns): non-empty strings (ValueError); carrier_class a concrete
+// independent Carrier class (TypeError for a non-carrier, the root or a
+// DependentCarrier class; the definition checks are register_kernel_pack's);
+// interface non-null (TypeError); patterns non-empty with unique kernel ids
+// (ValueError).
+class KernelPack {
+ public:
+  KernelPack(std::string namespace_name, std::string version, CarrierClass carrier_class,
+             std::shared_ptr<const KernelExecutionInterface> execution_interface, std::vector<KernelPattern> patterns);
+  const std::string& namespace_name() const noexcept { return namespace_; }
+  const std::string& version() const noexcept { return version_; }
+  CarrierClass carrier_class() const noexcept { return carrier_class_; }
+  const KernelExecutionInterface& execution_interface() const noexcept { return *interface_; }
+  std::span<const KernelPattern> patterns() const noexcept { return patterns_; }
+
+ private:
+  std::string namespace_;
+  std::string version_;
+  CarrierClass carrier_class_;
+  std::shared_ptr<const KernelExecutionInterface> interface_;
+  std::vector<KernelPattern> patterns_;
+};
+
+// ---------------------------------------------------------------- R5 transfers
+
+// R5.1 TransferRequest: what a route's prepare sees (framework-created).
+class TransferRequest {
+ public:
+  const Tensor& tensor() const noexcept { return tensor_; }
+  const std::shared_ptr<Carrier>& destination() const noexcept { return destination_; }
+  CarrierClass source_class() const noexcept { return source_class_; }
+  CarrierClass destination_class() const noexcept { return destination_class_; }
+  const SimpleDType& dtype() const noexcept { return *dtype_; }
+  const Layout& layout() const noexcept { return layout_; }
+  std::int64_t physical_span() const noexcept { return physical_span_; }
+
+ private:
+  friend struct TransferRequestAccess;
+  TransferRequest(Tensor tensor, std::shared_ptr<Carrier> destination);
+  Tensor tensor_;
+  std::shared_ptr<Carrier> destination_;
+  CarrierClass source_class_;
+  CarrierClass destination_class_;
+  const SimpleDType* dtype_;
+  Layout layout_;
+  std::int64_t physical_span_;
+};
+
+// R5.2 TransferProvider(prepare): prepare(request) returns the prepared
+// mechanics or Unsupported without changing either carrier.
+class TransferProvider {
+ public:
+  using Prepared = std::variant<PreparedTransfer, Unsupported>;
+  using Prepare = std::function<Prepared(const TransferRequest& request)>;
+  explicit TransferProvider(Prepare prepare);
+  const Prepare& prepare() const noexcept { return prepare_; }
+
+ private:
+  Prepare prepare_;
+};
+
+// R5.4 TransferRoute(source_class, destination_class, route_id, provider):
+// concrete Carrier classes (TypeError), non-empty route_id (ValueError).
+class TransferRoute {
+ public:
+  TransferRoute(CarrierClass source_class, CarrierClass destination_class, std::string route_id,
+                TransferProvider provider);
+  CarrierClass source_class() const noexcept { return source_class_; }
+  CarrierClass destination_class() const noexcept { return destination_class_; }
+  const std::string& route_id() const noexcept { return route_id_; }
+  const TransferProvider& provider() const noexcept { return provider_; }
+
+ private:
+  CarrierClass source_class_;
+  CarrierClass destination_class_;
+  std::string route_id_;
+  TransferProvider provider_;
+};
+
+// ---------------------------------------------------------------- R6.2 composites
+
+// R6.2 CompositeProvider(capabilities, result_carriers, prepare): three
+// callables (TypeError). capabilities(carrier) is a constructed dependent
+// instance's complete executable set (frozen once, sorted; a duplicate shape
+// is a ValueError); result_carriers(carrier, invocation) names one exact
+// concrete class per ResultSpec (ValueError for a wrong count); prepare
+// returns the prepared composite or Unsupported before any submission.
+class CompositeProvider {
+ public:
+  using Capabilities = std::function<std::vector<OperationCapability>(const Carrier& carrier)>;
+  using ResultCarriers = std::function<std::vector<CarrierClass>(const Carrier& carrier, const ResolvedInvocation& invocation)>;
+  using Prepared = std::variant<PreparedComposite, Unsupported>;
+  using Prepare = std::function<Prepared(const Carrier& carrier, const ResolvedInvocation& invocation)>;
+
+  CompositeProvider(Capabilities capabilities, ResultCarriers result_carriers, Prepare prepare);
+  const Capabilities& capabilities() const noexcept { return capabilities_; }
+  const ResultCarriers& result_carriers() const noexcept { return result_carriers_; }
+  const Prepare& prepare() const noexcept { return prepare_; }
+
+ private:
+  Capabilities capabilities_;
+  ResultCarriers result_carriers_;
+  Prepare prepare_;
+};
+
+// ---------------------------------------------------------------- R12 facets
+
+// R12.1 The open marker base of carrier-specific providers (a residency
+// control, a device handle). Registered per exact dynamic type; never
+// widens dtypes, capabilities, routes or meaning (R12.3).
+class STRIDEWEAVE_EXPORT CarrierFacet {
+ public:
+  virtual ~CarrierFacet() = default;
+};
+
+// ---------------------------------------------------------------- R2 the definition
+
+// R2.1 CarrierDefinition(storage, kernels=nullopt, transfers={},
+// composite=nullopt, facets={}): immutable. A null facet is a TypeError; two
+// routes with the same (source, destination) pair or two facets of the same
+// exact type are a ValueError.
+class CarrierDefinition {
+ public:
+  explicit CarrierDefinition(StorageProvider storage, std::optional<KernelProvider> kernels = std::nullopt,
+                             std::vector<TransferRoute> transfers = {},
+                             std::optional<CompositeProvider> composite = std::nullopt,
+                             std::vector<std::shared_ptr<const CarrierFacet>> facets = {});
+  const StorageProvider& storage() const noexcept { return storage_; }
+  const std::optional<KernelProvider>& kernels() const noexcept { return kernels_; }
+  std::span<const TransferRoute> transfers() const noexcept { return transfers_; }
+  const std::optional<CompositeProvider>& composite() const noexcept { return composite_; }
+  std::span<const std::shared_ptr<const CarrierFacet>> facets() const noexcept { return facets_; }
+
+ private:
+  StorageProvider storage_;
+  std::optional<KernelProvider> kernels_;
+  std::vector<TransferRoute> transfers_;
+  std::optional<CompositeProvider> composite_;
+  std::vector<std::shared_ptr<const CarrierFacet>> facets_;
+};
+
+// R2.3 Registers `definition` for exactly `carrier_class`, once (R7.1).
+// TypeError for: a class that is not a Carrier class, the Carrier root, a
+// class whose instances cannot use a storage provider (not derived from
+// DefinedCarrier / DefinedDependentCarrier: every shipped class), a class
+// that already holds a definition, a definition-free capability declaration,
+// or was already observed; a route whose source is not exactly the class; an
+// independent class with a composite or a dependent class with kernels or
+// without a composite (R6.3). All or nothing: a rejected definition
+// publishes nothing.
+STRIDEWEAVE_EXPORT void register_carrier_definition(CarrierClass carrier_class, CarrierDefinition definition);
+
+// R10.2 Adds a pack's patterns to its exact target class until the class is
+// first observed (R7.2). TypeError for a target that is the root, not a
+// carrier, dependent, without a definition, storage-only, already observed,
+// or whose provider's interface identity differs from the pack's; ValueError
+// for a (namespace, version) already registered for the target or a kernel id
+// already in the target's set, or a plan whose shape is already claimed with
+// other execution axes. A rejected pack contributes nothing.
+STRIDEWEAVE_EXPORT void register_kernel_pack(KernelPack pack);
+
+// The definition registered for exactly `carrier_class`, or null. Observes
+// nothing.
+STRIDEWEAVE_EXPORT std::shared_ptr<const CarrierDefinition> carrier_definition(CarrierClass carrier_class);
+
+// R12.2 The facet registered under exactly `facet_type` in the definition of
+// `carrier`'s exact class, or null (a definition-free carrier has none).
+STRIDEWEAVE_EXPORT std::shared_ptr<const CarrierFacet> facet(const Carrier& carrier, std::type_index facet_type);
+// The facet, or NotImplementedError naming the type and the class.
+STRIDEWEAVE_EXPORT std::shared_ptr<const CarrierFacet> require_facet(const Carrier& carrier, std::type_index facet_type);
+
+// Typed faces: F must derive from CarrierFacet (the C++ spelling of R12.2's
+// TypeError is a compile-time error).
+template <class F>
+std::shared_ptr<const F> facet(const Carrier& carrier) {
+  static_assert(std::is_base_of_v<CarrierFacet, F>, "facet<F>: F must derive from extension::CarrierFacet");
+  return std::static_pointer_cast<const F>(facet(carrier, typeid(F)));
+}
+template <class F>
+std::shared_ptr<const F> require_facet(const Carrier& carrier) {
+  static_assert(std::is_base_of_v<CarrierFacet, F>, "require_facet<F>: F must derive from extension::CarrierFacet");
+  return std::static_pointer_cast<const F>(require_facet(carrier, typeid(F)));
+}
+
+// ---------------------------------------------------------------- definition-backed instances
+
+class DefinedCarrier;
+class DefinedDependentCarrier;
+
+namespace detail {
+struct ClassDefinition;  // the registry's record of one class (src/extension/registry.h)
+struct ConstructionAccess;
+using LikeMaker = std::shared_ptr<Carrier> (*)(const Carrier& prototype, std::int64_t slots, bool mutable_,
+                                               const SimpleDType& dtype);
+}  // namespace detail
+
+// The framework's key for constructing a definition-backed instance: made
+// only by create<T>() (or a binding's run-time class path), after the
+// class's definition was found, the dtype checked and the class observed.
+class STRIDEWEAVE_EXPORT Construction {
+ public:
+  Construction(Construction&&) noexcept = default;
+  Construction(const Construction&) = delete;
+  Construction& operator=(const Construction&) = delete;
+  Construction& operator=(Construction&&) = delete;
+
+  std::int64_t slots() const noexcept { return slots_; }
+  const SimpleDType& dtype() const noexcept { return *dtype_; }
+  bool is_mutable() const noexcept { return mutable_; }
+
+  // The run-time class the instance binds to (a binding's class), if any.
+  const std::optional<CarrierClass>& runtime_class() const noexcept { return runtime_class_; }
+
+ private:
+  friend class DefinedCarrier;
+  friend class DefinedDependentCarrier;
+  friend struct detail::ConstructionAccess;
+  Construction() = default;
+  // Begins the construction of an instance of `cls` (R3.7): `slots` >= 0
+  // (ValueError), `dtype` a simple storage dtype (ValueError), `cls` a
+  // definition-backed class (TypeError naming it otherwise). Observes the
+  // class (R7.2: the first instance seals its packs). `maker` builds
+  // another instance for new_like/allocate_like (null: those raise
+  // NotImplementedError). `runtime_class`: a class minted by
+  // CarrierClass::define_runtime_class (a binding's class) or nullopt.
+  static Construction begin(CarrierClass cls, std::int64_t slots, const DType& dtype, bool mutable_,
+                            detail::LikeMaker maker, std::optional<CarrierClass> runtime_class);
+  std::shared_ptr<const detail::ClassDefinition> definition_;
+  std::int64_t slots_ = 0;
+  const SimpleDType* dtype_ = nullptr;
+  bool mutable_ = true;
+  detail::LikeMaker maker_ = nullptr;
+  std::optional<CarrierClass> runtime_class_;
+};
+
+namespace detail {
+// The framework's (and a binding's) way to begin a construction; see
+// Construction::begin.
+struct ConstructionAccess {
+  static Construction begin(CarrierClass cls, std::int64_t slots, const DType& dtype, bool mutable_, LikeMaker maker,
+                            std::optional<CarrierClass> runtime_class = std::nullopt) {
+    return Construction::begin(cls, slots, dtype, mutable_, maker, runtime_class);
+  }
+};
+
+// The storage an instance forwards to its class's StorageProvider.
+struct STRIDEWEAVE_EXPORT ProvidedStorage {
+  std::shared_ptr<const ClassDefinition> definition;
+  std::int64_t slots = 0;
+  LikeMaker maker = nullptr;
+  const StorageProvider& provider() const noexcept;
+  bool supports(const Carrier& self, const DType& dtype) const noexcept;
+  Value read(const Carrier& self, std::int64_t index) const;
+  void write(Carrier& self, std::int64_t index, const Value& value) const;
+  void release(Carrier& self) const;
+  std::shared_ptr<Carrier> make_like(const Carrier& self, std::int64_t size, bool mutable_,
+                                     const SimpleDType& dtype) const;
+  std::atomic<bool> established{false};
+  // After the constructor: supports_dtype (TypeError when false), allocate,
+  // physical_size == slots (ValueError; the storage is released first).
+  // RuntimeError when called twice.
+  void establish(Carrier& self, const SimpleDType& dtype);
+  // RuntimeError naming `what` before establish() succeeded.
+  void require_established(const Carrier& self, const char* what) const;
+};
+}  // namespace detail
+
+// The base of a definition-backed independent carrier class. The storage
+// hooks forward to the class's StorageProvider and are final.
+class STRIDEWEAVE_EXPORT DefinedCarrier : public Carrier {
+ public:
+  // Detected by carrier_class<T>() (CarrierClass::Traits::storage_provider).
+  static constexpr bool uses_storage_provider = true;
+  bool supports_storage_dtype(const DType& dtype) const noexcept final { return storage_.supports(*this, dtype); }
+
+ protected:
+  explicit DefinedCarrier(Construction key);
+
+ private:
+  friend STRIDEWEAVE_EXPORT void establish(DefinedCarrier& instance);
+  std::int64_t storage_size() const noexcept final { return storage_.slots; }
+  Value read_slot(std::int64_t index) const final { return storage_.read(*this, index); }
+  void write_slot(std::int64_t index, const Value& value) final { storage_.write(*this, index, value); }
+  void release_storage() final { storage_.release(*this); }
+  std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
+                                     bool empty) const final;
+  detail::ProvidedStorage storage_;
+};
+
+// The base of a definition-backed DependentCarrier class: storage as
+// DefinedCarrier's, capabilities from the definition's
+// CompositeProvider::capabilities, frozen before the instance is exposed
+// (R6.2, R7.3).
+class STRIDEWEAVE_EXPORT DefinedDependentCarrier : public DependentCarrier {
+ public:
+  static constexpr bool uses_storage_provider = true;
+  bool supports_storage_dtype(const DType& dtype) const noexcept final { return storage_.supports(*this, dtype); }
+
+ protected:
+  explicit DefinedDependentCarrier(Construction key);
+  std::vector<OperationCapability> _generate_operation_capabilities() const final;
+
+ private:
+  friend STRIDEWEAVE_EXPORT void establish(DefinedDependentCarrier& instance);
+  std::int64_t storage_size() const noexcept final { return storage_.slots; }
+  Value read_slot(std::int64_t index) const final { return storage_.read(*this, index); }
+  void write_slot(std::int64_t index, const Value& value) final { storage_.write(*this, index, value); }
+  void release_storage() final { storage_.release(*this); }
+  std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
+                                     bool empty) const final;
+  detail::ProvidedStorage storage_;
+};
+
+// Completes a constructed instance before anyone sees it: storage
+// establishment, then (dependent) capability finalisation. On failure the
+// instance is discarded (its storage released) and the error propagates.
+STRIDEWEAVE_EXPORT void establish(DefinedCarrier& instance);
+STRIDEWEAVE_EXPORT void establish(DefinedDependentCarrier& instance);
+
+namespace detail {
+template <class T>
+std::shared_ptr<Carrier> make_like_of(const Carrier& prototype, std::int64_t slots, bool mutable_,
+                                      const SimpleDType& dtype);
+template <class T>
+constexpr LikeMaker like_maker() {
+  if constexpr (std::is_constructible_v<T, Construction, const T&> || std::is_constructible_v<T, Construction>)
+    return &make_like_of<T>;
+  else
+    return nullptr;
+}
+}  // namespace detail
+
+// R3.7 Cls(slots, *, dtype, mutable=True): a new instance of the
+// definition-backed class T, whose constructor takes the Construction key
+// first and then `args` (a dependent class's dependencies). new_like and
+// allocate_like build T(key, prototype) when T has that constructor, else
+// T(key), else raise NotImplementedError.
+template <class T, class... Args>
+std::shared_ptr<T> create(std::int64_t slots, const DType& dtype, bool mutable_ = true, Args&&... args) {
+  static_assert(std::is_base_of_v<DefinedCarrier, T> || std::is_base_of_v<DefinedDependentCarrier, T>,
+                "extension::create<T>: T must derive from DefinedCarrier or DefinedDependentCarrier");
+  Construction key =
+      detail::ConstructionAccess::begin(carrier_class<T>(), slots, dtype, mutable_, detail::like_maker<T>());
+  std::shared_ptr<T> instance = std::make_shared<T>(std::move(key), std::forward<Args>(args)...);
+  establish(*instance);
+  return instance;
+}
+
+namespace detail {
+template <class T>
+std::shared_ptr<Carrier> make_like_of(const Carrier& prototype, std::int64_t slots, bool mutable_,
+                                      const SimpleDType& dtype) {
+  Construction key = ConstructionAccess::begin(carrier_class<T>(), slots, dtype, mutable_, like_maker<T>());
+  std::shared_ptr<T> instance;
+  if constexpr (std::is_constructible_v<T, Construction, const T&>)
+    instance = std::make_shared<T>(std::move(key), static_cast<const T&>(prototype));
+  else
+    instance = std::make_shared<T>(std::move(key));
+  establish(*instance);
+  return instance;
+}
+}  // namespace detail
+
+}  // namespace strideweave::extension
+
+namespace strideweave {
+// The top-level re-exports (carrier-extension R1: the same entities).
+using extension::CarrierDefinition;
+using extension::CarrierFacet;
+using extension::CompositeProvider;
+using extension::KernelExecutionInterface;
+using extension::KernelPack;
+using extension::KernelPattern;
+using extension::KernelProvider;
+using extension::register_carrier_definition;
+using extension::register_kernel_pack;
+using extension::StorageProvider;
+using extension::TransferRoute;
+using extension::Unsupported;
+}  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

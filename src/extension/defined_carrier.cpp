@@ -1,0 +1,157 @@
+// Definition-backed carrier instances: construction through the framework's
+// key and storage forwarded to the class's StorageProvider (carrier-extension
+// R3, R6.2, R7.3). See <strideweave/extension.h>.
+#include <fmt/format.h>
+
+#include "capability/registry.h"
+#include "extension/registry.h"
+
+namespace strideweave::extension {
+
+Construction Construction::begin(CarrierClass cls, std::int64_t slots, const DType& dtype, bool mutable_,
+                                 detail::LikeMaker maker, std::optional<CarrierClass> runtime_class) {
+  const CarrierClass named = runtime_class ? *runtime_class : cls;
+  auto record = detail::find_definition(named);
+  if (!record)
+    throw TypeError(fmt::format("{}: the class has no carrier definition (register_carrier_definition first; a "
+                                "subclass of a definition-backed class inherits none)",
+                                named.name()));
+  if (slots < 0) throw ValueError(fmt::format("{}: slots must be >= 0, got {}", named.name(), slots));
+  if (!dtype.is_simple())
+    throw ValueError(fmt::format("{}: dtype '{}' is not a storage dtype", named.name(), dtype.name()));
+  // R7.2: the first instance observes the class and seals its kernel set.
+  if (!record->dependent) (void)detail::sealed_kernels(*record);
+  Construction key;
+  key.definition_ = std::move(record);
+  key.slots_ = slots;
+  key.dtype_ = &static_cast<const SimpleDType&>(dtype);
+  key.mutable_ = mutable_;
+  key.maker_ = maker;
+  key.runtime_class_ = runtime_class;
+  return key;
+}
+
+namespace detail {
+
+const StorageProvider& ProvidedStorage::provider() const noexcept { return definition->definition->storage(); }
+
+void ProvidedStorage::require_established(const Carrier& self, const char* what) const {
+  if (!established.load(std::memory_order_acquire))
+    throw RuntimeError(fmt::format("{}: the {} instance was not established (construct it with extension::create)",
+                                   what, definition->cls.name()));
+  (void)self;
+}
+
+bool ProvidedStorage::supports(const Carrier& self, const DType& dtype) const noexcept {
+  try {
+    return provider().supports_dtype()(self, dtype);
+  } catch (...) {
+    return false;  // the query is noexcept (carrier.h); a throwing provider supports nothing
+  }
+}
+
+Value ProvidedStorage::read(const Carrier& self, std::int64_t index) const {
+  require_established(self, "StorageProvider.read");
+  Value v = provider().read()(self, index);
+  if (&dtype_of(v.kind) != &self.dtype())
+    throw TypeError(fmt::format("{}: StorageProvider.read returned a {} value for a {} carrier (slot {})",
+                                definition->cls.name(), element_kind_name(v.kind), self.dtype().name(), index));
+  return v;
+}
+
+void ProvidedStorage::write(Carrier& self, std::int64_t index, const Value& value) const {
+  require_established(self, "StorageProvider.write");
+  provider().write()(self, index, value);
+}
+
+void ProvidedStorage::release(Carrier& self) const {
+  if (!established.load(std::memory_order_acquire)) return;  // nothing was allocated
+  provider().release()(self);
+}
+
+std::shared_ptr<Carrier> ProvidedStorage::make_like(const Carrier& self, std::int64_t size, bool mutable_,
+                                                    const SimpleDType& dtype) const {
+  if (!maker)
+    throw NotImplementedError(fmt::format("{}: new_like/allocate_like need a constructor taking the Construction key "
+                                          "alone (or the key and a prototype)",
+                                          self.class_name()));
+  return maker(self, size, mutable_, dtype);
+}
+
+void ProvidedStorage::establish(Carrier& self, const SimpleDType& dtype) {
+  if (established.load())
+    throw RuntimeError(fmt::format("{}: the instance is already established", definition->cls.name()));
+  if (!(self.exact_class() == definition->cls))
+    throw TypeError(fmt::format("{}: the instance is a {}, not the class whose definition it was built with",
+                                definition->cls.name(), self.class_name()));
+  const StorageProvider& p = provider();
+  // R3.2: supports_dtype sees the instance (whose configuration is complete)
+  // before any allocation; False rejects construction.
+  if (!p.supports_dtype()(self, dtype))
+    throw TypeError(fmt::format("{}: dtype {} is not a supported storage dtype of the class (supports_dtype)",
+                                definition->cls.name(), dtype.name()));
+  p.allocate()(self, slots);
+  std::int64_t physical = 0;
+  try {
+    physical = p.physical_size()(self);
+  } catch (...) {
+    p.release()(self);
+    throw;
+  }
+  if (physical != slots) {
+    p.release()(self);
+    if (physical < 0)
+      throw ValueError(fmt::format("{}: physical_size returned {} (a slot count is non-negative)",
+                                   definition->cls.name(), physical));
+    throw ValueError(fmt::format("{}: allocate established {} slots, not the {} requested (physical_size)",
+                                 definition->cls.name(), physical, slots));
+  }
+  established.store(true, std::memory_order_release);
+}
+
+}  // namespace detail
+
+DefinedCarrier::DefinedCarrier(Construction key) : Carrier(key.dtype(), key.is_mutable(), key.runtime_class()) {
+  storage_.definition = key.definition_;
+  storage_.slots = key.slots_;
+  storage_.maker = key.maker_;
+}
+
+DefinedDependentCarrier::DefinedDependentCarrier(Construction key)
+    : DependentCarrier(key.dtype(), key.is_mutable(), key.runtime_class()) {
+  storage_.definition = key.definition_;
+  storage_.slots = key.slots_;
+  storage_.maker = key.maker_;
+}
+
+std::shared_ptr<Carrier> DefinedCarrier::make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
+                                                   bool /*empty: the provider's allocate decides*/) const {
+  return storage_.make_like(*this, size, mutable_, dtype);
+}
+
+std::shared_ptr<Carrier> DefinedDependentCarrier::make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
+                                                            bool /*empty*/) const {
+  return storage_.make_like(*this, size, mutable_, dtype);
+}
+
+// R6.2: the constructed instance's complete executable set, from its
+// definition's CompositeProvider (DependentCarrier::finalize validates,
+// sorts and freezes it).
+std::vector<OperationCapability> DefinedDependentCarrier::_generate_operation_capabilities() const {
+  return storage_.definition->definition->composite()->capabilities()(*this);
+}
+
+void establish(DefinedCarrier& instance) { instance.storage_.establish(instance, instance.dtype()); }
+
+void establish(DefinedDependentCarrier& instance) {
+  instance.storage_.establish(instance, instance.dtype());
+  try {
+    instance.finalize_operation_capabilities();  // R7.3: before the instance is exposed
+  } catch (...) {
+    instance.storage_.definition->definition->storage().release()(instance);
+    instance.storage_.established.store(false);
+    throw;
+  }
+}
+
+}  // namespace strideweave::extension

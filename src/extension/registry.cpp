@@ -1,0 +1,207 @@
+// The carrier-definition registry: one immutable definition per exact class,
+// kernel packs until first observation, and the sealed capability union
+// (carrier-extension R2.3-R2.5, R6.3, R7, R10.2, R11.4, R11.6, R12.2, R13).
+//
+// Locks: `Registry::mutex` guards the class map and pack identities; each
+// ClassDefinition's `mutex` guards its packs and sealing. Order: registry ->
+// capability registry (declaration) and registry -> class record (packs);
+// the capability registry calls a class record's seal() under its own lock
+// and seal() takes no other lock, so no cycle exists.
+#include "extension/registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <typeinfo>
+#include <unordered_map>
+
+#include "capability/registry.h"
+#include "core/bootstrap.h"
+
+namespace strideweave::extension {
+namespace detail {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<CarrierClass, std::shared_ptr<ClassDefinition>> classes;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // lives for the program (carrier identities outlive statics)
+  return *r;
+}
+
+// R11.6: plans are deduplicated by equality (shape and axes); one shape
+// claimed with two different axis sets has no single answer.
+void reject_conflicting_plans(std::span<const OperationCapability> existing, std::span<const KernelPattern> patterns,
+                              const std::string& who) {
+  std::vector<const OperationCapability*> seen;
+  for (const OperationCapability& c : existing) seen.push_back(&c);
+  for (const KernelPattern& p : patterns)
+    for (const OperationCapability& c : p.plans()) {
+      for (const OperationCapability* s : seen)
+        if (s->same_shape(c) && !(*s == c))
+          throw ValueError(fmt::format("{}: pattern '{}' claims the plan {} with other execution axes than an earlier "
+                                       "pattern of the class",
+                                       who, p.kernel_id(), c.to_plan().to_string()));
+      seen.push_back(&c);
+    }
+}
+
+std::vector<OperationCapability> plans_of(const ClassDefinition& record) {
+  std::vector<OperationCapability> out;
+  if (const auto& k = record.definition->kernels())
+    for (const KernelPattern& p : k->patterns()) out.insert(out.end(), p.plans().begin(), p.plans().end());
+  for (const auto& pack : record.packs)
+    for (const KernelPattern& p : pack->patterns()) out.insert(out.end(), p.plans().begin(), p.plans().end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<OperationCapability> ClassDefinition::seal() {
+  std::lock_guard lock(mutex);
+  if (!sealed) {
+    auto s = std::make_shared<SealedKernels>();
+    // R11.4: built-in patterns, then packs by (namespace, version), each in
+    // pattern order; a stable sort by descending preference keeps that
+    // order among ties.
+    std::vector<std::shared_ptr<const KernelPack>> ordered = packs;
+    std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+      return std::tie(a->namespace_name(), a->version()) < std::tie(b->namespace_name(), b->version());
+    });
+    if (const auto& k = definition->kernels())
+      for (const KernelPattern& p : k->patterns()) s->candidates.push_back({&p, "built-in", k->interface_ptr()});
+    for (const auto& pack : ordered)
+      for (const KernelPattern& p : pack->patterns())
+        s->candidates.push_back({&p, pack->namespace_name() + "@" + pack->version(), definition->kernels()->interface_ptr()});
+    std::stable_sort(s->candidates.begin(), s->candidates.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.pattern->preference() > b.pattern->preference(); });
+    // R11.6: the deduplicated union, in the standard order.
+    std::vector<OperationCapability> all = plans_of(*this);
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    s->capabilities = std::move(all);
+    packs = std::move(ordered);
+    sealed = std::move(s);
+    kernels.store(sealed.get(), std::memory_order_release);
+  }
+  return sealed->capabilities;
+}
+
+std::shared_ptr<const ClassDefinition> find_definition(CarrierClass cls) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.classes.find(cls);
+  return it == r.classes.end() ? nullptr : it->second;
+}
+
+const SealedKernels& sealed_kernels(const ClassDefinition& record) {
+  if (const SealedKernels* k = record.kernels.load(std::memory_order_acquire)) return *k;
+  (void)capabilities_for_carrier_class(record.cls);  // the first observation seals the class
+  return *record.kernels.load(std::memory_order_acquire);
+}
+
+}  // namespace detail
+
+void register_carrier_definition(CarrierClass cls, CarrierDefinition definition) {
+  const std::string who = fmt::format("register_carrier_definition({})", cls.name());
+  const CarrierClass::Traits& t = cls.traits();
+  if (!t.derives_carrier) throw TypeError(fmt::format("{}: {} is not a Carrier class", who, cls.name()));
+  if (t.is_root) throw TypeError(fmt::format("{}: the Carrier root cannot hold a definition", who));
+  ::strideweave::detail::ensure_bootstrapped();
+  if (auto why = capability_registry::closed_reason(cls))
+    throw TypeError(fmt::format("{}: {} {}", who, cls.name(), *why));
+  if (!t.storage_provider)
+    throw TypeError(fmt::format("{}: instances of {} keep their own storage hooks (a definition-free or shipped "
+                                "class); a definition-backed class derives from extension::DefinedCarrier or "
+                                "extension::DefinedDependentCarrier",
+                                who, cls.name()));
+  if (t.is_dependent) {
+    if (!definition.composite())
+      throw TypeError(fmt::format("{}: a DependentCarrier definition requires a CompositeProvider", who));
+    if (definition.kernels())
+      throw TypeError(fmt::format("{}: a DependentCarrier definition cannot own kernels (it executes through its "
+                                  "dependencies, R6.4)",
+                                  who));
+  } else if (definition.composite()) {
+    throw TypeError(fmt::format("{}: an independent carrier definition cannot have a CompositeProvider", who));
+  }
+  for (const TransferRoute& route : definition.transfers())
+    if (!(route.source_class() == cls))
+      throw TypeError(fmt::format("{}: route '{}' starts at {}, not at {}", who, route.route_id(),
+                                  route.source_class().name(), cls.name()));
+  if (const auto& k = definition.kernels()) detail::reject_conflicting_plans({}, k->patterns(), who);
+
+  auto record = std::make_shared<detail::ClassDefinition>(cls);
+  record->dependent = t.is_dependent;
+  record->definition = std::make_shared<const CarrierDefinition>(std::move(definition));
+  detail::Registry& r = detail::registry();
+  std::lock_guard lock(r.mutex);
+  if (r.classes.count(cls)) throw TypeError(fmt::format("{}: {} already holds a carrier definition", who, cls.name()));
+  r.classes.reserve(r.classes.size() + 1);  // nothing below throws once the class is claimed
+  if (!t.is_dependent)
+    capability_registry::declare_definition_backed(cls, [record] { return record->seal(); }, who);
+  r.classes.emplace(cls, std::move(record));
+}
+
+void register_kernel_pack(KernelPack pack) {
+  const CarrierClass cls = pack.carrier_class();
+  const std::string who = fmt::format("register_kernel_pack({}@{} for {})", pack.namespace_name(), pack.version(),
+                                      cls.name());
+  ::strideweave::detail::ensure_bootstrapped();
+  detail::Registry& r = detail::registry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.classes.find(cls);
+  if (it == r.classes.end()) {
+    const auto why = capability_registry::closed_reason(cls);
+    throw TypeError(fmt::format("{}: {} has no carrier definition{}{}", who, cls.name(), why ? " (it " : "",
+                                why ? *why + ")" : ""));
+  }
+  detail::ClassDefinition& record = *it->second;
+  const auto& kernels = record.definition->kernels();
+  if (!kernels)
+    throw TypeError(fmt::format("{}: {} is a storage-only definition (no KernelProvider)", who, cls.name()));
+  if (!(pack.execution_interface().compatibility_identity() == kernels->interface().compatibility_identity()))
+    throw TypeError(fmt::format("{}: the pack's interface {} is not the provider's {}", who,
+                                pack.execution_interface().describe(), kernels->interface().describe()));
+  std::lock_guard class_lock(record.mutex);
+  if (record.sealed)
+    throw TypeError(fmt::format("{}: {} was already observed; its kernel set is sealed", who, cls.name()));
+  for (const auto& p : record.packs)
+    if (p->namespace_name() == pack.namespace_name() && p->version() == pack.version())
+      throw ValueError(fmt::format("{}: a pack {}@{} is already registered for {}", who, pack.namespace_name(),
+                                   pack.version(), cls.name()));
+  std::vector<std::string> ids;
+  for (const KernelPattern& p : kernels->patterns()) ids.push_back(p.kernel_id());
+  for (const auto& other : record.packs)
+    for (const KernelPattern& p : other->patterns()) ids.push_back(p.kernel_id());
+  for (const KernelPattern& p : pack.patterns())
+    if (std::find(ids.begin(), ids.end(), p.kernel_id()) != ids.end())
+      throw ValueError(fmt::format("{}: the kernel_id '{}' is already in {}'s kernel set", who, p.kernel_id(),
+                                   cls.name()));
+  detail::reject_conflicting_plans(detail::plans_of(record), pack.patterns(), who);
+  record.packs.push_back(std::make_shared<const KernelPack>(std::move(pack)));
+}
+
+std::shared_ptr<const CarrierDefinition> carrier_definition(CarrierClass cls) {
+  const auto record = detail::find_definition(cls);
+  return record ? record->definition : nullptr;
+}
+
+std::shared_ptr<const CarrierFacet> facet(const Carrier& carrier, std::type_index facet_type) {
+  const auto record = detail::find_definition(carrier.exact_class());
+  if (!record) return nullptr;
+  for (const auto& f : record->definition->facets())
+    if (std::type_index(typeid(*f)) == facet_type) return f;
+  return nullptr;
+}
+
+std::shared_ptr<const CarrierFacet> require_facet(const Carrier& carrier, std::type_index facet_type) {
+  if (auto f = facet(carrier, facet_type)) return f;
+  throw NotImplementedError(fmt::format("{} has no facet of type {}", carrier.class_name(), facet_type.name()));
+}
+
+}  // namespace strideweave::extension

@@ -1,0 +1,58 @@
+// Internal: the carrier-definition registry's records, for the layers above
+// (the dispatch pipeline reads a class's sealed kernels). See
+// <strideweave/extension.h>.
+#pragma once
+
+#include <strideweave/extension.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace strideweave::extension::detail {
+
+// One kernel pattern in a sealed class's candidate order (R11.4), with where
+// it came from ("built-in", or the pack's "namespace@version").
+struct Candidate {
+  const KernelPattern* pattern;
+  std::string source;
+  std::shared_ptr<const KernelExecutionInterface> interface;  // the provider's exact interface
+};
+
+// What sealing freezes (R7.2, R11.4, R11.6): the deduplicated capability
+// union, sorted, and every pattern in preference order.
+struct SealedKernels {
+  std::vector<OperationCapability> capabilities;
+  std::vector<Candidate> candidates;
+};
+
+// The registry's record of one definition-backed class.
+struct ClassDefinition {
+  explicit ClassDefinition(CarrierClass c) : cls(c) {}
+  CarrierClass cls;
+  std::shared_ptr<const CarrierDefinition> definition;
+  bool dependent = false;
+
+  // Packs accepted before sealing, and the sealed result. `mutex` guards
+  // `packs` and `sealed`; `kernels` is written once under it, then read
+  // without it.
+  mutable std::mutex mutex;
+  std::vector<std::shared_ptr<const KernelPack>> packs;
+  std::shared_ptr<const SealedKernels> sealed;
+  std::atomic<const SealedKernels*> kernels{nullptr};
+
+  // Freezes the built-in patterns and the packs (idempotent) and returns the
+  // capability set: the capability registry's sealing step.
+  std::vector<OperationCapability> seal();
+};
+
+// The record of exactly `cls`, or null. Observes nothing.
+std::shared_ptr<const ClassDefinition> find_definition(CarrierClass cls);
+
+// The sealed kernels of an independent definition-backed class, observing
+// (sealing) it first if needed.
+const SealedKernels& sealed_kernels(const ClassDefinition& record);
+
+}  // namespace strideweave::extension::detail
