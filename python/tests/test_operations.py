@@ -155,9 +155,13 @@ def test_kernels_run_with_the_gil_released():
     window = {}
 
     def worker():
+        # Enough kernel calls to span a window the ticker can sample on a
+        # machine of any speed (not a timing threshold: only a minimum span).
         window["start"] = time.perf_counter()
-        for _ in range(3):
+        calls = 0
+        while calls < 3 or (time.perf_counter() - window["start"] < 0.2 and calls < 200):
             sw.matmul(big, big)
+            calls += 1
         window["end"] = time.perf_counter()
 
     ticks = []
