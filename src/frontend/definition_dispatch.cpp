@@ -11,6 +11,7 @@
 
 #include "frontend/autograd_hooks.h"
 #include "frontend/call_support.h"
+#include "frontend/pipeline.h"
 #include "storage/gate.h"
 #include "storage/tensor_impl.h"
 
@@ -28,16 +29,23 @@ namespace {
 // construction on, a callable VJP and a differentiable Tensor operand that
 // requires grad, no result that would receive the node may alias an
 // operand. Atomic across results: checked before anything runs.
-void check_alias_rule(const ResolvedInvocation& invocation) {
+// Whether the call would attach a graph node: graph construction on, a
+// callable VJP, and a differentiable Tensor operand that requires grad.
+bool graph_would_attach(const ResolvedInvocation& invocation) {
   const OperationDefinition& d = invocation.definition();
-  if (!autograd_hooks().grad_enabled() || !d.is_differentiable()) return;
+  if (!autograd_hooks().grad_enabled() || !d.is_differentiable()) return false;
   const std::span<const OperandSpec> specs = d.schema().operands();
-  bool participates = false;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const Tensor* t = std::get_if<Tensor>(&invocation.operands()[i]);
-    if (specs[i].differentiable() && t && t->requires_grad()) participates = true;
+    if (specs[i].differentiable() && t && t->requires_grad()) return true;
   }
-  if (!participates) return;
+  return false;
+}
+
+void check_alias_rule(const ResolvedInvocation& invocation) {
+  if (!graph_would_attach(invocation)) return;
+  const OperationDefinition& d = invocation.definition();
+  const std::span<const OperandSpec> specs = d.schema().operands();
   for (std::size_t r = 0; r < invocation.results().size(); ++r)
     if (const auto& alias = invocation.results()[r].alias_of())
       throw ValueError(fmt::format("{}: result {} aliases operand '{}' (alias_of={}) while a differentiable operand "
@@ -93,12 +101,22 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
   const std::shared_ptr<const ResolvedInvocation> invocation =
       admit(definition, std::move(operands), std::move(options));
   const Carrier& prototype = dispatch_carrier(*invocation);
+  if (extension::carrier_definition(prototype.exact_class())) {
+    storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
+    // Before any work: what this build cannot do yet is refused whole.
+    if (out)
+      throw NotImplementedError(fmt::format("{}: a caller-provided output for a user-defined operation is not "
+                                            "supported yet; use the returned result",
+                                            definition.name()));
+    if (graph_would_attach(*invocation))
+      throw NotImplementedError(fmt::format("{}: recording gradients through a user-defined operation (its VJP) is "
+                                            "not built yet; call it under no_grad() or on tensors that do not "
+                                            "require grad",
+                                            definition.name()));
+    return run_definition_backed(*invocation, prototype);
+  }
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
   (void)out;
-  if (extension::carrier_definition(prototype.exact_class()))
-    throw NotImplementedError(fmt::format("{}: {} is definition-backed, and the definition-backed dispatch pipeline "
-                                          "(kernel pattern selection, prepare, submit, publication) is not built yet",
-                                          definition.name(), prototype.class_name()));
   // A definition-free carrier executes built-in operations through its
   // kernel table only (carrier-extension R13); a user-defined operation
   // needs a definition-backed carrier's kernel pattern.

@@ -735,23 +735,3 @@ TEST(CarrierExtension_R13_DefinitionFreePath, StorageOnlyDefinitionHasNoCapabili
 
 }  // namespace
 
-namespace {
-// Until the definition-backed dispatch pipeline exists (issue 11 step 4), an
-// admitted call says so with a typed error instead of running a nearby
-// kernel, and changes nothing.
-TEST(CarrierExtension_DispatchNotBuilt, AdmittedCallOnADefinitionBackedCarrierIsNotImplemented) {
-  using A = Arena<1400>;
-  register_computing_arena<1400>({pattern("k", {scale_plan(DType::Float32())})});
-  const auto a = ext::create<A>(2, DType::Float32());
-  const Tensor t(a, 0, Layout::compact(Shape{2}));
-  try {
-    (*scale_op())({t});
-    FAIL() << "expected NotImplementedError";
-  } catch (const UnsupportedOperationPlan&) {
-    FAIL() << "the plan is admitted by the capability gate";
-  } catch (const NotImplementedError& e) {
-    EXPECT_NE(std::string(e.what()).find("not built yet"), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(a->version(), 0u);
-}
-}  // namespace

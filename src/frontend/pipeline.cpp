@@ -1,0 +1,181 @@
+// The definition-backed half of the dispatch pipeline. See pipeline.h.
+#include "frontend/pipeline.h"
+
+#include <strideweave/dependent_carrier.h>
+#include <strideweave/errors.h>
+#include <strideweave/extension.h>
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "extension/registry.h"
+#include "storage/gate.h"
+
+namespace strideweave::frontend {
+
+using extension::ProviderCompletion;
+using extension::ProviderResult;
+using extension::ResultSubmission;
+using operation::ResolvedInvocation;
+using operation::ResultSpec;
+
+namespace {
+
+// The versions of every Tensor operand's carrier before submission, to prove
+// afterwards that only declared operands were mutated.
+std::vector<std::uint64_t> operand_versions(const ResolvedInvocation& invocation) {
+  std::vector<std::uint64_t> out;
+  for (const auto& o : invocation.operands())
+    out.push_back(std::holds_alternative<Tensor>(o) ? std::get<Tensor>(o).carrier()->version() : 0);
+  return out;
+}
+
+ProviderResult settle(const ResultSubmission& submission, const std::string& who) {
+  if (const auto* ready = std::get_if<ProviderResult>(&submission)) return *ready;
+  const auto& completion = std::get<ProviderCompletion<ProviderResult>>(submission);
+  ProviderResult result = completion.wait();  // the provider's exception is terminal and propagates
+  if (!completion.done())
+    throw ProviderContractError("completion", fmt::format("{}: the completion returned from wait() but reports done() "
+                                                          "== false",
+                                                          who));
+  return result;
+}
+
+// Publication validation (operation-semantics.md, "Result publication
+// validates provider output"): every field of every result against its
+// ResultSpec, then the undeclared-mutation check.
+void validate(const ResolvedInvocation& invocation, const ProviderResult& result,
+              const std::vector<CarrierClass>& expected_classes, const std::vector<std::uint64_t>& versions_before,
+              const std::string& who) {
+  const std::span<const ResultSpec> specs = invocation.results();
+  const std::span<const Tensor> outputs = result.outputs();
+  if (outputs.size() != specs.size())
+    throw ProviderContractError("count", fmt::format("{}: the provider returned {} outputs for {} result specs", who,
+                                                     outputs.size(), specs.size()));
+  for (std::size_t r = 0; r < specs.size(); ++r) {
+    const Tensor& t = outputs[r];
+    const ResultSpec& spec = specs[r];
+    if (!(t.carrier()->exact_class() == expected_classes[r]))
+      throw ProviderContractError("carrier", fmt::format("{}: result {} lives on {}, not on {}", who, r,
+                                                         t.carrier()->class_name(), expected_classes[r].name()));
+    if (t.carrier()->is_released())
+      throw ProviderContractError("physical size", fmt::format("{}: result {}'s carrier is released", who, r));
+    if (t.offset() + t.layout().cosize() > t.carrier()->size())
+      throw ProviderContractError("physical size",
+                                  fmt::format("{}: result {} spans {} slots from offset {} of a carrier of {}", who, r,
+                                              t.layout().cosize(), t.offset(), t.carrier()->size()));
+    if (&t.dtype() != &spec.dtype())
+      throw ProviderContractError("dtype", fmt::format("{}: result {} has dtype {}, the spec says {}", who, r,
+                                                       t.dtype().name(), spec.dtype().name()));
+    if (!(t.shape() == spec.shape()))
+      throw ProviderContractError("shape", fmt::format("{}: result {} has shape {}, the spec says {}", who, r,
+                                                       t.shape().to_string(), spec.shape().to_string()));
+    if (!(t.layout() == spec.layout()))
+      throw ProviderContractError("layout", fmt::format("{}: result {} has layout {}, the spec says {}", who, r,
+                                                        t.layout().to_string(), spec.layout().to_string()));
+    if (const auto& alias = spec.alias_of()) {
+      if (!t.is(std::get<Tensor>(invocation.operands()[*alias])))
+        throw ProviderContractError("alias", fmt::format("{}: result {} must be operand {} itself (alias_of)", who, r,
+                                                         *alias));
+    } else {
+      for (const auto& o : invocation.operands())
+        if (const Tensor* in = std::get_if<Tensor>(&o); in && in->carrier() == t.carrier())
+          throw ProviderContractError("alias", fmt::format("{}: result {} shares storage with an operand but declares "
+                                                           "no alias_of",
+                                                           who, r));
+      for (std::size_t q = 0; q < r; ++q)
+        if (outputs[q].carrier() == t.carrier())
+          throw ProviderContractError("alias", fmt::format("{}: results {} and {} share one carrier", who, q, r));
+    }
+  }
+  const std::span<const std::size_t> mutated = invocation.mutated_operands();
+  for (std::size_t i = 0; i < invocation.operands().size(); ++i) {
+    const Tensor* in = std::get_if<Tensor>(&invocation.operands()[i]);
+    if (!in || std::find(mutated.begin(), mutated.end(), i) != mutated.end()) continue;
+    if (in->carrier()->version() != versions_before[i])
+      throw ProviderContractError("mutation", fmt::format("{}: operand {} changed version during the call but is not "
+                                                          "a declared mutated operand",
+                                                          who, i));
+  }
+}
+
+// Publication: declared mutations become one public versioned change each.
+std::vector<Tensor> publish(const ResolvedInvocation& invocation, const ProviderResult& result) {
+  for (std::size_t i : invocation.mutated_operands()) std::get<Tensor>(invocation.operands()[i]).carrier()->bump_version();
+  return {result.outputs().begin(), result.outputs().end()};
+}
+
+std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const Carrier& prototype,
+                                    const extension::detail::ClassDefinition& record) {
+  const std::string who = fmt::format("{} on {}", invocation.operation(), prototype.class_name());
+  const extension::detail::SealedKernels& sealed = extension::detail::sealed_kernels(record);
+  const OperationPlan& plan = invocation.plan();
+  // R11.3: the static match, before any prepare.
+  std::vector<const extension::detail::Candidate*> matched;
+  for (const auto& c : sealed.candidates)
+    if (c.pattern->operation_ptr().get() == &invocation.definition() && c.pattern->matching_plan(plan))
+      matched.push_back(&c);
+  if (matched.empty())
+    throw UnsupportedOperationPlan(fmt::format("{} has no kernel pattern for the plan {}.", prototype.class_name(),
+                                               plan.to_string()),
+                                   plan);
+  // R11.4-R11.5: preference order; Unsupported moves on, anything else is
+  // terminal.
+  std::string reasons;
+  for (const auto* c : matched) {
+    extension::KernelPattern::Prepared prepared = c->pattern->prepare()(invocation, *c->interface);
+    if (const auto* no = std::get_if<extension::Unsupported>(&prepared)) {
+      reasons += fmt::format("{}kernel '{}' ({}): {}", reasons.empty() ? "" : "; ", c->pattern->kernel_id(), c->source,
+                             no->reason());
+      continue;
+    }
+    const auto& kernel = std::get<extension::PreparedKernel>(prepared);
+    if (!(kernel.interface().compatibility_identity() == c->interface->compatibility_identity()))
+      throw TypeError(fmt::format("{}: kernel '{}' prepared a launch for interface {}, not the provider's {}", who,
+                                  c->pattern->kernel_id(), kernel.interface().describe(), c->interface->describe()));
+    const std::vector<std::uint64_t> before = operand_versions(invocation);
+    const ProviderResult result = settle(kernel.submit()(), who);
+    validate(invocation, result, std::vector<CarrierClass>(invocation.results().size(), record.cls), before, who);
+    return publish(invocation, result);
+  }
+  throw UnsupportedOperationPlan(fmt::format("{}: every kernel pattern for the plan {} declined at run time: {}.",
+                                             prototype.class_name(), plan.to_string(), reasons),
+                                 plan);
+}
+
+std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Carrier& prototype,
+                                  const extension::detail::ClassDefinition& record) {
+  const std::string who = fmt::format("{} on {}", invocation.operation(), prototype.class_name());
+  const extension::CompositeProvider& composite = *record.definition->composite();
+  // R6.2: one exact concrete class per result, validated before prepare.
+  const std::vector<CarrierClass> classes = composite.result_carriers()(prototype, invocation);
+  if (classes.size() != invocation.results().size())
+    throw ValueError(fmt::format("{}: result_carriers named {} classes for {} results", who, classes.size(),
+                                 invocation.results().size()));
+  for (const CarrierClass& c : classes)
+    if (!c.traits().derives_carrier || c.traits().is_root)
+      throw TypeError(fmt::format("{}: result_carriers named {}, not a concrete Carrier class", who, c.name()));
+  extension::CompositeProvider::Prepared prepared = composite.prepare()(prototype, invocation);
+  if (const auto* no = std::get_if<extension::Unsupported>(&prepared))
+    throw UnsupportedOperationPlan(fmt::format("{} declined the plan {} at run time: {}.", prototype.class_name(),
+                                               invocation.plan().to_string(), no->reason()),
+                                   invocation.plan());
+  const std::vector<std::uint64_t> before = operand_versions(invocation);
+  const ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()(), who);
+  validate(invocation, result, classes, before, who);
+  return publish(invocation, result);
+}
+
+}  // namespace
+
+std::vector<Tensor> run_definition_backed(const ResolvedInvocation& invocation, const Carrier& prototype) {
+  const auto record = extension::detail::find_definition(prototype.exact_class());
+  if (!record)
+    throw RuntimeError(fmt::format("{}: {} has no carrier definition", invocation.operation(), prototype.class_name()));
+  storage::gate(prototype, invocation.plan());  // UnsupportedOperationPlan before any work
+  return record->dependent ? run_composite(invocation, prototype, *record)
+                           : run_independent(invocation, prototype, *record);
+}
+
+}  // namespace strideweave::frontend

@@ -1,0 +1,431 @@
+// The definition-backed dispatch pipeline (issue 11 step 4;
+// operation-semantics.md "Result publication validates provider output",
+// carrier-extension R4, R6.2, R9.2, R11.3-R11.5): a user-defined operation
+// executed by kernel patterns of an independent definition-backed carrier
+// and by the composite provider of a dependent one.
+#include <strideweave/strideweave.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace strideweave;
+namespace ext = strideweave::extension;
+namespace op = strideweave::operation;
+
+// An accelerator whose storage is a separate arena per instance.
+template <int N>
+class Accel final : public ext::DefinedCarrier {
+ public:
+  explicit Accel(ext::Construction key) : DefinedCarrier(std::move(key)) {}
+  std::vector<Value> arena;
+};
+
+template <int N>
+ext::StorageProvider accel_storage() {
+  using A = Accel<N>;
+  return ext::StorageProvider(
+      [](const Carrier&, const DType& d) { return &d == &DType::Float32() || &d == &DType::Int32(); },
+      [](const Carrier& c) { return static_cast<std::int64_t>(static_cast<const A&>(c).arena.size()); },
+      [](Carrier& c, std::int64_t n) {
+        static_cast<A&>(c).arena.assign(static_cast<std::size_t>(n), *storage_zero(c.dtype()));
+      },
+      [](Carrier& c) { static_cast<A&>(c).arena.clear(); },
+      [](const Carrier& c, std::int64_t i) { return static_cast<const A&>(c).arena[static_cast<std::size_t>(i)]; },
+      [](Carrier& c, std::int64_t i, const Value& v) { static_cast<A&>(c).arena[static_cast<std::size_t>(i)] = v; });
+}
+
+class Iface final : public ext::KernelExecutionInterface {
+ public:
+  using KernelExecutionInterface::KernelExecutionInterface;
+};
+class OtherIface final : public ext::KernelExecutionInterface {
+ public:
+  using KernelExecutionInterface::KernelExecutionInterface;
+};
+
+// pipetest.double(x) -> 2x, Float32, compact; differentiable.
+std::shared_ptr<const op::OperationDefinition> double_op() {
+  static const auto d = op::define_operation(
+      "pipetest.double", op::OperationSchema({op::OperandSpec("x", op::OperandKind::TENSOR, true)}),
+      [](const op::BoundOperationCall& call) {
+        const Tensor& x = call.tensor(0);
+        OperationPlan plan(call.definition().name(), {OperandPlan::tensor(x.dtype(), x.dtype())}, Arithmetic::BINARY32,
+                           std::nullopt, nullptr, x.dtype());
+        return op::ResolvedInvocation(call, plan, {op::ResultSpec::compact(x.dtype(), Shape::of(x.shape().extents()))});
+      },
+      std::nullopt,
+      op::VjpFn([](const op::VJPContext&, std::span<const std::optional<Tensor>> cot) {
+        return std::vector<std::optional<Tensor>>{cot[0]};
+      }));
+  return d;
+}
+
+// pipetest.fill_(x) mutates x in place and returns it (alias_of = 0).
+std::shared_ptr<const op::OperationDefinition> fill_op() {
+  static const auto d = op::define_operation(
+      "pipetest.fill_", op::OperationSchema({op::OperandSpec("x", op::OperandKind::TENSOR)}),
+      [](const op::BoundOperationCall& call) {
+        const Tensor& x = call.tensor(0);
+        OperationPlan plan(call.definition().name(), {OperandPlan::tensor(x.dtype(), x.dtype())}, Arithmetic::BINARY32,
+                           std::nullopt, nullptr, x.dtype());
+        return op::ResolvedInvocation(call, plan, {op::ResultSpec(x.dtype(), x.shape(), x.layout(), 0)}, {0});
+      },
+      std::nullopt, op::NON_DIFFERENTIABLE);
+  return d;
+}
+
+OperationCapability plan_of(const char* name, const SimpleDType& d = DType::Float32()) {
+  return OperationCapability::from_plan(
+      OperationPlan(name, {OperandPlan::tensor(d, d)}, Arithmetic::BINARY32, std::nullopt, nullptr, d));
+}
+
+struct Counters {
+  std::atomic<int> prepare_fast{0}, prepare_generic{0}, submit{0};
+};
+
+template <int N>
+Tensor accel_tensor(std::vector<float> values) {
+  auto c = ext::create<Accel<N>>(static_cast<std::int64_t>(values.size()), DType::Float32());
+  for (std::size_t i = 0; i < values.size(); ++i) c->set_value(static_cast<std::int64_t>(i), Value::from_float32(values[i]));
+  return Tensor(c, 0, Layout::compact(Shape{static_cast<std::int64_t>(values.size())}));
+}
+
+// 2x into a fresh Accel<N> result.
+template <int N>
+ext::ProviderResult doubled(const op::ResolvedInvocation& inv) {
+  const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+  auto out = ext::create<Accel<N>>(x.size(), DType::Float32());
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    out->set_value(i, Value::from_float32(2 * x.carrier()->get_value(x.offset() + x.layout()(i)).f));
+  return ext::ProviderResult({Tensor(out, 0, Layout::compact(x.shape()))});
+}
+
+// Two preference-ordered patterns: "fast" (preference 10) declines inputs of
+// more than 4 elements at run time; "generic" runs everything.
+template <int N>
+void register_accel(Counters& counters, std::shared_ptr<const ext::KernelExecutionInterface> iface) {
+  auto fast = ext::KernelPattern(
+      double_op(), {plan_of("pipetest.double")}, "fast",
+      [&counters](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+        ++counters.prepare_fast;
+        if (std::get<Tensor>(inv.operands()[0]).size() > 4) return ext::Unsupported("more than 4 elements");
+        auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+        return ext::PreparedKernel(self, [&counters, inv = &inv]() -> ext::ResultSubmission {
+          ++counters.submit;
+          return doubled<N>(*inv);
+        });
+      },
+      10);
+  auto generic = ext::KernelPattern(
+      double_op(), {plan_of("pipetest.double")}, "generic",
+      [&counters](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+        ++counters.prepare_generic;
+        auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+        // Asynchronous: the result arrives through a deferred completion.
+        return ext::PreparedKernel(self, [&counters, inv = &inv]() -> ext::ResultSubmission {
+          ++counters.submit;
+          return ext::ProviderCompletion<ext::ProviderResult>::deferred([inv] { return doubled<N>(*inv); });
+        });
+      });
+  ext::register_carrier_definition(carrier_class<Accel<N>>(),
+                                   ext::CarrierDefinition(accel_storage<N>(), ext::KernelProvider(iface, {generic, fast})));
+}
+
+std::vector<float> floats(const Tensor& t) {
+  std::vector<float> out;
+  for (const Value& v : t.values()) out.push_back(v.f);
+  return out;
+}
+
+TEST(DefinitionPipeline_R11_Selection, PreferredPatternRunsAndRuntimeRejectionFallsBack) {
+  Counters counters;
+  register_accel<1>(counters, std::make_shared<Iface>("1"));
+  const Tensor small = accel_tensor<1>({1, 2, 3});
+  const std::vector<Tensor> r = (*double_op())({small});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(floats(r[0]), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(r[0].carrier()->exact_class(), carrier_class<Accel<1>>());
+  EXPECT_EQ(counters.prepare_fast.load(), 1);
+  EXPECT_EQ(counters.prepare_generic.load(), 0);  // the preferred pattern accepted
+  const Tensor big = accel_tensor<1>({1, 2, 3, 4, 5});
+  EXPECT_EQ(floats((*double_op())({big})[0]), (std::vector<float>{2, 4, 6, 8, 10}));
+  EXPECT_EQ(counters.prepare_fast.load(), 2);
+  EXPECT_EQ(counters.prepare_generic.load(), 1);  // runtime fallback, through a completion
+  EXPECT_EQ(counters.submit.load(), 2);           // one submission per call
+  EXPECT_EQ(small.carrier()->version(), 3u);      // operands untouched (3 set_value at creation)
+}
+
+TEST(DefinitionPipeline_R11_Selection, NoStaticMatchIsUnsupportedBeforeAnyPrepare) {
+  Counters counters;
+  register_accel<2>(counters, std::make_shared<Iface>("1"));
+  auto c = ext::create<Accel<2>>(2, DType::Int32());
+  const Tensor ints(c, 0, Layout::compact(Shape{2}));
+  EXPECT_THROW((*double_op())({ints}), UnsupportedOperationPlan);
+  EXPECT_EQ(counters.prepare_fast.load() + counters.prepare_generic.load(), 0);
+}
+
+template <int N>
+void register_declining(std::vector<std::string> reasons) {
+  std::vector<ext::KernelPattern> patterns;
+  for (std::size_t k = 0; k < reasons.size(); ++k)
+    patterns.emplace_back(double_op(), std::vector{plan_of("pipetest.double")}, fmt::format("k{}", k),
+                          [why = reasons[k]](const op::ResolvedInvocation&, const ext::KernelExecutionInterface&)
+                              -> ext::KernelPattern::Prepared { return ext::Unsupported(why); },
+                          static_cast<std::int64_t>(reasons.size() - k));
+  ext::register_carrier_definition(
+      carrier_class<Accel<N>>(),
+      ext::CarrierDefinition(accel_storage<N>(), ext::KernelProvider(std::make_shared<Iface>("1"), patterns)));
+}
+
+TEST(DefinitionPipeline_R11_Selection, AllCandidatesDecliningCombineEveryReasonInOrder) {
+  register_declining<3>({"shape not tiled", "no workspace"});
+  const Tensor x = accel_tensor<3>({1});
+  try {
+    (*double_op())({x});
+    FAIL() << "expected UnsupportedOperationPlan";
+  } catch (const UnsupportedOperationPlan& e) {
+    const std::string what = e.what();
+    const auto first = what.find("shape not tiled"), second = what.find("no workspace");
+    ASSERT_NE(first, std::string::npos) << what;
+    ASSERT_NE(second, std::string::npos) << what;
+    EXPECT_LT(first, second) << what;
+  }
+}
+
+TEST(DefinitionPipeline_R11_Selection, AnExceptionFromPrepareIsTerminal) {
+  std::atomic<int> second{0};
+  auto boom = ext::KernelPattern(double_op(), {plan_of("pipetest.double")}, "boom",
+                                 [](const op::ResolvedInvocation&, const ext::KernelExecutionInterface&)
+                                     -> ext::KernelPattern::Prepared { throw ValueError("compiler crashed"); },
+                                 5);
+  auto next = ext::KernelPattern(double_op(), {plan_of("pipetest.double")}, "next",
+                                 [&second](const op::ResolvedInvocation&, const ext::KernelExecutionInterface&)
+                                     -> ext::KernelPattern::Prepared {
+                                   ++second;
+                                   return ext::Unsupported("never reached");
+                                 });
+  ext::register_carrier_definition(
+      carrier_class<Accel<4>>(),
+      ext::CarrierDefinition(accel_storage<4>(), ext::KernelProvider(std::make_shared<Iface>("1"), {boom, next})));
+  EXPECT_THROW((*double_op())({accel_tensor<4>({1})}), ValueError);
+  EXPECT_EQ(second.load(), 0);
+}
+
+TEST(DefinitionPipeline_R9_Interface, PreparedKernelForAnotherInterfaceIsTypeErrorBeforeSubmission) {
+  std::atomic<int> submits{0};
+  auto other = std::make_shared<OtherIface>("1");
+  auto p = ext::KernelPattern(double_op(), {plan_of("pipetest.double")}, "wrong_iface",
+                              [&, other](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface&)
+                                  -> ext::KernelPattern::Prepared {
+                                return ext::PreparedKernel(other, [&submits, inv = &inv]() -> ext::ResultSubmission {
+                                  ++submits;
+                                  return doubled<5>(*inv);
+                                });
+                              });
+  ext::register_carrier_definition(
+      carrier_class<Accel<5>>(),
+      ext::CarrierDefinition(accel_storage<5>(), ext::KernelProvider(std::make_shared<Iface>("1"), {p})));
+  EXPECT_THROW((*double_op())({accel_tensor<5>({1})}), TypeError);
+  EXPECT_EQ(submits.load(), 0);
+}
+
+// A pattern whose submit returns `make(invocation)`.
+template <int N>
+void register_returning(std::function<ext::ProviderResult(const op::ResolvedInvocation&)> make,
+                        std::shared_ptr<const op::OperationDefinition> definition = double_op(),
+                        const char* name = "pipetest.double") {
+  auto p = ext::KernelPattern(definition, {plan_of(name)}, "k",
+                              [make](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& i)
+                                  -> ext::KernelPattern::Prepared {
+                                auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+                                return ext::PreparedKernel(self, [make, inv = &inv]() -> ext::ResultSubmission {
+                                  return make(*inv);
+                                });
+                              });
+  ext::register_carrier_definition(
+      carrier_class<Accel<N>>(),
+      ext::CarrierDefinition(accel_storage<N>(), ext::KernelProvider(std::make_shared<Iface>("1"), {p})));
+}
+
+void expect_contract_error(const std::function<void()>& call, const std::string& field) {
+  try {
+    call();
+    FAIL() << "expected ProviderContractError(" << field << ")";
+  } catch (const ProviderContractError& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+  }
+}
+
+TEST(DefinitionPipeline_Publication, EveryFieldIsValidatedAndNothingIsPublished) {
+  register_returning<10>([](const op::ResolvedInvocation& inv) {
+    auto r = doubled<10>(inv);
+    return ext::ProviderResult({r.outputs()[0], r.outputs()[0]});
+  });
+  expect_contract_error([] { (*double_op())({accel_tensor<10>({1})}); }, "count");
+
+  register_returning<11>([](const op::ResolvedInvocation&) {
+    return ext::ProviderResult({make_tensor<CPU>({2.0f}, Shape{1})});
+  });
+  expect_contract_error([] { (*double_op())({accel_tensor<11>({1})}); }, "carrier");
+
+  register_returning<12>([](const op::ResolvedInvocation&) {
+    auto c = ext::create<Accel<12>>(1, DType::Int32());
+    return ext::ProviderResult({Tensor(c, 0, Layout::compact(Shape{1}))});
+  });
+  expect_contract_error([] { (*double_op())({accel_tensor<12>({1})}); }, "dtype");
+
+  register_returning<13>([](const op::ResolvedInvocation&) {
+    auto c = ext::create<Accel<13>>(2, DType::Float32());
+    return ext::ProviderResult({Tensor(c, 0, Layout::compact(Shape{2}))});
+  });
+  expect_contract_error([] { (*double_op())({accel_tensor<13>({1})}); }, "shape");
+
+  register_returning<14>([](const op::ResolvedInvocation&) {
+    auto c = ext::create<Accel<14>>(4, DType::Float32());
+    return ext::ProviderResult({Tensor(c, 0, Layout(Shape{2}, Stride{2}))});  // strided, not compact
+  });
+  expect_contract_error([] { (*double_op())({accel_tensor<14>({1, 2})}); }, "layout");
+
+  register_returning<15>([](const op::ResolvedInvocation& inv) {
+    return ext::ProviderResult({std::get<Tensor>(inv.operands()[0])});  // the operand, undeclared
+  });
+  expect_contract_error([] { (*double_op())({accel_tensor<15>({1})}); }, "alias");
+
+  register_returning<16>([](const op::ResolvedInvocation& inv) {
+    auto r = doubled<16>(inv);
+    r.outputs()[0].carrier()->release();
+    return r;
+  });
+  expect_contract_error([] { (*double_op())({accel_tensor<16>({1})}); }, "physical size");
+
+  register_returning<17>([](const op::ResolvedInvocation& inv) {
+    std::get<Tensor>(inv.operands()[0]).carrier()->set_value(0, Value::from_float32(9));  // undeclared mutation
+    return doubled<17>(inv);
+  });
+  expect_contract_error([] { (*double_op())({accel_tensor<17>({1})}); }, "mutation");
+}
+
+TEST(DefinitionPipeline_Publication, DeclaredMutationAdvancesTheVersionOnceAndAliasIsTheOperandItself) {
+  register_returning<20>(
+      [](const op::ResolvedInvocation& inv) {
+        const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+        auto& arena = static_cast<Accel<20>&>(*x.carrier()).arena;
+        for (Value& v : arena) v = Value::from_float32(7);  // writes through its own storage, no version
+        return ext::ProviderResult({x});
+      },
+      fill_op(), "pipetest.fill_");
+  const Tensor x = accel_tensor<20>({1, 2});
+  const auto before = x.carrier()->version();
+  const std::vector<Tensor> r = (*fill_op())({x});
+  EXPECT_TRUE(r[0].is(x));
+  EXPECT_EQ(x.carrier()->version(), before + 1);
+  EXPECT_EQ(floats(x), (std::vector<float>{7, 7}));
+}
+
+TEST(DefinitionPipeline_Completion, ASubmitFailureThroughTheCompletionIsTerminalAndPublishesNothing) {
+  auto p = ext::KernelPattern(double_op(), {plan_of("pipetest.double")}, "k",
+                              [](const op::ResolvedInvocation&, const ext::KernelExecutionInterface& i)
+                                  -> ext::KernelPattern::Prepared {
+                                auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+                                return ext::PreparedKernel(self, []() -> ext::ResultSubmission {
+                                  return ext::ProviderCompletion<ext::ProviderResult>::deferred(
+                                      []() -> ext::ProviderResult { throw RuntimeError("device lost"); });
+                                });
+                              });
+  ext::register_carrier_definition(
+      carrier_class<Accel<21>>(),
+      ext::CarrierDefinition(accel_storage<21>(), ext::KernelProvider(std::make_shared<Iface>("1"), {p})));
+  const Tensor x = accel_tensor<21>({1});
+  const auto before = x.carrier()->version();
+  EXPECT_THROW((*double_op())({x}), RuntimeError);
+  EXPECT_EQ(x.carrier()->version(), before);
+}
+
+TEST(DefinitionPipeline_NotYetBuilt, GradientRecordingAndCallerOutputsAreRefusedBeforeAnyWork) {
+  Counters counters;
+  register_accel<22>(counters, std::make_shared<Iface>("1"));
+  Tensor x = accel_tensor<22>({1});
+  x.set_requires_grad(true);
+  EXPECT_THROW((*double_op())({x}), NotImplementedError);
+  EXPECT_EQ(counters.prepare_fast.load(), 0);
+  {
+    NoGradGuard guard;
+    EXPECT_EQ(floats((*double_op())({x})[0]), (std::vector<float>{2}));
+  }
+}
+
+// ---------------------------------------------------------------- dependent carriers
+
+template <int N>
+class Pair final : public ext::DefinedDependentCarrier {
+ public:
+  explicit Pair(ext::Construction key) : DefinedDependentCarrier(std::move(key)) {}
+  std::vector<Value> arena;
+};
+
+template <int N>
+ext::StorageProvider pair_storage() {
+  using P = Pair<N>;
+  return ext::StorageProvider(
+      [](const Carrier&, const DType& d) { return &d == &DType::Float32(); },
+      [](const Carrier& c) { return static_cast<std::int64_t>(static_cast<const P&>(c).arena.size()); },
+      [](Carrier& c, std::int64_t n) { static_cast<P&>(c).arena.assign(static_cast<std::size_t>(n), Value::from_float32(0)); },
+      [](Carrier& c) { static_cast<P&>(c).arena.clear(); },
+      [](const Carrier& c, std::int64_t i) { return static_cast<const P&>(c).arena[static_cast<std::size_t>(i)]; },
+      [](Carrier& c, std::int64_t i, const Value& v) { static_cast<P&>(c).arena[static_cast<std::size_t>(i)] = v; });
+}
+
+TEST(DefinitionPipeline_R6_Composite, DependentCarrierExecutesThroughItsCompositeProvider) {
+  using P = Pair<30>;
+  std::atomic<int> prepares{0};
+  ext::CompositeProvider composite(
+      [](const Carrier&) { return std::vector{plan_of("pipetest.double")}; },
+      [](const Carrier&, const op::ResolvedInvocation& inv) {
+        return std::vector<CarrierClass>(inv.results().size(), carrier_class<CPU>());
+      },
+      [&prepares](const Carrier&, const op::ResolvedInvocation& inv) -> ext::CompositeProvider::Prepared {
+        ++prepares;
+        if (std::get<Tensor>(inv.operands()[0]).size() > 2) return ext::Unsupported("tiles of 2 only");
+        return ext::PreparedComposite([inv = &inv]() -> ext::ResultSubmission {
+          const Tensor& x = std::get<Tensor>(inv->operands()[0]);
+          std::vector<float> v;
+          for (const Value& e : x.values()) v.push_back(2 * e.f);
+          return ext::ProviderResult({make_tensor<CPU>(std::span<const float>(v), Shape{x.size()})});
+        });
+      });
+  ext::register_carrier_definition(carrier_class<P>(),
+                                   ext::CarrierDefinition(pair_storage<30>(), std::nullopt, {}, composite));
+  auto c = ext::create<P>(2, DType::Float32());
+  c->set_value(1, Value::from_float32(3));
+  const std::vector<Tensor> r = (*double_op())({Tensor(c, 0, Layout::compact(Shape{2}))});
+  EXPECT_EQ(r[0].carrier()->exact_class(), carrier_class<CPU>());
+  EXPECT_EQ(floats(r[0]), (std::vector<float>{0, 6}));
+  auto big = ext::create<P>(3, DType::Float32());
+  EXPECT_THROW((*double_op())({Tensor(big, 0, Layout::compact(Shape{3}))}), UnsupportedOperationPlan);
+  EXPECT_EQ(prepares.load(), 2);
+}
+
+TEST(DefinitionPipeline_R6_Composite, ResultCarriersOfTheWrongCountIsValueErrorBeforePrepare) {
+  using P = Pair<31>;
+  std::atomic<int> prepares{0};
+  ext::CompositeProvider composite(
+      [](const Carrier&) { return std::vector{plan_of("pipetest.double")}; },
+      [](const Carrier&, const op::ResolvedInvocation&) { return std::vector<CarrierClass>{}; },
+      [&prepares](const Carrier&, const op::ResolvedInvocation&) -> ext::CompositeProvider::Prepared {
+        ++prepares;
+        return ext::Unsupported("unreached");
+      });
+  ext::register_carrier_definition(carrier_class<P>(),
+                                   ext::CarrierDefinition(pair_storage<31>(), std::nullopt, {}, composite));
+  auto c = ext::create<P>(1, DType::Float32());
+  EXPECT_THROW((*double_op())({Tensor(c, 0, Layout::compact(Shape{1}))}), ValueError);
+  EXPECT_EQ(prepares.load(), 0);
+}
+
+}  // namespace
