@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "frontend/call_support.h"
+#include "frontend/pipeline.h"
 #include "operation/registry.h"
 
 namespace strideweave {
@@ -165,6 +166,10 @@ CallResult call_builtin(const BuiltinEntry& e, std::span<const CallOperand> oper
     if (execution.out)
       throw TypeError(fmt::format("{}: has two results and takes no caller-provided output", e.name));
     return e.composite(*call);
+  }
+  if (const Carrier* prototype = definition_backed_prototype(*call)) {
+    BuiltinOutcome outcome = run_builtin_definition_backed(*call, *prototype, execution.out);
+    return CallResult{{std::move(outcome.plan)}, {std::move(outcome.result)}};
   }
   Lowered lowered = e.lower(*call);
   OperationPlan plan = lowered.plan;

@@ -29,19 +29,6 @@ namespace {
 // construction on, a callable VJP and a differentiable Tensor operand that
 // requires grad, no result that would receive the node may alias an
 // operand. Atomic across results: checked before anything runs.
-// Whether the call would attach a graph node: graph construction on, a
-// callable VJP, and a differentiable Tensor operand that requires grad.
-bool graph_would_attach(const ResolvedInvocation& invocation) {
-  const OperationDefinition& d = invocation.definition();
-  if (!autograd_hooks().grad_enabled() || !d.is_differentiable()) return false;
-  const std::span<const OperandSpec> specs = d.schema().operands();
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const Tensor* t = std::get_if<Tensor>(&invocation.operands()[i]);
-    if (specs[i].differentiable() && t && t->requires_grad()) return true;
-  }
-  return false;
-}
-
 void check_alias_rule(const ResolvedInvocation& invocation) {
   if (!graph_would_attach(invocation)) return;
   const OperationDefinition& d = invocation.definition();
@@ -96,25 +83,15 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
       throw RuntimeError(fmt::format("{}: a built-in definition without a front-end record", definition.name()));
     const std::shared_ptr<const operation::BoundOperationCall> call =
         operation::bind(definition, std::move(operands), std::move(options));
+    if (const Carrier* prototype = definition_backed_prototype(*call))
+      return {run_builtin_definition_backed(*call, *prototype, out).result};
     return {run(entry->lower(*call), out)};
   }
   const std::shared_ptr<const ResolvedInvocation> invocation =
       admit(definition, std::move(operands), std::move(options));
   const Carrier& prototype = dispatch_carrier(*invocation);
-  if (extension::carrier_definition(prototype.exact_class())) {
-    storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
-    // Before any work: what this build cannot do yet is refused whole.
-    if (out)
-      throw NotImplementedError(fmt::format("{}: a caller-provided output for a user-defined operation is not "
-                                            "supported yet; use the returned result",
-                                            definition.name()));
-    if (graph_would_attach(*invocation))
-      throw NotImplementedError(fmt::format("{}: recording gradients through a user-defined operation (its VJP) is "
-                                            "not built yet; call it under no_grad() or on tensors that do not "
-                                            "require grad",
-                                            definition.name()));
-    return run_definition_backed(*invocation, prototype);
-  }
+  if (extension::carrier_definition(prototype.exact_class()))
+    return execute_definition_backed(*invocation, prototype, out);
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
   (void)out;
   // A definition-free carrier executes built-in operations through its

@@ -191,9 +191,11 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
   const KernelFn* kernel = table ? table->find(plan) : nullptr;
   if (!kernel) {
     if (!table && extension::carrier_definition(prototype.exact_class()))
-      throw NotImplementedError(fmt::format("{}: {} is definition-backed, and the definition-backed dispatch pipeline "
-                                            "(kernel pattern selection, prepare, submit, publication) is not built yet",
-                                            plan.operation(), prototype.class_name()));
+      throw NotImplementedError(fmt::format("{}: the typed C++ function does not reach the definition-backed carrier {} "
+                                            "yet; call the operation through its definition "
+                                            "(operation::get_definition(\"{}\")) or by name (call_operation), which "
+                                            "run its kernel patterns",
+                                            plan.operation(), prototype.class_name(), plan.operation()));
     throw NotImplementedError(fmt::format("{} declares a capability for {} but registered no kernel for it",
                                           prototype.class_name(), plan.to_string()));
   }

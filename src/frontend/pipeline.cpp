@@ -9,7 +9,9 @@
 
 #include <string>
 
+#include "execution/kernel_table.h"
 #include "extension/registry.h"
+#include "frontend/autograd_hooks.h"
 #include "storage/gate.h"
 
 namespace strideweave::frontend {
@@ -176,6 +178,50 @@ std::vector<Tensor> run_definition_backed(const ResolvedInvocation& invocation, 
   storage::gate(prototype, invocation.plan());  // UnsupportedOperationPlan before any work
   return record->dependent ? run_composite(invocation, prototype, *record)
                            : run_independent(invocation, prototype, *record);
+}
+
+bool graph_would_attach(const ResolvedInvocation& invocation) {
+  const operation::OperationDefinition& d = invocation.definition();
+  if (!autograd_hooks().grad_enabled() || !d.is_differentiable()) return false;
+  const std::span<const operation::OperandSpec> specs = d.schema().operands();
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const Tensor* t = std::get_if<Tensor>(&invocation.operands()[i]);
+    if (specs[i].differentiable() && t && t->requires_grad()) return true;
+  }
+  return false;
+}
+
+std::vector<Tensor> execute_definition_backed(const ResolvedInvocation& invocation, const Carrier& prototype,
+                                              const Output& out) {
+  const std::string& name = invocation.operation();
+  storage::gate(prototype, invocation.plan());  // UnsupportedOperationPlan first
+  if (out)
+    throw NotImplementedError(fmt::format("{}: a caller-provided output on the definition-backed carrier {} is not "
+                                          "supported yet; use the returned result",
+                                          name, prototype.class_name()));
+  if (graph_would_attach(invocation))
+    throw NotImplementedError(fmt::format("{}: recording gradients through a definition-backed execution ({}) is not "
+                                          "built yet; call it under no_grad() or on tensors that do not require grad",
+                                          name, prototype.class_name()));
+  return run_definition_backed(invocation, prototype);
+}
+
+const Carrier* definition_backed_prototype(const operation::BoundOperationCall& call) {
+  for (const auto& o : call.operands()) {
+    const Tensor* t = std::get_if<Tensor>(&o);
+    if (!t) continue;
+    const CarrierClass cls = t->carrier()->exact_class();
+    if (kernel_table(cls)) return nullptr;  // Generic, CPU: the hot path pays one table lookup
+    return extension::detail::find_definition(cls) ? t->carrier().get() : nullptr;
+  }
+  return nullptr;
+}
+
+BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall& call, const Carrier& prototype,
+                                             const Output& out) {
+  const ResolvedInvocation invocation = call.definition().resolve()(call);
+  std::vector<Tensor> results = execute_definition_backed(invocation, prototype, out);
+  return BuiltinOutcome{invocation.plan(), std::move(results.front())};
 }
 
 }  // namespace strideweave::frontend

@@ -5,6 +5,7 @@
 
 #include <strideweave/carrier.h>
 #include <strideweave/operation.h>
+#include <strideweave/output.h>
 
 #include <vector>
 
@@ -18,5 +19,30 @@ namespace strideweave::frontend {
 // carrier runs through its CompositeProvider instead of patterns. Nothing is
 // published and no version advances on any failure.
 std::vector<Tensor> run_definition_backed(const operation::ResolvedInvocation& invocation, const Carrier& prototype);
+
+// Whether the call would attach a graph node: graph construction on, a
+// callable VJP, and a differentiable Tensor operand that requires grad.
+bool graph_would_attach(const operation::ResolvedInvocation& invocation);
+
+// The gate, then what this build cannot do yet refused whole before any
+// provider callback (a caller-provided output; recording gradients through
+// a definition-backed execution: issue 11 step 5), then
+// run_definition_backed.
+std::vector<Tensor> execute_definition_backed(const operation::ResolvedInvocation& invocation,
+                                              const Carrier& prototype, const Output& out);
+
+// The carrier a bound BUILT-IN call dispatches on when its class is
+// definition-backed (no kernel table, a carrier definition), else null: the
+// call then takes the kernel-table path.
+const Carrier* definition_backed_prototype(const operation::BoundOperationCall& call);
+
+// A built-in call on a definition-backed carrier: the definition's resolve
+// (its lowering: plan and result spec), then execute_definition_backed.
+struct BuiltinOutcome {
+  OperationPlan plan;
+  Tensor result;
+};
+BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall& call, const Carrier& prototype,
+                                             const Output& out);
 
 }  // namespace strideweave::frontend

@@ -429,3 +429,69 @@ TEST(DefinitionPipeline_R6_Composite, ResultCarriersOfTheWrongCountIsValueErrorB
 }
 
 }  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------- built-in operations
+
+// A kernel pattern for the built-in `add` (Float32 + Float32) on Accel<N>:
+// the invocation is the built-in definition's (its lowering's plan and the
+// published result's compact spec).
+template <int N>
+void register_accel_add(std::atomic<int>& prepares) {
+  const auto add_plan = OperationCapability::from_plan(
+      resolve_operation_plan("add", {PlanOperand(DType::Float32()), PlanOperand(DType::Float32())}));
+  auto p = ext::KernelPattern(
+      op::get_definition("add"), {add_plan}, "accel_add",
+      [&prepares](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+        ++prepares;
+        auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+        return ext::PreparedKernel(self, [inv = &inv]() -> ext::ResultSubmission {
+          const Tensor& a = std::get<Tensor>(inv->operands()[0]);
+          const Tensor& b = std::get<Tensor>(inv->operands()[1]);
+          const op::ResultSpec& spec = inv->results()[0];
+          auto out = ext::create<Accel<N>>(spec.shape().size(), spec.dtype());
+          for (std::int64_t k = 0; k < spec.shape().size(); ++k)  // same shapes in this test
+            out->set_value(k, Value::from_float32(a.carrier()->get_value(a.offset() + a.layout()(k)).f +
+                                                  b.carrier()->get_value(b.offset() + b.layout()(k)).f));
+          return ext::ProviderResult({Tensor(out, 0, spec.layout())});
+        });
+      });
+  ext::register_carrier_definition(
+      carrier_class<Accel<N>>(),
+      ext::CarrierDefinition(accel_storage<N>(), ext::KernelProvider(std::make_shared<Iface>("1"), {p})));
+}
+
+TEST(DefinitionPipeline_Builtins, BuiltInOperationRunsThroughThePatternByDefinitionAndByName) {
+  std::atomic<int> prepares{0};
+  register_accel_add<40>(prepares);
+  const Tensor a = accel_tensor<40>({1, 2}), b = accel_tensor<40>({10, 20});
+  const std::vector<Tensor> by_definition = (*op::get_definition("add"))({a, b});
+  EXPECT_EQ(floats(by_definition[0]), (std::vector<float>{11, 22}));
+  EXPECT_EQ(by_definition[0].carrier()->exact_class(), carrier_class<Accel<40>>());
+  const std::vector<CallOperand> operands{a, b};
+  const CallResult by_name = call_operation("add", operands);
+  EXPECT_EQ(floats(by_name.results[0]), (std::vector<float>{11, 22}));
+  EXPECT_EQ(by_name.plans[0].operation(), "add");
+  EXPECT_EQ(prepares.load(), 2);
+  // A plan the class does not claim is refused by the gate, before prepare.
+  EXPECT_THROW((*op::get_definition("sub"))({a, b}), UnsupportedOperationPlan);
+  EXPECT_EQ(prepares.load(), 2);
+}
+
+TEST(DefinitionPipeline_Builtins, TypedFunctionSaysItDoesNotReachTheCarrierYet) {
+  std::atomic<int> prepares{0};
+  register_accel_add<41>(prepares);
+  const Tensor a = accel_tensor<41>({1, 2});
+  try {
+    (void)add(a, a);
+    FAIL() << "expected NotImplementedError";
+  } catch (const UnsupportedOperationPlan&) {
+    FAIL() << "the gate admits the plan";
+  } catch (const NotImplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("get_definition"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(prepares.load(), 0);
+}
+
+}  // namespace
