@@ -9,7 +9,6 @@
 
 #include <string>
 
-#include "execution/kernel_table.h"
 #include "extension/registry.h"
 #include "frontend/autograd_hooks.h"
 #include "storage/gate.h"
@@ -211,7 +210,9 @@ const Carrier* definition_backed_prototype(const operation::BoundOperationCall& 
     const Tensor* t = std::get_if<Tensor>(&o);
     if (!t) continue;
     const CarrierClass cls = t->carrier()->exact_class();
-    if (kernel_table(cls)) return nullptr;  // Generic, CPU: the hot path pays one table lookup
+    // Only a class whose instances forward to a storage provider can hold a
+    // definition: Generic and CPU answer from the type's traits, no lookup.
+    if (!cls.traits().storage_provider) return nullptr;
     return extension::detail::find_definition(cls) ? t->carrier().get() : nullptr;
   }
   return nullptr;
