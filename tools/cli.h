@@ -55,6 +55,7 @@ Command add_resolve_command(CLI::App& app);  // cmd_plans.cpp
 Command add_run_command(CLI::App& app);      // cmd_run.cpp
 Command add_caps_command(CLI::App& app);     // cmd_caps.cpp
 Command add_check_command(CLI::App& app);    // cmd_check.cpp (and --gradients)
+Command add_explain_command(CLI::App& app);  // cmd_explain.cpp
 
 // The tour (also what `strideweave` alone runs).
 int run_tour();

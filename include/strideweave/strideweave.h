@@ -9,6 +9,7 @@
 #include <strideweave/dtype.h>
 #include <strideweave/errors.h>
 #include <strideweave/execution.h>
+#include <strideweave/explain.h>
 #include <strideweave/extension.h>
 #include <strideweave/factory.h>
 #include <strideweave/int128.h>

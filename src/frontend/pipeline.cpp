@@ -108,7 +108,7 @@ std::vector<Tensor> publish(const ResolvedInvocation& invocation, const Provider
 }
 
 std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const Carrier& prototype,
-                                    const extension::detail::ClassDefinition& record) {
+                                    const extension::detail::ClassDefinition& record, PipelineTrace* trace) {
   const std::string who = fmt::format("{} on {}", invocation.operation(), prototype.class_name());
   const extension::detail::SealedKernels& sealed = extension::detail::sealed_kernels(record);
   const OperationPlan& plan = invocation.plan();
@@ -123,13 +123,28 @@ std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const 
                                    plan);
   // R11.4-R11.5: preference order; Unsupported moves on, anything else is
   // terminal.
+  if (trace) {
+    trace->route = "kernel patterns";
+    for (const auto* c : matched)
+      trace->candidates.push_back(CandidateTrace{c->pattern->kernel_id(), c->source, c->pattern->preference(),
+                                                 CandidateTrace::Outcome::NotReached, {}});
+  }
   std::string reasons;
-  for (const auto* c : matched) {
+  for (std::size_t k = 0; k < matched.size(); ++k) {
+    const auto* c = matched[k];
     extension::KernelPattern::Prepared prepared = c->pattern->prepare()(invocation, *c->interface);
     if (const auto* no = std::get_if<extension::Unsupported>(&prepared)) {
       reasons += fmt::format("{}kernel '{}' ({}): {}", reasons.empty() ? "" : "; ", c->pattern->kernel_id(), c->source,
                              no->reason());
+      if (trace) {
+        trace->candidates[k].outcome = CandidateTrace::Outcome::Declined;
+        trace->candidates[k].reason = no->reason();
+      }
       continue;
+    }
+    if (trace) {
+      trace->candidates[k].outcome = CandidateTrace::Outcome::Ran;
+      trace->ran = c->pattern->kernel_id();
     }
     const auto& kernel = std::get<extension::PreparedKernel>(prepared);
     if (!(kernel.interface().compatibility_identity() == c->interface->compatibility_identity()))
@@ -146,7 +161,8 @@ std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const 
 }
 
 std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Carrier& prototype,
-                                  const extension::detail::ClassDefinition& record) {
+                                  const extension::detail::ClassDefinition& record, PipelineTrace* trace) {
+  if (trace) trace->route = "composite provider";
   const std::string who = fmt::format("{} on {}", invocation.operation(), prototype.class_name());
   const extension::CompositeProvider& composite = *record.definition->composite();
   // R6.2: one exact concrete class per result, validated before prepare.
@@ -162,6 +178,7 @@ std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Ca
     throw UnsupportedOperationPlan(fmt::format("{} declined the plan {} at run time: {}.", prototype.class_name(),
                                                invocation.plan().to_string(), no->reason()),
                                    invocation.plan());
+  if (trace) trace->ran = "composite provider";
   const std::vector<std::uint64_t> before = operand_versions(invocation);
   const ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()(), who);
   validate(invocation, result, classes, before, who);
@@ -170,13 +187,14 @@ std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Ca
 
 }  // namespace
 
-std::vector<Tensor> run_definition_backed(const ResolvedInvocation& invocation, const Carrier& prototype) {
+std::vector<Tensor> run_definition_backed(const ResolvedInvocation& invocation, const Carrier& prototype,
+                                          PipelineTrace* trace) {
   const auto record = extension::detail::find_definition(prototype.exact_class());
   if (!record)
     throw RuntimeError(fmt::format("{}: {} has no carrier definition", invocation.operation(), prototype.class_name()));
   storage::gate(prototype, invocation.plan());  // UnsupportedOperationPlan before any work
-  return record->dependent ? run_composite(invocation, prototype, *record)
-                           : run_independent(invocation, prototype, *record);
+  return record->dependent ? run_composite(invocation, prototype, *record, trace)
+                           : run_independent(invocation, prototype, *record, trace);
 }
 
 bool graph_would_attach(const ResolvedInvocation& invocation) {
@@ -191,7 +209,7 @@ bool graph_would_attach(const ResolvedInvocation& invocation) {
 }
 
 std::vector<Tensor> execute_definition_backed(const ResolvedInvocation& invocation, const Carrier& prototype,
-                                              const Output& out) {
+                                              const Output& out, PipelineTrace* trace) {
   const std::string& name = invocation.operation();
   storage::gate(prototype, invocation.plan());  // UnsupportedOperationPlan first
   if (out)
@@ -202,7 +220,7 @@ std::vector<Tensor> execute_definition_backed(const ResolvedInvocation& invocati
     throw NotImplementedError(fmt::format("{}: recording gradients through a definition-backed execution ({}) is not "
                                           "built yet; call it under no_grad() or on tensors that do not require grad",
                                           name, prototype.class_name()));
-  return run_definition_backed(invocation, prototype);
+  return run_definition_backed(invocation, prototype, trace);
 }
 
 const Carrier* definition_backed_prototype(const operation::BoundOperationCall& call) {

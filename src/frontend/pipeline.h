@@ -4,6 +4,7 @@
 #pragma once
 
 #include <strideweave/carrier.h>
+#include <strideweave/explain.h>
 #include <strideweave/operation.h>
 #include <strideweave/output.h>
 
@@ -18,7 +19,16 @@ namespace strideweave::frontend {
 // (ProviderContractError naming the field) -> publication. A dependent
 // carrier runs through its CompositeProvider instead of patterns. Nothing is
 // published and no version advances on any failure.
-std::vector<Tensor> run_definition_backed(const operation::ResolvedInvocation& invocation, const Carrier& prototype);
+//
+// `trace` (explain()): when given, receives the route, every matched
+// candidate with its outcome, and what ran.
+struct PipelineTrace {
+  std::string route;
+  std::vector<CandidateTrace> candidates;
+  std::optional<std::string> ran;
+};
+std::vector<Tensor> run_definition_backed(const operation::ResolvedInvocation& invocation, const Carrier& prototype,
+                                          PipelineTrace* trace = nullptr);
 
 // Whether the call would attach a graph node: graph construction on, a
 // callable VJP, and a differentiable Tensor operand that requires grad.
@@ -29,7 +39,8 @@ bool graph_would_attach(const operation::ResolvedInvocation& invocation);
 // a definition-backed execution: issue 11 step 5), then
 // run_definition_backed.
 std::vector<Tensor> execute_definition_backed(const operation::ResolvedInvocation& invocation,
-                                              const Carrier& prototype, const Output& out);
+                                              const Carrier& prototype, const Output& out,
+                                              PipelineTrace* trace = nullptr);
 
 // The carrier a bound BUILT-IN call dispatches on when its class is
 // definition-backed (no kernel table, a carrier definition), else null: the

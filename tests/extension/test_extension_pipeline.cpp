@@ -495,3 +495,62 @@ TEST(DefinitionPipeline_Builtins, TypedFunctionSaysItDoesNotReachTheCarrierYet) 
 }
 
 }  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------- explain (issue 11 step 8)
+
+TEST(Explain_Step8, CandidatesInPreferenceOrderWithRejectionReasonsAndWhatRan) {
+  Counters counters;
+  register_accel<50>(counters, std::make_shared<Iface>("1"));
+  const Explanation e = explain(*double_op(), {accel_tensor<50>({1, 2, 3, 4, 5})});
+  EXPECT_FALSE(e.error_type) << *e.error_message;
+  EXPECT_EQ(e.route, "kernel patterns");
+  ASSERT_EQ(e.candidates.size(), 2u);
+  EXPECT_EQ(e.candidates[0].kernel_id, "fast");
+  EXPECT_EQ(e.candidates[0].preference, 10);
+  EXPECT_EQ(e.candidates[0].outcome, CandidateTrace::Outcome::Declined);
+  EXPECT_EQ(e.candidates[0].reason, "more than 4 elements");
+  EXPECT_EQ(e.candidates[1].kernel_id, "generic");
+  EXPECT_EQ(e.candidates[1].source, "built-in");
+  EXPECT_EQ(e.candidates[1].outcome, CandidateTrace::Outcome::Ran);
+  EXPECT_EQ(e.ran, "generic");
+  ASSERT_EQ(e.outputs.size(), 1u);
+  EXPECT_EQ(floats(e.outputs[0]), (std::vector<float>{2, 4, 6, 8, 10}));
+  ASSERT_TRUE(e.admitted_by);
+  EXPECT_TRUE(e.admitted_by->matches(*e.plan));
+  EXPECT_EQ(e.bound_call, fmt::format("pipetest.double(x=tensor float32 (5) on {})", carrier_class<Accel<50>>().name()));
+  const std::string text = to_text(e);
+  EXPECT_NE(text.find("candidate:  fast (built-in, preference 10): declined: more than 4 elements"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ran:        generic"), std::string::npos) << text;
+}
+
+TEST(Explain_Step8, AFailingStepEndsTheRecordWithItsError) {
+  register_declining<51>({"no tiles", "no workspace"});
+  const Explanation e = explain(*double_op(), {accel_tensor<51>({1})});
+  ASSERT_TRUE(e.error_type);
+  EXPECT_EQ(*e.error_type, "UnsupportedOperationPlan");
+  ASSERT_EQ(e.candidates.size(), 2u);
+  EXPECT_EQ(e.candidates[0].outcome, CandidateTrace::Outcome::Declined);
+  EXPECT_EQ(e.candidates[1].reason, "no workspace");
+  EXPECT_FALSE(e.ran);
+  EXPECT_TRUE(e.outputs.empty());
+  // A binding error stops before the plan.
+  const Explanation unbound = explain(*double_op(), {});
+  EXPECT_EQ(unbound.error_type, std::optional<std::string>("TypeError"));
+  EXPECT_FALSE(unbound.plan);
+  EXPECT_TRUE(unbound.bound_call.empty());
+}
+
+TEST(Explain_Step8, DefinitionFreeCarrierRunsItsKernelTable) {
+  const Explanation e = explain(*op::get_definition("mul"), {make_tensor<CPU>({1.5f}, Shape{1}), WeakScalar(2)});
+  EXPECT_FALSE(e.error_type);
+  EXPECT_EQ(e.route, "kernel table");
+  EXPECT_TRUE(e.candidates.empty());
+  EXPECT_EQ(e.carrier, "CPU");
+  ASSERT_EQ(e.outputs.size(), 1u);
+  EXPECT_EQ(floats(e.outputs[0]), (std::vector<float>{3}));
+}
+
+}  // namespace
