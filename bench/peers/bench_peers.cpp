@@ -420,6 +420,72 @@ void matmuls(int threads) {
   }
 }
 
+// A definition-backed carrier over a float arena and a user-defined
+// operation `bench.add` with one kernel pattern: the per-call cost of the
+// definition-backed pipeline (bind, resolve, gate, pattern, prepare, submit,
+// publication validation) beside the built-in typed add (issue 11: target
+// within 1.5x).
+class BenchArena final : public sw::extension::DefinedCarrier {
+ public:
+  explicit BenchArena(sw::extension::Construction key) : DefinedCarrier(std::move(key)) {}
+  std::vector<float> slots;
+};
+
+std::shared_ptr<const sw::operation::OperationDefinition> bench_add_definition() {
+  namespace op = sw::operation;
+  namespace ext = sw::extension;
+  static const auto definition = [] {
+    auto d = op::define_operation(
+        "bench.add",
+        op::OperationSchema({op::OperandSpec("a", op::OperandKind::TENSOR), op::OperandSpec("b", op::OperandKind::TENSOR)}),
+        [](const op::BoundOperationCall& call) {
+          const sw::Tensor& a = call.tensor(0);
+          sw::OperationPlan plan(call.definition().name(),
+                                 {sw::OperandPlan::tensor(a.dtype(), a.dtype()),
+                                  sw::OperandPlan::tensor(call.tensor(1).dtype(), a.dtype())},
+                                 sw::Arithmetic::BINARY32, std::nullopt, nullptr, a.dtype());
+          return op::ResolvedInvocation(call, plan, {op::ResultSpec::compact(a.dtype(), a.shape())});
+        },
+        std::nullopt, op::NON_DIFFERENTIABLE);
+    const sw::SimpleDType& f32 = sw::DType::Float32();
+    auto pattern = ext::KernelPattern(
+        d,
+        {sw::OperationCapability::from_plan(sw::OperationPlan(
+            "bench.add", {sw::OperandPlan::tensor(f32, f32), sw::OperandPlan::tensor(f32, f32)},
+            sw::Arithmetic::BINARY32, std::nullopt, nullptr, f32))},
+        "arena_add",
+        [](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& iface) -> ext::KernelPattern::Prepared {
+          auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &iface);
+          return ext::PreparedKernel(self, [&inv]() -> ext::ResultSubmission {
+            const sw::Tensor& a = std::get<sw::Tensor>(inv.operands()[0]);
+            const sw::Tensor& b = std::get<sw::Tensor>(inv.operands()[1]);
+            auto out = ext::create<BenchArena>(a.size(), sw::DType::Float32());
+            const auto& x = static_cast<const BenchArena&>(*a.carrier()).slots;
+            const auto& y = static_cast<const BenchArena&>(*b.carrier()).slots;
+            for (std::size_t i = 0; i < out->slots.size(); ++i) out->slots[i] = x[i] + y[i];
+            return ext::ProviderResult({sw::Tensor(out, 0, inv.results()[0].layout())});
+          });
+        });
+    ext::StorageProvider storage(
+        [](const sw::Carrier&, const sw::DType& dt) { return &dt == &sw::DType::Float32(); },
+        [](const sw::Carrier& c) { return static_cast<std::int64_t>(static_cast<const BenchArena&>(c).slots.size()); },
+        [](sw::Carrier& c, std::int64_t n) { static_cast<BenchArena&>(c).slots.assign(static_cast<std::size_t>(n), 0.0f); },
+        [](sw::Carrier& c) { static_cast<BenchArena&>(c).slots.clear(); },
+        [](const sw::Carrier& c, std::int64_t i) {
+          return sw::Value::from_float32(static_cast<const BenchArena&>(c).slots[static_cast<std::size_t>(i)]);
+        },
+        [](sw::Carrier& c, std::int64_t i, const sw::Value& v) {
+          static_cast<BenchArena&>(c).slots[static_cast<std::size_t>(i)] = v.f;
+        });
+    ext::register_carrier_definition(
+        sw::carrier_class<BenchArena>(),
+        ext::CarrierDefinition(storage, ext::KernelProvider(std::make_shared<ext::KernelExecutionInterface>("1"),
+                                                            {pattern})));
+    return d;
+  }();
+  return definition;
+}
+
 void overhead(int threads) {
   const sw::Tensor a = cpu_filled(1, 1.0f, 0), b = cpu_filled(1, 2.0f, 0);
   const torch::Tensor ta = torch::ones({1}), tb = torch::ones({1});
@@ -435,6 +501,16 @@ void overhead(int threads) {
   const auto add_definition = sw::operation::get_definition("add");
   report("add_1_definition", threads, "us",
          1e6 * per_call_seconds([&] { (*add_definition)({a, b}); }), "libtorch", 1e6 * torch_add, false);
+  // A user-defined operation through a kernel pattern of a definition-backed
+  // carrier, beside the typed built-in add (the issue's 1.5x target) and
+  // libtorch.
+  const auto bench_add = bench_add_definition();
+  const sw::Tensor ua(sw::extension::create<BenchArena>(1, sw::DType::Float32()), 0, sw::Layout::compact(sw::Shape{1}));
+  const sw::Tensor ub(sw::extension::create<BenchArena>(1, sw::DType::Float32()), 0, sw::Layout::compact(sw::Shape{1}));
+  const double user_defined = per_call_seconds([&] { (*bench_add)({ua, ub}); });
+  report("add_1_user_defined", threads, "us", 1e6 * user_defined, "libtorch", 1e6 * torch_add, false);
+  report("add_1_user_defined", threads, "us", 1e6 * user_defined, "strideweave_add",
+         1e6 * per_call_seconds([&] { sw::add(a, b); }), false);
   const sw::OperationPlan plan = sw::resolve_operation_plan("add", {sw::DType::Float32(), sw::DType::Float32()});
   const double check = per_call_seconds([&] { a.carrier()->require_operation_plan(plan); }, 200000);
   report("capability_check", threads, "us", 1e6 * check, "libtorch", 1e6 * torch_add, false);

@@ -620,7 +620,7 @@ class STRIDEWEAVE_EXPORT Construction {
   // CarrierClass::define_runtime_class (a binding's class) or nullopt.
   static Construction begin(CarrierClass cls, std::int64_t slots, const DType& dtype, bool mutable_,
                             detail::LikeMaker maker, std::optional<CarrierClass> runtime_class);
-  std::shared_ptr<const detail::ClassDefinition> definition_;
+  const detail::ClassDefinition* definition_ = nullptr;  // registry records live for the process
   std::int64_t slots_ = 0;
   const SimpleDType* dtype_ = nullptr;
   bool mutable_ = true;
@@ -640,7 +640,7 @@ struct ConstructionAccess {
 
 // The storage an instance forwards to its class's StorageProvider.
 struct STRIDEWEAVE_EXPORT ProvidedStorage {
-  std::shared_ptr<const ClassDefinition> definition;
+  const ClassDefinition* definition = nullptr;  // registry records live for the process
   std::int64_t slots = 0;
   LikeMaker maker = nullptr;
   const StorageProvider& provider() const noexcept;

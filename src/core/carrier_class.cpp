@@ -42,6 +42,12 @@ Interned& interned() {
 }  // namespace
 
 CarrierClass CarrierClass::of_type(const std::type_info& type, Traits traits) {
+  // Every fresh instance resolves its type once (Carrier::exact_class): the
+  // last type a thread interned is answered again without the lock. Records
+  // are never freed, so the pointer stays valid.
+  thread_local const std::type_info* last_type = nullptr;
+  thread_local const detail::CarrierClassRecord* last_record = nullptr;
+  if (last_type == &type) return CarrierClass(last_record);
   Interned& t = interned();
   std::lock_guard lock(t.mutex);
   auto it = t.by_type.find(std::type_index(type));
@@ -51,6 +57,8 @@ CarrierClass CarrierClass::of_type(const std::type_info& type, Traits traits) {
         detail::CarrierClassRecord{&type, std::type_index(type), traits, false, cpp, cpp});
     it = t.by_type.emplace(std::type_index(type), std::move(record)).first;
   }
+  last_type = &type;
+  last_record = it->second.get();
   return CarrierClass(it->second.get());
 }
 

@@ -11,7 +11,7 @@ namespace strideweave::extension {
 Construction Construction::begin(CarrierClass cls, std::int64_t slots, const DType& dtype, bool mutable_,
                                  detail::LikeMaker maker, std::optional<CarrierClass> runtime_class) {
   const CarrierClass named = runtime_class ? *runtime_class : cls;
-  auto record = detail::find_definition(named);
+  const detail::ClassDefinition* record = detail::find_definition_fast(named);
   if (!record)
     throw TypeError(fmt::format("{}: the class has no carrier definition (register_carrier_definition first; a "
                                 "subclass of a definition-backed class inherits none)",
@@ -22,7 +22,7 @@ Construction Construction::begin(CarrierClass cls, std::int64_t slots, const DTy
   // R7.2: the first instance observes the class and seals its kernel set.
   if (!record->dependent) (void)detail::sealed_kernels(*record);
   Construction key;
-  key.definition_ = std::move(record);
+  key.definition_ = record;
   key.slots_ = slots;
   key.dtype_ = &static_cast<const SimpleDType&>(dtype);
   key.mutable_ = mutable_;

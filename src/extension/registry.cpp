@@ -98,6 +98,24 @@ std::shared_ptr<const ClassDefinition> find_definition(CarrierClass cls) {
   return it == r.classes.end() ? nullptr : it->second;
 }
 
+const ClassDefinition* find_definition_fast(CarrierClass cls) {
+  // Only a class whose instances forward to a storage provider can hold a
+  // definition (Generic, CPU: no lookup at all).
+  if (!cls.traits().storage_provider) return nullptr;
+  // A definition, once registered, is never replaced or removed and its
+  // record lives for the process: the last class a thread found is answered
+  // again without the lock. An absent answer is not remembered (a
+  // definition may be registered later).
+  thread_local std::optional<CarrierClass> last_class;
+  thread_local const ClassDefinition* last_record = nullptr;
+  if (last_class && *last_class == cls) return last_record;
+  const std::shared_ptr<const ClassDefinition> found = find_definition(cls);
+  if (!found) return nullptr;
+  last_class = cls;
+  last_record = found.get();  // retained by the registry for the life of the process
+  return last_record;
+}
+
 const SealedKernels& sealed_kernels(const ClassDefinition& record) {
   if (const SealedKernels* k = record.kernels.load(std::memory_order_acquire)) return *k;
   (void)capabilities_for_carrier_class(record.cls);  // the first observation seals the class

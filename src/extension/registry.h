@@ -51,6 +51,10 @@ struct ClassDefinition {
 // The record of exactly `cls`, or null. Observes nothing.
 std::shared_ptr<const ClassDefinition> find_definition(CarrierClass cls);
 
+// The same by raw pointer, without the registry's lock on a repeated class
+// (the dispatch path). Records are retained for the life of the process.
+const ClassDefinition* find_definition_fast(CarrierClass cls);
+
 // The sealed kernels of an independent definition-backed class, observing
 // (sealing) it first if needed.
 const SealedKernels& sealed_kernels(const ClassDefinition& record);

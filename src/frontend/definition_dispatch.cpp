@@ -11,6 +11,7 @@
 
 #include "frontend/autograd_hooks.h"
 #include "frontend/call_support.h"
+#include "extension/registry.h"
 #include "frontend/pipeline.h"
 #include "storage/gate.h"
 #include "storage/tensor_impl.h"
@@ -90,7 +91,7 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
   const std::shared_ptr<const ResolvedInvocation> invocation =
       admit(definition, std::move(operands), std::move(options));
   const Carrier& prototype = dispatch_carrier(*invocation);
-  if (extension::carrier_definition(prototype.exact_class()))
+  if (extension::detail::find_definition_fast(prototype.exact_class()))
     return execute_definition_backed(*invocation, prototype, out);
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
   (void)out;

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <string>
 
 #include "extension/registry.h"
@@ -23,71 +25,90 @@ using operation::ResultSpec;
 
 namespace {
 
-// The versions of every Tensor operand's carrier before submission, to prove
-// afterwards that only declared operands were mutated.
-std::vector<std::uint64_t> operand_versions(const ResolvedInvocation& invocation) {
-  std::vector<std::uint64_t> out;
-  for (const auto& o : invocation.operands())
-    out.push_back(std::holds_alternative<Tensor>(o) ? std::get<Tensor>(o).carrier()->version() : 0);
-  return out;
-}
+// The subject of every message ("op on Class"), formatted only when an error
+// is raised (the per-call path builds no string).
+struct Who {
+  const ResolvedInvocation* invocation;
+  const Carrier* carrier;
+};
+std::string text(const Who& w) { return fmt::format("{} on {}", w.invocation->operation(), w.carrier->class_name()); }
 
-ProviderResult settle(const ResultSubmission& submission, const std::string& who) {
+// Small operand counts stay on the stack.
+class OperandVersions {
+ public:
+  explicit OperandVersions(const ResolvedInvocation& invocation) : n_(invocation.operands().size()) {
+    if (n_ > inline_.size()) heap_.resize(n_);
+    std::uint64_t* out = data();
+    for (std::size_t i = 0; i < n_; ++i) {
+      const auto& o = invocation.operands()[i];
+      out[i] = std::holds_alternative<Tensor>(o) ? std::get<Tensor>(o).carrier()->version() : 0;
+    }
+  }
+  std::uint64_t operator[](std::size_t i) const { return n_ > inline_.size() ? heap_[i] : inline_[i]; }
+
+ private:
+  std::uint64_t* data() { return n_ > inline_.size() ? heap_.data() : inline_.data(); }
+  std::size_t n_;
+  std::array<std::uint64_t, 8> inline_{};
+  std::vector<std::uint64_t> heap_;
+};
+
+ProviderResult settle(const ResultSubmission& submission, const Who& who) {
   if (const auto* ready = std::get_if<ProviderResult>(&submission)) return *ready;
   const auto& completion = std::get<ProviderCompletion<ProviderResult>>(submission);
   ProviderResult result = completion.wait();  // the provider's exception is terminal and propagates
   if (!completion.done())
     throw ProviderContractError("completion", fmt::format("{}: the completion returned from wait() but reports done() "
                                                           "== false",
-                                                          who));
+                                                          text(who)));
   return result;
 }
 
 // Publication validation (operation-semantics.md, "Result publication
 // validates provider output"): every field of every result against its
 // ResultSpec, then the undeclared-mutation check.
-void validate(const ResolvedInvocation& invocation, const ProviderResult& result,
-              const std::vector<CarrierClass>& expected_classes, const std::vector<std::uint64_t>& versions_before,
-              const std::string& who) {
+template <class ExpectedClass>
+void validate(const ResolvedInvocation& invocation, const ProviderResult& result, ExpectedClass expected_class,
+              const OperandVersions& versions_before, const Who& who) {
   const std::span<const ResultSpec> specs = invocation.results();
   const std::span<const Tensor> outputs = result.outputs();
   if (outputs.size() != specs.size())
-    throw ProviderContractError("count", fmt::format("{}: the provider returned {} outputs for {} result specs", who,
+    throw ProviderContractError("count", fmt::format("{}: the provider returned {} outputs for {} result specs", text(who),
                                                      outputs.size(), specs.size()));
   for (std::size_t r = 0; r < specs.size(); ++r) {
     const Tensor& t = outputs[r];
     const ResultSpec& spec = specs[r];
-    if (!(t.carrier()->exact_class() == expected_classes[r]))
-      throw ProviderContractError("carrier", fmt::format("{}: result {} lives on {}, not on {}", who, r,
-                                                         t.carrier()->class_name(), expected_classes[r].name()));
+    if (!(t.carrier()->exact_class() == expected_class(r)))
+      throw ProviderContractError("carrier", fmt::format("{}: result {} lives on {}, not on {}", text(who), r,
+                                                         t.carrier()->class_name(), expected_class(r).name()));
     if (t.carrier()->is_released())
-      throw ProviderContractError("physical size", fmt::format("{}: result {}'s carrier is released", who, r));
+      throw ProviderContractError("physical size", fmt::format("{}: result {}'s carrier is released", text(who), r));
     if (t.offset() + t.layout().cosize() > t.carrier()->size())
       throw ProviderContractError("physical size",
-                                  fmt::format("{}: result {} spans {} slots from offset {} of a carrier of {}", who, r,
+                                  fmt::format("{}: result {} spans {} slots from offset {} of a carrier of {}", text(who), r,
                                               t.layout().cosize(), t.offset(), t.carrier()->size()));
     if (&t.dtype() != &spec.dtype())
-      throw ProviderContractError("dtype", fmt::format("{}: result {} has dtype {}, the spec says {}", who, r,
+      throw ProviderContractError("dtype", fmt::format("{}: result {} has dtype {}, the spec says {}", text(who), r,
                                                        t.dtype().name(), spec.dtype().name()));
     if (!(t.shape() == spec.shape()))
-      throw ProviderContractError("shape", fmt::format("{}: result {} has shape {}, the spec says {}", who, r,
+      throw ProviderContractError("shape", fmt::format("{}: result {} has shape {}, the spec says {}", text(who), r,
                                                        t.shape().to_string(), spec.shape().to_string()));
     if (!(t.layout() == spec.layout()))
-      throw ProviderContractError("layout", fmt::format("{}: result {} has layout {}, the spec says {}", who, r,
+      throw ProviderContractError("layout", fmt::format("{}: result {} has layout {}, the spec says {}", text(who), r,
                                                         t.layout().to_string(), spec.layout().to_string()));
     if (const auto& alias = spec.alias_of()) {
       if (!t.is(std::get<Tensor>(invocation.operands()[*alias])))
-        throw ProviderContractError("alias", fmt::format("{}: result {} must be operand {} itself (alias_of)", who, r,
+        throw ProviderContractError("alias", fmt::format("{}: result {} must be operand {} itself (alias_of)", text(who), r,
                                                          *alias));
     } else {
       for (const auto& o : invocation.operands())
         if (const Tensor* in = std::get_if<Tensor>(&o); in && in->carrier() == t.carrier())
           throw ProviderContractError("alias", fmt::format("{}: result {} shares storage with an operand but declares "
                                                            "no alias_of",
-                                                           who, r));
+                                                           text(who), r));
       for (std::size_t q = 0; q < r; ++q)
         if (outputs[q].carrier() == t.carrier())
-          throw ProviderContractError("alias", fmt::format("{}: results {} and {} share one carrier", who, q, r));
+          throw ProviderContractError("alias", fmt::format("{}: results {} and {} share one carrier", text(who), q, r));
     }
   }
   const std::span<const std::size_t> mutated = invocation.mutated_operands();
@@ -97,7 +118,7 @@ void validate(const ResolvedInvocation& invocation, const ProviderResult& result
     if (in->carrier()->version() != versions_before[i])
       throw ProviderContractError("mutation", fmt::format("{}: operand {} changed version during the call but is not "
                                                           "a declared mutated operand",
-                                                          who, i));
+                                                          text(who), i));
   }
 }
 
@@ -109,15 +130,14 @@ std::vector<Tensor> publish(const ResolvedInvocation& invocation, const Provider
 
 std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const Carrier& prototype,
                                     const extension::detail::ClassDefinition& record, PipelineTrace* trace) {
-  const std::string who = fmt::format("{} on {}", invocation.operation(), prototype.class_name());
+  const Who who{&invocation, &prototype};
   const extension::detail::SealedKernels& sealed = extension::detail::sealed_kernels(record);
   const OperationPlan& plan = invocation.plan();
   // R11.3: the static match, before any prepare.
-  std::vector<const extension::detail::Candidate*> matched;
-  for (const auto& c : sealed.candidates)
-    if (c.pattern->operation_ptr().get() == &invocation.definition() && c.pattern->matching_plan(plan))
-      matched.push_back(&c);
-  if (matched.empty())
+  const auto matches = [&](const extension::detail::Candidate& c) {
+    return c.pattern->operation_ptr().get() == &invocation.definition() && c.pattern->matching_plan(plan);
+  };
+  if (std::none_of(sealed.candidates.begin(), sealed.candidates.end(), matches))
     throw UnsupportedOperationPlan(fmt::format("{} has no kernel pattern for the plan {}.", prototype.class_name(),
                                                plan.to_string()),
                                    plan);
@@ -125,34 +145,38 @@ std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const 
   // terminal.
   if (trace) {
     trace->route = "kernel patterns";
-    for (const auto* c : matched)
-      trace->candidates.push_back(CandidateTrace{c->pattern->kernel_id(), c->source, c->pattern->preference(),
-                                                 CandidateTrace::Outcome::NotReached, {}});
+    for (const auto& c : sealed.candidates)
+      if (matches(c))
+        trace->candidates.push_back(CandidateTrace{c.pattern->kernel_id(), c.source, c.pattern->preference(),
+                                                   CandidateTrace::Outcome::NotReached, {}});
   }
   std::string reasons;
-  for (std::size_t k = 0; k < matched.size(); ++k) {
-    const auto* c = matched[k];
+  std::size_t k = 0;  // the position among the matched candidates
+  for (const auto& candidate : sealed.candidates) {
+    if (!matches(candidate)) continue;
+    const auto* c = &candidate;
+    const std::size_t position = k++;
     extension::KernelPattern::Prepared prepared = c->pattern->prepare()(invocation, *c->interface);
     if (const auto* no = std::get_if<extension::Unsupported>(&prepared)) {
       reasons += fmt::format("{}kernel '{}' ({}): {}", reasons.empty() ? "" : "; ", c->pattern->kernel_id(), c->source,
                              no->reason());
       if (trace) {
-        trace->candidates[k].outcome = CandidateTrace::Outcome::Declined;
-        trace->candidates[k].reason = no->reason();
+        trace->candidates[position].outcome = CandidateTrace::Outcome::Declined;
+        trace->candidates[position].reason = no->reason();
       }
       continue;
     }
     if (trace) {
-      trace->candidates[k].outcome = CandidateTrace::Outcome::Ran;
+      trace->candidates[position].outcome = CandidateTrace::Outcome::Ran;
       trace->ran = c->pattern->kernel_id();
     }
     const auto& kernel = std::get<extension::PreparedKernel>(prepared);
     if (!(kernel.interface().compatibility_identity() == c->interface->compatibility_identity()))
-      throw TypeError(fmt::format("{}: kernel '{}' prepared a launch for interface {}, not the provider's {}", who,
+      throw TypeError(fmt::format("{}: kernel '{}' prepared a launch for interface {}, not the provider's {}", text(who),
                                   c->pattern->kernel_id(), kernel.interface().describe(), c->interface->describe()));
-    const std::vector<std::uint64_t> before = operand_versions(invocation);
+    const OperandVersions before(invocation);
     const ProviderResult result = settle(kernel.submit()(), who);
-    validate(invocation, result, std::vector<CarrierClass>(invocation.results().size(), record.cls), before, who);
+    validate(invocation, result, [&record](std::size_t) { return record.cls; }, before, who);
     return publish(invocation, result);
   }
   throw UnsupportedOperationPlan(fmt::format("{}: every kernel pattern for the plan {} declined at run time: {}.",
@@ -163,38 +187,44 @@ std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const 
 std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Carrier& prototype,
                                   const extension::detail::ClassDefinition& record, PipelineTrace* trace) {
   if (trace) trace->route = "composite provider";
-  const std::string who = fmt::format("{} on {}", invocation.operation(), prototype.class_name());
+  const Who who{&invocation, &prototype};
   const extension::CompositeProvider& composite = *record.definition->composite();
   // R6.2: one exact concrete class per result, validated before prepare.
   const std::vector<CarrierClass> classes = composite.result_carriers()(prototype, invocation);
   if (classes.size() != invocation.results().size())
-    throw ValueError(fmt::format("{}: result_carriers named {} classes for {} results", who, classes.size(),
+    throw ValueError(fmt::format("{}: result_carriers named {} classes for {} results", text(who), classes.size(),
                                  invocation.results().size()));
   for (const CarrierClass& c : classes)
     if (!c.traits().derives_carrier || c.traits().is_root)
-      throw TypeError(fmt::format("{}: result_carriers named {}, not a concrete Carrier class", who, c.name()));
+      throw TypeError(fmt::format("{}: result_carriers named {}, not a concrete Carrier class", text(who), c.name()));
   extension::CompositeProvider::Prepared prepared = composite.prepare()(prototype, invocation);
   if (const auto* no = std::get_if<extension::Unsupported>(&prepared))
     throw UnsupportedOperationPlan(fmt::format("{} declined the plan {} at run time: {}.", prototype.class_name(),
                                                invocation.plan().to_string(), no->reason()),
                                    invocation.plan());
   if (trace) trace->ran = "composite provider";
-  const std::vector<std::uint64_t> before = operand_versions(invocation);
+  const OperandVersions before(invocation);
   const ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()(), who);
-  validate(invocation, result, classes, before, who);
+  validate(invocation, result, [&classes](std::size_t r) { return classes[r]; }, before, who);
   return publish(invocation, result);
 }
 
 }  // namespace
 
-std::vector<Tensor> run_definition_backed(const ResolvedInvocation& invocation, const Carrier& prototype,
-                                          PipelineTrace* trace) {
-  const auto record = extension::detail::find_definition(prototype.exact_class());
+namespace {
+std::vector<Tensor> run_gated(const ResolvedInvocation& invocation, const Carrier& prototype, PipelineTrace* trace) {
+  const extension::detail::ClassDefinition* record = extension::detail::find_definition_fast(prototype.exact_class());
   if (!record)
     throw RuntimeError(fmt::format("{}: {} has no carrier definition", invocation.operation(), prototype.class_name()));
-  storage::gate(prototype, invocation.plan());  // UnsupportedOperationPlan before any work
   return record->dependent ? run_composite(invocation, prototype, *record, trace)
                            : run_independent(invocation, prototype, *record, trace);
+}
+}  // namespace
+
+std::vector<Tensor> run_definition_backed(const ResolvedInvocation& invocation, const Carrier& prototype,
+                                          PipelineTrace* trace) {
+  storage::gate(prototype, invocation.plan());  // UnsupportedOperationPlan before any work
+  return run_gated(invocation, prototype, trace);
 }
 
 bool graph_would_attach(const ResolvedInvocation& invocation) {
@@ -220,18 +250,14 @@ std::vector<Tensor> execute_definition_backed(const ResolvedInvocation& invocati
     throw NotImplementedError(fmt::format("{}: recording gradients through a definition-backed execution ({}) is not "
                                           "built yet; call it under no_grad() or on tensors that do not require grad",
                                           name, prototype.class_name()));
-  return run_definition_backed(invocation, prototype, trace);
+  return run_gated(invocation, prototype, trace);
 }
 
 const Carrier* definition_backed_prototype(const operation::BoundOperationCall& call) {
   for (const auto& o : call.operands()) {
     const Tensor* t = std::get_if<Tensor>(&o);
     if (!t) continue;
-    const CarrierClass cls = t->carrier()->exact_class();
-    // Only a class whose instances forward to a storage provider can hold a
-    // definition: Generic and CPU answer from the type's traits, no lookup.
-    if (!cls.traits().storage_provider) return nullptr;
-    return extension::detail::find_definition(cls) ? t->carrier().get() : nullptr;
+    return extension::detail::find_definition_fast(t->carrier()->exact_class()) ? t->carrier().get() : nullptr;
   }
   return nullptr;
 }
