@@ -62,6 +62,7 @@ void bind_carriers(py::module_& m);    // carriers.cpp
 void bind_tensor(py::module_& m);      // tensor.cpp
 void bind_autograd(py::module_& m);    // autograd.cpp
 void bind_operations(py::module_& m);  // operations.cpp
+void bind_operation(py::module_& m);   // operation.cpp (strideweave.operation)
 void bind_interop(py::module_& m);     // interop.cpp
 
 // ---- enums (enums.cpp): the Python enum.Enum classes made from the C++
@@ -72,6 +73,7 @@ py::object to_py(Accumulation v);
 py::object to_py(WeakScalarKind v);
 py::object to_py(SupportLevel v);
 py::object to_py(ExecutionAxis v);
+py::object to_py(operation::OperandKind v);
 template <class E>
 E from_py(py::handle value, const char* what);
 

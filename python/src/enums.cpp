@@ -64,6 +64,7 @@ template Accumulation from_py<Accumulation>(py::handle, const char*);
 template WeakScalarKind from_py<WeakScalarKind>(py::handle, const char*);
 template SupportLevel from_py<SupportLevel>(py::handle, const char*);
 template ExecutionAxis from_py<ExecutionAxis>(py::handle, const char*);
+template operation::OperandKind from_py<operation::OperandKind>(py::handle, const char*);
 
 py::object to_py(OperandRole v) { return member(v); }
 py::object to_py(Arithmetic v) { return member(v); }
@@ -71,6 +72,7 @@ py::object to_py(Accumulation v) { return member(v); }
 py::object to_py(WeakScalarKind v) { return member(v); }
 py::object to_py(SupportLevel v) { return member(v); }
 py::object to_py(ExecutionAxis v) { return member(v); }
+py::object to_py(operation::OperandKind v) { return member(v); }
 
 void bind_enums(py::module_& m) {
   {
@@ -123,6 +125,17 @@ void bind_enums(py::module_& m) {
     std::vector<std::string> names;
     for (ExecutionAxis a : cpp) names.emplace_back(name_of(a));
     make_enum(m, "ExecutionAxis", "An execution axis of a capability entry (the descriptor note).", cpp, names, names);
+  }
+  {
+    // operation-semantics.md: explicit string values, not generated ordinals.
+    using operation::OperandKind;
+    const std::vector<OperandKind> cpp = {OperandKind::TENSOR, OperandKind::WEAK_SCALAR, OperandKind::STRUCTURAL};
+    std::vector<std::string> values;
+    for (OperandKind k : cpp) values.emplace_back(operation::value_of(k));
+    make_enum(m, "OperandKind",
+              "The kind of one operand of an OperationSchema (operation-semantics.md): TENSOR='tensor', "
+              "WEAK_SCALAR='weak_scalar', STRUCTURAL='structural'.",
+              cpp, {"TENSOR", "WEAK_SCALAR", "STRUCTURAL"}, values);
   }
 }
 

@@ -13,8 +13,10 @@ Python's built-ins (plus UnsupportedOperationPlan, a NotImplementedError).
     >>> a + b          # Float32: the Int32 operand converts, b broadcasts
     tensor([[11.0, 22.0], [13.0, 24.0]], dtype=float32, carrier=CPU)
 
-Not built yet (they raise NotImplementedError on import): strideweave.operation
-and strideweave.carriers.extension, whose C++ layer is not in this build.
+strideweave.operation is the operation-definition surface of
+operation-semantics.md (define_operation, ...; the names that specification
+places at the top level are re-exported here). Not built yet (it raises
+NotImplementedError on import): strideweave.carriers.extension.
 """
 
 from . import _core
@@ -102,6 +104,21 @@ from ._core import (
 )
 from ._grad_mode import is_grad_enabled, no_grad, set_grad_enabled
 from . import carriers
+from . import operation
+
+# operation-semantics.md: these names of strideweave.operation are also
+# importable from the top level (the same objects).
+from .operation import (
+    define_operation,
+    OperationDefinition,
+    OperationSchema,
+    OperandSpec,
+    OptionSpec,
+    OperandKind,
+    REQUIRED,
+    NON_DIFFERENTIABLE,
+    ResultSpec,
+)
 
 # Every public operation, as the C++ library lists them (call.h): add, sub,
 # mul, ..., matmul, sort, topk. Options are keyword-only; see help(strideweave.add).
@@ -112,6 +129,6 @@ globals().update({name: getattr(_core, name) for name in OPERATION_NAMES})
 _SHADOWING = {"abs", "pow", "round"}
 
 __all__ = sorted(
-    {name for name in dir() if not name.startswith("_") and name not in {"carriers"}} - _SHADOWING
-    | {"carriers"}
+    {name for name in dir() if not name.startswith("_") and name not in {"carriers", "operation"}} - _SHADOWING
+    | {"carriers", "operation"}
 )

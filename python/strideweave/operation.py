@@ -1,17 +1,62 @@
 """strideweave.operation: the operation-definition surface of
-operation-semantics.md (define_operation, OperationDefinition,
-OperationSchema, OperandSpec, OptionSpec, OperandKind, REQUIRED,
-NON_DIFFERENTIABLE, ResultSpec, ResolvedInvocation, BoundOperationCall,
-VJPContext, ProviderContractError).
+operation-semantics.md, over the C++ namespace strideweave::operation
+(include/strideweave/operation.h).
 
-Not built yet: the C++ library has no operation-definition layer on this
-branch (issue 11 adds strideweave::operation). Importing this module raises
-NotImplementedError rather than offering names that do nothing; the Python
-binding of that layer lands with it. See docs/python.md, "Not yet bound".
+    define_operation, OperationDefinition, OperationSchema, OperandSpec,
+    OptionSpec, OperandKind, REQUIRED, NON_DIFFERENTIABLE, ResultSpec,
+    ResolvedInvocation, BoundOperationCall, VJPContext, ProviderContractError
+
+are the specification's names (``__all__``); the top-level package re-exports
+the ten it names, as the same objects. Beyond the specification, the C++
+library's registry and resolution functions are importable from here too:
+get_definition(name), registered_definitions(), bind(definition, *operands,
+**options), resolve_call(definition, *operands, **options) and
+execute_reference(definition, invocation).
+
+What runs today (docs/python.md, "strideweave.operation"): binding,
+resolution, the capability gate and reference execution of any operation;
+built-in definitions (get_definition("add")) execute on every carrier. A
+user-defined operation has no executing carrier yet: the shipped carriers are
+definition-free, so a call passes binding, resolution and the capability gate
+(UnsupportedOperationPlan without a capability) and then raises
+NotImplementedError; the definition-backed carriers of
+strideweave.carriers.extension are not built.
 """
 
-raise NotImplementedError(
-    "strideweave.operation is not available yet: the C++ operation-definition layer "
-    "(define_operation, OperationSchema, ResultSpec, ...; issue 11) is not in this build. "
-    "Built-in operations are plain functions of the strideweave package (docs/python.md)."
+from ._core import (
+    define_operation,
+    OperationDefinition,
+    OperationSchema,
+    OperandSpec,
+    OptionSpec,
+    OperandKind,
+    REQUIRED,
+    NON_DIFFERENTIABLE,
+    ResultSpec,
+    ResolvedInvocation,
+    BoundOperationCall,
+    VJPContext,
+    ProviderContractError,
+    # beyond the specification: the C++ library's registry and resolution
+    get_definition,
+    registered_definitions,
+    bind,
+    resolve_call,
+    execute_reference,
 )
+
+__all__ = [
+    "define_operation",
+    "OperationDefinition",
+    "OperationSchema",
+    "OperandSpec",
+    "OptionSpec",
+    "OperandKind",
+    "REQUIRED",
+    "NON_DIFFERENTIABLE",
+    "ResultSpec",
+    "ResolvedInvocation",
+    "BoundOperationCall",
+    "VJPContext",
+    "ProviderContractError",
+]

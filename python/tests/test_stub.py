@@ -99,3 +99,28 @@ def test_operation_signatures_match(name):
     runtime = [(p.name, "positional" if p.kind is inspect.Parameter.POSITIONAL_ONLY else "keyword")
                for p in inspect.signature(getattr(sw, name)).parameters.values()]
     assert stub == runtime
+
+
+OPERATION_STUB = STUB.with_name("operation.pyi")
+
+
+def test_operation_stub_declares_the_module_and_only_what_exists():
+    from strideweave import operation
+
+    tree = ast.parse(OPERATION_STUB.read_text())
+    # `from . import X as X` counts: the package stub declares the shared records.
+    declared = {n for n in top_level(tree) if not n.startswith("_")}
+    public = {n for n in vars(operation) if not n.startswith("_")}
+    assert public - declared == set()
+    assert {n for n in declared if not hasattr(operation, n)} == set()
+
+
+@pytest.mark.parametrize("name", ["BoundOperationCall", "ResolvedInvocation", "VJPContext"])
+def test_operation_stub_declares_every_public_method(name):
+    from strideweave import operation
+
+    node = top_level(ast.parse(OPERATION_STUB.read_text()))[name]
+    runtime = _runtime_members(getattr(operation, name))
+    declared = class_members(node)
+    assert runtime - declared == set()
+    assert {m for m in declared if not m.startswith("__") and not hasattr(getattr(operation, name), m)} == set()

@@ -1,0 +1,906 @@
+// strideweave.operation (operation-semantics.md): the operation-definition
+// surface of include/strideweave/operation.h with the specification's Python
+// spellings. docs/python.md, "strideweave.operation", says what is reachable
+// today.
+//
+// Records (OperandSpec, OptionSpec, OperationSchema, ResultSpec) are the C++
+// value types: immutable (AttributeError on assignment), equal by field and
+// hashable. BoundOperationCall, ResolvedInvocation and VJPContext are
+// identity objects; each Python object also keeps the Python objects it
+// shows (the caller's Tensor objects, the BoundOperationCall object an
+// invocation was built from), so that inside resolve `call.operands[0] is x`
+// and `invocation.call is call` hold.
+//
+// Python callables given to define_operation become the C++ std::function
+// types (ResolveFn, ReferenceFn, VjpFn): they take the GIL only while they
+// run, and a Python exception they raise reaches the caller as that same
+// exception. The C++ work of a call (binding, the registry, dispatch,
+// kernels) runs with the GIL released. A definition's resolve, reference and
+// vjp fields give back the very Python callables it was defined with; a
+// built-in definition's are Python callables over its C++ functions.
+//
+// Option values and STRUCTURAL operands (OptionValue): None, bool, int
+// (64-bit; OverflowError beyond), float, str, a DType, and a list or tuple of
+// ints (shown back as a tuple) keep their C++ types, which the built-in
+// operations read; any other Python object is an OpaqueValue that holds the
+// object itself (compared by identity, kept alive, released with the GIL
+// held) and reads back as that same object.
+#include "bindings.h"
+
+#include <fmt/format.h>
+
+namespace strideweave::python {
+
+namespace op = strideweave::operation;
+
+namespace {
+
+std::string repr_of(py::handle value) { return py::repr(value).cast<std::string>(); }
+std::string type_name(py::handle value) { return py::str(py::type::handle_of(value).attr("__name__")); }
+
+std::string str_arg(py::handle value, const char* what) {
+  if (!PyUnicode_Check(value.ptr()))
+    throw TypeError(fmt::format("{}: expected a str, got {}", what, repr_of(value)));
+  return value.cast<std::string>();
+}
+
+bool is_iterable_not_text(py::handle value) {
+  return !PyUnicode_Check(value.ptr()) && !PyBytes_Check(value.ptr()) && py::isinstance<py::iterable>(value);
+}
+
+// ---------------------------------------------------------------- markers
+
+// The one Python object of REQUIRED and of NON_DIFFERENTIABLE (made once,
+// kept for the life of the process).
+py::object* required_marker = nullptr;
+py::object* non_differentiable_marker = nullptr;
+
+// ---------------------------------------------------------------- option values
+
+// Owns a Python object referenced from C++ (an OpaqueValue); the last
+// reference may drop on any thread, so the reference count changes with the
+// GIL held.
+struct PyObjectDeleter {
+  void operator()(const void* object) const noexcept {
+    if (!Py_IsInitialized()) return;  // the interpreter is gone: forget it
+    py::gil_scoped_acquire gil;
+    Py_DECREF(static_cast<PyObject*>(const_cast<void*>(object)));
+  }
+};
+
+op::OpaqueValue opaque_value(py::handle value) {
+  const std::string name = type_name(value);
+  Py_INCREF(value.ptr());
+  return op::OpaqueValue{std::shared_ptr<const void>(value.ptr(), PyObjectDeleter{}), name};
+}
+
+bool is_python_int(py::handle value) { return PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr()); }
+
+op::OptionValue option_value_arg(py::handle value, const char* what) {
+  if (value.is_none()) return std::monostate{};
+  if (PyBool_Check(value.ptr())) return value.ptr() == Py_True;
+  if (is_python_int(value)) return integer_arg(value, what);
+  if (PyFloat_Check(value.ptr())) return PyFloat_AsDouble(value.ptr());
+  if (PyUnicode_Check(value.ptr())) return value.cast<std::string>();
+  if (py::isinstance<DType>(value)) return &dtype_arg(value, what);
+  if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
+    bool integers = true;
+    for (py::handle v : value) integers = integers && is_python_int(v);
+    if (integers) {
+      std::vector<std::int64_t> list;
+      for (py::handle v : value) list.push_back(integer_arg(v, what));
+      return list;
+    }
+  }
+  return opaque_value(value);
+}
+
+py::object option_object(const op::OptionValue& value) {
+  struct Visitor {
+    py::object operator()(std::monostate) const { return py::none(); }
+    py::object operator()(bool b) const { return py::bool_(b); }
+    py::object operator()(std::int64_t i) const { return py::int_(i); }
+    py::object operator()(double d) const { return py::float_(d); }
+    py::object operator()(const std::vector<std::int64_t>& list) const {
+      py::tuple out(list.size());
+      for (std::size_t i = 0; i < list.size(); ++i) out[i] = py::int_(list[i]);
+      return out;
+    }
+    py::object operator()(const std::string& s) const { return py::str(s); }
+    py::object operator()(const DType* d) const { return dtype_object(d); }
+    py::object operator()(const op::OpaqueValue& o) const {
+      if (std::get_deleter<PyObjectDeleter>(o.value))
+        return py::reinterpret_borrow<py::object>(static_cast<PyObject*>(const_cast<void*>(o.value.get())));
+      throw TypeError(fmt::format("an opaque option value of C++ type '{}' has no Python form", o.type_name));
+    }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+// ---------------------------------------------------------------- calls from Python
+
+// What the Python entry points (a definition call, bind, resolve_call,
+// execute_reference) pass to the callbacks they lead to, on this thread: the
+// caller's own objects, so that the callbacks see them rather than new
+// handles. Made and destroyed with the GIL held.
+struct CallScope {
+  const op::OperationDefinition* definition = nullptr;
+  py::handle operands;                                 // the caller's positional operands (a tuple)
+  const op::ResolvedInvocation* invocation = nullptr;  // execute_reference's invocation ...
+  py::handle invocation_object;                        // ... and its Python object
+  py::object resolved;                                 // what resolve returned
+  py::object referenced;                               // what reference returned (a tuple)
+  CallScope* previous;
+  static thread_local CallScope* current;
+  CallScope() : previous(current) { current = this; }
+  ~CallScope() { current = previous; }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+};
+thread_local CallScope* CallScope::current = nullptr;
+
+// The caller's Tensor object that names `tensor`, or a new handle.
+py::object tensor_in(const Tensor& tensor, py::handle originals) {
+  if (originals)
+    for (py::handle o : originals)
+      if (is_tensor(o) && tensor_arg(o, "operand").is(tensor)) return py::reinterpret_borrow<py::object>(o);
+  return tensor_object(Tensor(tensor));
+}
+
+py::object operand_object(const op::CallOperand& operand, py::handle originals) {
+  if (const Tensor* t = std::get_if<Tensor>(&operand)) return tensor_in(*t, originals);
+  if (const WeakScalar* s = std::get_if<WeakScalar>(&operand)) return weak_scalar_object(*s);
+  return option_object(std::get<op::Structural>(operand).value);
+}
+
+// The positional operands of a call, converted for the schema: a Tensor is
+// a Tensor; in a STRUCTURAL position anything else is a structural value; a
+// real number elsewhere is a weak scalar (bind() then says whether the
+// position takes one). Another object where a Tensor or a weak scalar
+// belongs is a TypeError naming the operand.
+std::vector<op::CallOperand> call_operands(const op::OperationDefinition& d, const py::args& args) {
+  const std::span<const op::OperandSpec> specs = d.schema().operands();
+  std::vector<op::CallOperand> out;
+  out.reserve(args.size());
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    py::handle a = args[i];
+    const op::OperandSpec* spec = i < specs.size() ? &specs[i] : nullptr;
+    const std::string what = fmt::format("{}: operand {}", d.name(), i);
+    if (is_tensor(a)) {
+      out.emplace_back(tensor_arg(a, what.c_str()));
+    } else if (spec && spec->kind() == op::OperandKind::STRUCTURAL) {
+      out.emplace_back(op::Structural{option_value_arg(a, what.c_str())});
+    } else if (is_real_number(a)) {
+      out.emplace_back(weak_scalar_arg(a, what.c_str()));
+    } else if (!spec || args.size() != specs.size()) {
+      // A count mismatch: bind() reports it (TypeError).
+      out.emplace_back(op::Structural{option_value_arg(a, what.c_str())});
+    } else {
+      throw TypeError(fmt::format("{}: operand '{}' must be {}, got {}", d.name(), spec->name(),
+                                  spec->kind() == op::OperandKind::WEAK_SCALAR ? "a weak scalar (a real number)"
+                                                                               : "a Tensor",
+                                  type_name(a)));
+    }
+  }
+  return out;
+}
+
+op::OptionMap call_options(const op::OperationDefinition& d, const py::kwargs& kwargs) {
+  op::OptionMap out;
+  if (!kwargs) return out;
+  for (auto item : kwargs) {
+    const std::string key = item.first.cast<std::string>();
+    const std::string what = fmt::format("{}: option '{}'", d.name(), key);
+    out.emplace(key, option_value_arg(item.second, what.c_str()));
+  }
+  return out;
+}
+
+const op::OperationDefinition& definition_arg(py::handle value, const char* what) {
+  if (!py::isinstance<op::OperationDefinition>(value))
+    throw TypeError(fmt::format("{}: expected an OperationDefinition, got {}", what, repr_of(value)));
+  return value.cast<const op::OperationDefinition&>();
+}
+
+py::object definition_object(const op::OperationDefinition& d) {
+  return py::cast(std::const_pointer_cast<op::OperationDefinition>(d.shared_from_this()));
+}
+
+// ---------------------------------------------------------------- the Python objects of calls
+
+struct PyBoundCall {
+  std::shared_ptr<const op::BoundOperationCall> call;
+  py::tuple operands;
+  py::object options;  // a types.MappingProxyType over a dict
+};
+
+struct PyInvocation {
+  std::shared_ptr<const op::ResolvedInvocation> invocation;
+  py::object call;  // the BoundOperationCall object
+};
+
+struct PyVJPContext {
+  std::shared_ptr<const op::VJPContext> context;
+  py::object invocation;  // the ResolvedInvocation object
+};
+
+py::object read_only(py::dict d) {
+  static py::object* proxy = new py::object(py::module_::import("types").attr("MappingProxyType"));
+  return (*proxy)(d);
+}
+
+py::object bound_call_object(std::shared_ptr<const op::BoundOperationCall> call, py::handle originals) {
+  py::tuple operands(call->operands().size());
+  for (std::size_t i = 0; i < call->operands().size(); ++i) operands[i] = operand_object(call->operands()[i], originals);
+  py::dict options;
+  for (const auto& [name, value] : call->options()) options[py::str(name)] = option_object(value);
+  return py::cast(PyBoundCall{std::move(call), std::move(operands), read_only(options)});
+}
+
+const PyBoundCall& bound_call_arg(py::handle value, const char* what) {
+  if (!py::isinstance<PyBoundCall>(value))
+    throw TypeError(fmt::format("{}: expected a BoundOperationCall, got {}", what, repr_of(value)));
+  return value.cast<const PyBoundCall&>();
+}
+
+const PyInvocation& invocation_arg(py::handle value, const char* what) {
+  if (!py::isinstance<PyInvocation>(value))
+    throw TypeError(fmt::format("{}: expected a ResolvedInvocation, got {}", what, repr_of(value)));
+  return value.cast<const PyInvocation&>();
+}
+
+py::object invocation_object(std::shared_ptr<const op::ResolvedInvocation> invocation, py::handle originals) {
+  py::object call = bound_call_object(invocation->call().shared_from_this(), originals);
+  return py::cast(PyInvocation{std::move(invocation), std::move(call)});
+}
+
+// The Python object of an invocation C++ hands to a callback: the caller's
+// own object when this thread's Python call passed it in.
+py::object invocation_object_for(const op::ResolvedInvocation& invocation) {
+  CallScope* scope = CallScope::current;
+  if (scope && scope->invocation == &invocation) return py::reinterpret_borrow<py::object>(scope->invocation_object);
+  return invocation_object(std::make_shared<const op::ResolvedInvocation>(invocation),
+                           scope ? scope->operands : py::handle());
+}
+
+py::object context_object(std::shared_ptr<const op::VJPContext> context) {
+  py::object invocation = invocation_object_for(context->invocation());
+  return py::cast(PyVJPContext{std::move(context), std::move(invocation)});
+}
+
+py::tuple tensors_tuple(std::span<const Tensor> tensors, py::handle originals = py::handle()) {
+  py::tuple out(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) out[i] = tensor_in(tensors[i], originals);
+  return out;
+}
+
+std::vector<Tensor> tensors_arg(py::handle values, const char* what) {
+  if (!is_iterable_not_text(values))
+    throw TypeError(fmt::format("{}: expected an iterable of Tensors, got {}", what, repr_of(values)));
+  std::vector<Tensor> out;
+  for (py::handle v : values) out.push_back(tensor_arg(v, what));
+  return out;
+}
+
+// ---------------------------------------------------------------- Python callables as C++ callbacks
+
+struct PyResolve {
+  std::shared_ptr<SharedPyObject> function;
+  op::ResolvedInvocation operator()(const op::BoundOperationCall& call) const {
+    py::gil_scoped_acquire gil;
+    CallScope* scope = CallScope::current;
+    const bool ours = scope && scope->definition == &call.definition();
+    py::object bound = bound_call_object(call.shared_from_this(), ours ? scope->operands : py::handle());
+    py::object returned = function->object(bound);
+    if (!py::isinstance<PyInvocation>(returned))
+      throw TypeError(fmt::format("{}: resolve returned {}, not a ResolvedInvocation", call.definition().name(),
+                                  repr_of(returned)));
+    if (ours) scope->resolved = returned;
+    return *returned.cast<const PyInvocation&>().invocation;
+  }
+};
+
+struct PyReference {
+  std::shared_ptr<SharedPyObject> function;
+  op::ReferenceResult operator()(const op::ResolvedInvocation& invocation) const {
+    py::gil_scoped_acquire gil;
+    py::object returned = function->object(invocation_object_for(invocation));
+    const std::string& name = invocation.operation();
+    py::tuple results;
+    if (is_tensor(returned)) {
+      results = py::make_tuple(returned);
+    } else if (PyTuple_Check(returned.ptr())) {
+      results = py::reinterpret_borrow<py::tuple>(returned);
+    } else {
+      throw TypeError(fmt::format("{}: reference returned {}, not a Tensor or a tuple of Tensors", name,
+                                  repr_of(returned)));
+    }
+    std::vector<Tensor> tensors;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (!is_tensor(results[i]))
+        throw TypeError(fmt::format("{}: reference result {} is {}, not a Tensor", name, i, repr_of(results[i])));
+      tensors.push_back(tensor_arg(results[i], "reference"));
+    }
+    CallScope* scope = CallScope::current;
+    if (scope && scope->invocation == &invocation) scope->referenced = results;
+    if (is_tensor(returned)) return std::move(tensors.front());
+    return tensors;
+  }
+};
+
+struct PyVjp {
+  std::shared_ptr<SharedPyObject> function;
+  std::vector<std::optional<Tensor>> operator()(const op::VJPContext& context,
+                                                std::span<const std::optional<Tensor>> cotangents) const {
+    py::gil_scoped_acquire gil;
+    py::tuple cots(cotangents.size());
+    for (std::size_t i = 0; i < cotangents.size(); ++i)
+      cots[i] = cotangents[i] ? tensor_object(Tensor(*cotangents[i])) : py::none();
+    py::object returned = function->object(context_object(std::make_shared<const op::VJPContext>(context)), cots);
+    const std::string& name = context.invocation().operation();
+    if (!PyTuple_Check(returned.ptr()))
+      throw TypeError(fmt::format("{}: vjp returned {}, not a tuple of Tensor or None", name, repr_of(returned)));
+    std::vector<std::optional<Tensor>> out;
+    std::size_t i = 0;
+    for (py::handle g : returned) {
+      if (g.is_none()) out.emplace_back(std::nullopt);
+      else if (is_tensor(g)) out.emplace_back(tensor_arg(g, "vjp"));
+      else throw TypeError(fmt::format("{}: vjp gradient {} is {}, not a Tensor or None", name, i, repr_of(g)));
+      ++i;
+    }
+    return out;
+  }
+};
+
+// ---------------------------------------------------------------- C++ callbacks as Python callables
+
+py::object resolve_object(const op::OperationDefinition& d) {
+  if (const PyResolve* p = d.resolve().target<PyResolve>()) return p->function->object;
+  op::ResolveFn resolve = d.resolve();
+  return py::cpp_function(
+      [resolve](py::handle call) {
+        const PyBoundCall& c = bound_call_arg(call, "resolve");
+        std::shared_ptr<const op::ResolvedInvocation> invocation;
+        {
+          py::gil_scoped_release nogil;
+          invocation = std::make_shared<const op::ResolvedInvocation>(resolve(*c.call));
+        }
+        return py::cast(PyInvocation{std::move(invocation), py::reinterpret_borrow<py::object>(call)});
+      },
+      py::name("resolve"), py::arg("call"),
+      py::doc("resolve(call) -> ResolvedInvocation: the built-in semantic resolution of a bound call."));
+}
+
+py::object reference_object(const op::OperationDefinition& d) {
+  if (!d.reference()) return py::none();
+  if (const PyReference* p = d.reference()->target<PyReference>()) return p->function->object;
+  op::ReferenceFn reference = *d.reference();
+  return py::cpp_function(
+      [reference](py::handle invocation) -> py::object {
+        const PyInvocation& inv = invocation_arg(invocation, "reference");
+        std::optional<op::ReferenceResult> result;
+        {
+          py::gil_scoped_release nogil;
+          result.emplace(reference(*inv.invocation));
+        }
+        if (Tensor* t = std::get_if<Tensor>(&*result)) return tensor_object(std::move(*t));
+        return tensors_tuple(std::get<std::vector<Tensor>>(*result));
+      },
+      py::name("reference"), py::arg("invocation"),
+      py::doc("reference(invocation) -> Tensor | tuple[Tensor, ...]: the carrier-neutral reference execution "
+              "(on Generic, from copies of the operands)."));
+}
+
+py::object vjp_object(const op::OperationDefinition& d) {
+  if (std::holds_alternative<op::NonDifferentiable>(d.vjp())) return *non_differentiable_marker;
+  const op::VjpFn& fn = std::get<op::VjpFn>(d.vjp());
+  if (const PyVjp* p = fn.target<PyVjp>()) return p->function->object;
+  op::VjpFn vjp = fn;
+  return py::cpp_function(
+      [vjp](py::handle context, py::handle cotangents) {
+        if (!py::isinstance<PyVJPContext>(context))
+          throw TypeError(fmt::format("vjp: expected a VJPContext, got {}", repr_of(context)));
+        const PyVJPContext& ctx = context.cast<const PyVJPContext&>();
+        if (!is_iterable_not_text(cotangents))
+          throw TypeError(fmt::format("vjp: cotangents must be a tuple of Tensor or None, got {}", repr_of(cotangents)));
+        std::vector<std::optional<Tensor>> cots;
+        for (py::handle c : cotangents) {
+          if (c.is_none()) cots.emplace_back(std::nullopt);
+          else cots.emplace_back(tensor_arg(c, "vjp: cotangent"));
+        }
+        std::vector<std::optional<Tensor>> grads;
+        {
+          py::gil_scoped_release nogil;
+          grads = vjp(*ctx.context, cots);
+        }
+        py::tuple out(grads.size());
+        for (std::size_t i = 0; i < grads.size(); ++i) out[i] = grads[i] ? tensor_object(std::move(*grads[i])) : py::none();
+        return out;
+      },
+      py::name("vjp"), py::arg("context"), py::arg("cotangents"),
+      py::doc("vjp(context, cotangents) -> tuple[Tensor | None, ...]: the built-in vector-Jacobian product, one "
+              "gradient or None per differentiable operand."));
+}
+
+// ---------------------------------------------------------------- record arguments
+
+std::size_t index_arg(py::handle value, const char* what) {
+  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr()))
+    throw TypeError(fmt::format("{}: expected an int, got {}", what, repr_of(value)));
+  const std::int64_t i = integer_arg(value, what);
+  if (i < 0) throw ValueError(fmt::format("{}: an operand index must be non-negative, got {}", what, i));
+  return static_cast<std::size_t>(i);
+}
+
+std::vector<std::size_t> indices_arg(py::handle values, const char* what) {
+  if (!is_iterable_not_text(values))
+    throw TypeError(fmt::format("{}: expected an iterable of operand indices, got {}", what, repr_of(values)));
+  std::vector<std::size_t> out;
+  for (py::handle v : values) out.push_back(index_arg(v, what));
+  return out;
+}
+
+double tolerance_arg(py::handle value, const char* what) {
+  if (PyBool_Check(value.ptr()) || !is_real_number(value))
+    throw TypeError(fmt::format("{}: expected a real number (not a bool), got {}", what, repr_of(value)));
+  const double d = PyFloat_AsDouble(value.ptr());
+  if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return d;
+}
+
+template <class T>
+std::vector<T> records_arg(py::handle values, const char* what, const char* record) {
+  if (!is_iterable_not_text(values))
+    throw TypeError(fmt::format("{}: expected an iterable of {}, got {}", what, record, repr_of(values)));
+  std::vector<T> out;
+  std::size_t i = 0;
+  for (py::handle v : values) {
+    if (!py::isinstance<T>(v))
+      throw TypeError(fmt::format("{}: entry {} is not an {} ({})", what, i, record, repr_of(v)));
+    out.push_back(v.cast<T>());
+    ++i;
+  }
+  return out;
+}
+
+template <class T>
+py::tuple records_tuple(std::span<const T> records) {
+  py::tuple out(records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) out[i] = py::cast(records[i]);
+  return out;
+}
+
+py::tuple indices_tuple(std::span<const std::size_t> indices) {
+  py::tuple out(indices.size());
+  for (std::size_t i = 0; i < indices.size(); ++i) out[i] = py::int_(indices[i]);
+  return out;
+}
+
+py::object default_object(const op::OptionSpec& o) {
+  if (o.required()) return *required_marker;
+  return option_object(std::get<op::OptionValue>(o.default_value()));
+}
+
+std::string operand_spec_repr(const op::OperandSpec& s) {
+  return fmt::format("OperandSpec({}, {}, differentiable={})", repr_of(py::str(s.name())), repr_of(to_py(s.kind())),
+                     s.differentiable() ? "True" : "False");
+}
+
+std::string option_spec_repr(const op::OptionSpec& s) {
+  return fmt::format("OptionSpec({}, default={})", repr_of(py::str(s.name())), repr_of(default_object(s)));
+}
+
+// The results of a definition call: one Tensor, or a tuple for several. A
+// result that is one of the caller's operands is that very object.
+py::object results_object(std::vector<Tensor>&& results, py::handle originals) {
+  if (results.size() == 1) return tensor_in(results.front(), originals);
+  return tensors_tuple(results, originals);
+}
+
+}  // namespace
+
+void bind_operation(py::module_& m) {
+  // ---- markers
+  py::class_<op::Required>(m, "_RequiredMarker", "The type of REQUIRED (one instance).")
+      .def("__repr__", [](const op::Required&) { return "REQUIRED"; })
+      .def("__reduce__", [](const op::Required&) { return "REQUIRED"; });
+  required_marker = new py::object(py::cast(op::REQUIRED));
+  m.attr("REQUIRED") = *required_marker;
+
+  py::class_<op::NonDifferentiable>(m, "_NonDifferentiableMarker", "The type of NON_DIFFERENTIABLE (one instance).")
+      .def("__repr__", [](const op::NonDifferentiable&) { return "NON_DIFFERENTIABLE"; })
+      .def("__reduce__", [](const op::NonDifferentiable&) { return "NON_DIFFERENTIABLE"; });
+  non_differentiable_marker = new py::object(py::cast(op::NON_DIFFERENTIABLE));
+  m.attr("NON_DIFFERENTIABLE") = *non_differentiable_marker;
+
+  // ---- schema records
+  py::class_<op::OperandSpec>(m, "OperandSpec", R"doc(
+OperandSpec(name, kind, differentiable=False): one positional operand of an
+OperationSchema (operation-semantics.md). name a non-empty identifier (str;
+ValueError otherwise); kind an OperandKind; differentiable a bool, True only
+for OperandKind.TENSOR (ValueError otherwise). A field of the wrong type is a
+TypeError. Immutable, equal by field, hashable. accepts_weak_scalar is True
+for WEAK_SCALAR operands and for the TENSOR operands of built-in overloads
+that also take a weak scalar (mul, pow, clamp).)doc")
+      .def(py::init([](py::handle name, py::handle kind, py::handle differentiable) {
+             const std::string n = str_arg(name, "OperandSpec: name");
+             const op::OperandKind k = from_py<op::OperandKind>(kind, "OperandSpec: kind");
+             if (!PyBool_Check(differentiable.ptr()))
+               throw TypeError(fmt::format("OperandSpec: differentiable must be a bool, got {}", repr_of(differentiable)));
+             return op::OperandSpec(n, k, differentiable.ptr() == Py_True);
+           }),
+           py::arg("name"), py::arg("kind"), py::arg("differentiable") = false)
+      .def_property_readonly("name", &op::OperandSpec::name)
+      .def_property_readonly("kind", [](const op::OperandSpec& s) { return to_py(s.kind()); })
+      .def_property_readonly("differentiable", &op::OperandSpec::differentiable)
+      .def_property_readonly("accepts_weak_scalar", &op::OperandSpec::accepts_weak_scalar)
+      .def("__eq__", [](const op::OperandSpec& a, py::handle b) {
+        return py::isinstance<op::OperandSpec>(b) && a == b.cast<const op::OperandSpec&>();
+      })
+      .def("__hash__", &op::OperandSpec::hash)
+      .def("__repr__", &operand_spec_repr);
+
+  py::class_<op::OptionSpec>(m, "OptionSpec", R"doc(
+OptionSpec(name, default=REQUIRED): one keyword option of an OperationSchema
+(operation-semantics.md). name a non-empty identifier (str; TypeError for
+another type, ValueError for a bad name); default REQUIRED (the option has no
+default) or an option value: None, bool, int, float, str, a DType, a list or
+tuple of ints (read back as a tuple), or any other object (kept and compared
+by identity). Immutable, equal by name and default, hashable.)doc")
+      .def(py::init([](py::handle name, py::handle default_value) {
+             const std::string n = str_arg(name, "OptionSpec: name");
+             if (py::isinstance<op::Required>(default_value)) return op::OptionSpec(n, op::REQUIRED);
+             const std::string what = fmt::format("OptionSpec '{}': default", n);
+             return op::OptionSpec(n, option_value_arg(default_value, what.c_str()));
+           }),
+           py::arg("name"), py::arg("default") = *required_marker)
+      .def_property_readonly("name", &op::OptionSpec::name)
+      .def_property_readonly("default", &default_object, "The default value, or REQUIRED.")
+      .def_property_readonly("required", &op::OptionSpec::required, "True when the default is REQUIRED.")
+      .def_property_readonly("doc", &op::OptionSpec::doc, "A built-in option's one-sentence description ('' otherwise).")
+      .def("__eq__", [](const op::OptionSpec& a, py::handle b) {
+        return py::isinstance<op::OptionSpec>(b) && a == b.cast<const op::OptionSpec&>();
+      })
+      // Equal specs have equal names; the default (maybe an unhashable
+      // object compared by identity) does not take part.
+      .def("__hash__", [](const op::OptionSpec& s) { return std::hash<std::string>{}(s.name()); })
+      .def("__repr__", &option_spec_repr);
+
+  py::class_<op::OperationSchema>(m, "OperationSchema", R"doc(
+OperationSchema(operands, options=()): an operation's positional operands (a
+non-empty iterable of OperandSpec) and keyword options (an iterable of
+OptionSpec), each read once into an immutable tuple. A wrong entry type is a
+TypeError; no operands, a repeated name, or a name shared by an operand and
+an option is a ValueError. Immutable, equal by field, hashable.)doc")
+      .def(py::init([](py::handle operands, py::handle options) {
+             return op::OperationSchema(records_arg<op::OperandSpec>(operands, "OperationSchema: operands", "OperandSpec"),
+                                        records_arg<op::OptionSpec>(options, "OperationSchema: options", "OptionSpec"));
+           }),
+           py::arg("operands"), py::arg("options") = py::tuple())
+      .def_property_readonly("operands", [](const op::OperationSchema& s) { return records_tuple(s.operands()); })
+      .def_property_readonly("options", [](const op::OperationSchema& s) { return records_tuple(s.options()); })
+      .def("signature", &op::OperationSchema::signature, py::arg("operation"),
+           "The schema as text for an operation name: 'acme.op(x: tensor, scale=1.0)'.")
+      .def("__eq__", [](const op::OperationSchema& a, py::handle b) {
+        return py::isinstance<op::OperationSchema>(b) && a == b.cast<const op::OperationSchema&>();
+      })
+      .def("__hash__", [](const op::OperationSchema& s) {
+        std::size_t h = s.operands().size();
+        for (const op::OperandSpec& o : s.operands()) h = h * 31 + o.hash();
+        for (const op::OptionSpec& o : s.options()) h = h * 31 + std::hash<std::string>{}(o.name());
+        return h;
+      })
+      .def("__repr__", [](const op::OperationSchema& s) {
+        std::string operands, options;
+        for (const op::OperandSpec& o : s.operands()) operands += (operands.empty() ? "" : ", ") + operand_spec_repr(o);
+        for (const op::OptionSpec& o : s.options()) options += (options.empty() ? "" : ", ") + option_spec_repr(o);
+        return fmt::format("OperationSchema(operands=({}{}), options=({}{}))", operands,
+                           s.operands().size() == 1 ? "," : "", options, s.options().size() == 1 ? "," : "");
+      });
+
+  // ---- results
+  py::class_<op::ResultSpec>(m, "ResultSpec", R"doc(
+ResultSpec(dtype, shape, layout, alias_of=None, *, atol=0.0, rtol=0.0): one
+result contract (operation-semantics.md). dtype a DType; shape a Shape (or a
+tuple of extents); layout a Layout with exactly that shape (ValueError
+otherwise); alias_of None for fresh storage, or the non-negative positional
+index of the Tensor operand the result is (checked against the call when an
+invocation is built: ValueError); atol and rtol finite non-negative real
+numbers, not bools (the reference-comparison tolerance). A field of the wrong
+type is a TypeError. Immutable, equal by field, hashable.)doc")
+      .def(py::init([](py::handle dtype, py::handle shape, py::handle layout, py::handle alias_of, py::handle atol,
+                       py::handle rtol) {
+             const DType& d = dtype_arg(dtype, "ResultSpec: dtype");
+             Shape s = shape_arg(shape, "ResultSpec: shape");
+             if (!py::isinstance<Layout>(layout))
+               throw TypeError(fmt::format("ResultSpec: layout must be a Layout, got {}", repr_of(layout)));
+             std::optional<std::size_t> alias;
+             if (!alias_of.is_none()) alias = index_arg(alias_of, "ResultSpec: alias_of");
+             return op::ResultSpec(d, std::move(s), layout.cast<Layout>(), alias, tolerance_arg(atol, "ResultSpec: atol"),
+                                   tolerance_arg(rtol, "ResultSpec: rtol"));
+           }),
+           py::arg("dtype"), py::arg("shape"), py::arg("layout"), py::arg("alias_of") = py::none(), py::kw_only(),
+           py::arg("atol") = 0.0, py::arg("rtol") = 0.0)
+      .def_static("compact", [](py::handle dtype, py::handle shape, py::handle atol, py::handle rtol) {
+             return op::ResultSpec::compact(dtype_arg(dtype, "ResultSpec.compact: dtype"),
+                                            shape_arg(shape, "ResultSpec.compact: shape"),
+                                            tolerance_arg(atol, "ResultSpec.compact: atol"),
+                                            tolerance_arg(rtol, "ResultSpec.compact: rtol"));
+           },
+           py::arg("dtype"), py::arg("shape"), py::kw_only(), py::arg("atol") = 0.0, py::arg("rtol") = 0.0,
+           "A fresh result with the canonical compact layout of `shape`.")
+      .def_property_readonly("dtype", [](const op::ResultSpec& r) { return dtype_object(r.dtype()); })
+      .def_property_readonly("shape", [](const op::ResultSpec& r) { return r.shape(); })
+      .def_property_readonly("layout", [](const op::ResultSpec& r) { return r.layout(); })
+      .def_property_readonly("alias_of", [](const op::ResultSpec& r) -> py::object {
+        return r.alias_of() ? py::object(py::int_(*r.alias_of())) : py::object(py::none());
+      })
+      .def_property_readonly("atol", &op::ResultSpec::atol)
+      .def_property_readonly("rtol", &op::ResultSpec::rtol)
+      .def("__eq__", [](const op::ResultSpec& a, py::handle b) {
+        return py::isinstance<op::ResultSpec>(b) && a == b.cast<const op::ResultSpec&>();
+      })
+      .def("__hash__", [](const op::ResultSpec& r) {
+        return std::hash<const void*>{}(&r.dtype()) ^ (r.layout().hash() * 31) ^
+               (r.alias_of() ? *r.alias_of() + 1 : 0) * 131;
+      })
+      .def("__repr__", [](const op::ResultSpec& r) {
+        return fmt::format("ResultSpec({}, {}, {}, alias_of={}, atol={}, rtol={})", repr_of(dtype_object(r.dtype())),
+                           repr_of(py::cast(r.shape())), repr_of(py::cast(r.layout())),
+                           r.alias_of() ? std::to_string(*r.alias_of()) : "None", repr_of(py::float_(r.atol())),
+                           repr_of(py::float_(r.rtol())));
+      });
+
+  // ---- the bound call, the invocation, the VJP context
+  py::class_<PyBoundCall>(m, "BoundOperationCall", R"doc(
+What resolve receives (operation-semantics.md): the definition, the operands
+in schema order (the caller's own Tensor objects; weak scalars as Python
+numbers; STRUCTURAL values as option values), and a read-only mapping of
+every option with the declared defaults filled in. Only the framework makes
+one (calling a definition, resolve_call or bind); immutable.)doc")
+      .def_property_readonly("definition", [](const PyBoundCall& c) { return definition_object(c.call->definition()); })
+      .def_property_readonly("operands", [](const PyBoundCall& c) { return c.operands; })
+      .def_property_readonly("options", [](const PyBoundCall& c) { return c.options; })
+      .def("__repr__", [](const PyBoundCall& c) {
+        return fmt::format("<BoundOperationCall {} operands={} options={}>", c.call->definition().name(),
+                           repr_of(c.operands), repr_of(py::dict(c.options)));
+      });
+
+  py::class_<PyInvocation>(m, "ResolvedInvocation", R"doc(
+ResolvedInvocation(call, plan, results, mutated_operands=(), saved_operands=(),
+kernel_id=None): everything a backend must do for one call
+(operation-semantics.md). call the BoundOperationCall being resolved; plan the
+OperationPlan of the call's operation with one operand per Tensor or weak
+scalar operand, in order, with matching roles and stored dtypes; results a
+non-empty iterable of ResultSpec; mutated_operands and saved_operands
+iterables of unique non-negative indices of Tensor operands; kernel_id a
+non-empty str (None: the definition's name). Iterables are read once. A wrong
+field or entry type is a TypeError; any other conflict with the call is a
+ValueError. Immutable.)doc")
+      .def(py::init([](py::handle call, py::handle plan, py::handle results, py::handle mutated, py::handle saved,
+                       py::handle kernel_id) {
+             const PyBoundCall& c = bound_call_arg(call, "ResolvedInvocation: call");
+             const OperationPlan& p = plan_arg(plan, "ResolvedInvocation: plan");
+             std::vector<op::ResultSpec> r = records_arg<op::ResultSpec>(results, "ResolvedInvocation: results", "ResultSpec");
+             std::vector<std::size_t> m_ = indices_arg(mutated, "ResolvedInvocation: mutated_operands");
+             std::vector<std::size_t> s = indices_arg(saved, "ResolvedInvocation: saved_operands");
+             std::optional<std::string> k;
+             if (!kernel_id.is_none()) k = str_arg(kernel_id, "ResolvedInvocation: kernel_id");
+             auto invocation = std::make_shared<const op::ResolvedInvocation>(*c.call, p, std::move(r), std::move(m_),
+                                                                              std::move(s), std::move(k));
+             return PyInvocation{std::move(invocation), py::reinterpret_borrow<py::object>(call)};
+           }),
+           py::arg("call"), py::arg("plan"), py::arg("results"), py::arg("mutated_operands") = py::tuple(),
+           py::arg("saved_operands") = py::tuple(), py::arg("kernel_id") = py::none())
+      .def_property_readonly("call", [](const PyInvocation& i) { return i.call; })
+      .def_property_readonly("definition", [](const PyInvocation& i) { return definition_object(i.invocation->definition()); })
+      .def_property_readonly("operation", [](const PyInvocation& i) { return i.invocation->operation(); })
+      .def_property_readonly("operands", [](const PyInvocation& i) { return i.call.cast<const PyBoundCall&>().operands; })
+      .def_property_readonly("options", [](const PyInvocation& i) { return i.call.cast<const PyBoundCall&>().options; })
+      .def_property_readonly("plan", [](const PyInvocation& i) { return i.invocation->plan(); })
+      .def_property_readonly("results", [](const PyInvocation& i) { return records_tuple(i.invocation->results()); })
+      .def_property_readonly("mutated_operands", [](const PyInvocation& i) { return indices_tuple(i.invocation->mutated_operands()); })
+      .def_property_readonly("saved_operands", [](const PyInvocation& i) { return indices_tuple(i.invocation->saved_operands()); })
+      .def_property_readonly("kernel_id", [](const PyInvocation& i) { return i.invocation->kernel_id(); })
+      .def("__repr__", [](const PyInvocation& i) {
+        return fmt::format("<ResolvedInvocation {} plan={} results={} kernel_id={}>", i.invocation->operation(),
+                           i.invocation->plan().to_string(), i.invocation->results().size(),
+                           repr_of(py::str(i.invocation->kernel_id())));
+      });
+
+  py::class_<PyVJPContext>(m, "VJPContext", R"doc(
+VJPContext(invocation, outputs, saved_operands): what a VJP receives
+(operation-semantics.md): the immutable ResolvedInvocation, the published
+outputs and the saved operands in the declared saved-index order, as tuples
+of Tensors. The framework makes one for each backward; constructing one is
+for calling a VJP directly (a test of one). Immutable.)doc")
+      .def(py::init([](py::handle invocation, py::handle outputs, py::handle saved) {
+             const PyInvocation& inv = invocation_arg(invocation, "VJPContext: invocation");
+             auto context = std::make_shared<const op::VJPContext>(inv.invocation, tensors_arg(outputs, "VJPContext: outputs"),
+                                                                   tensors_arg(saved, "VJPContext: saved_operands"));
+             return PyVJPContext{std::move(context), py::reinterpret_borrow<py::object>(invocation)};
+           }),
+           py::arg("invocation"), py::arg("outputs"), py::arg("saved_operands"))
+      .def_property_readonly("invocation", [](const PyVJPContext& c) { return c.invocation; })
+      .def_property_readonly("outputs", [](const PyVJPContext& c) { return tensors_tuple(c.context->outputs()); })
+      .def_property_readonly("saved_operands", [](const PyVJPContext& c) { return tensors_tuple(c.context->saved_operands()); })
+      .def("needs_grad", [](const PyVJPContext& c, py::handle operand) {
+             return c.context->needs_grad(index_arg(operand, "VJPContext.needs_grad"));
+           }, py::arg("operand"),
+           "Whether a gradient is wanted for schema operand `operand` (every differentiable operand when unknown).");
+
+  // ---- the definition
+  py::class_<op::OperationDefinition, std::shared_ptr<op::OperationDefinition>>(m, "OperationDefinition", R"doc(
+One registered operation (operation-semantics.md): define_operation returns
+one; get_definition(name) gives any registered one, built-in included.
+Immutable fields: name, schema, resolve, reference (None when absent), vjp (a
+callable, or NON_DIFFERENTIABLE). Calling it, definition(*operands,
+**options), binds the positional operands in schema order and the options by
+exact name (TypeError for a missing or extra operand, an unknown option, an
+omitted required option or a kind mismatch), resolves, and dispatches on the
+operands' carrier: one Tensor, or a tuple for several results.)doc")
+      .def_property_readonly("name", &op::OperationDefinition::name)
+      .def_property_readonly("schema", [](const op::OperationDefinition& d) { return d.schema(); })
+      .def_property_readonly("resolve", &resolve_object)
+      .def_property_readonly("reference", &reference_object)
+      .def_property_readonly("vjp", &vjp_object)
+      .def("is_builtin", &op::OperationDefinition::is_builtin, "True for the library's own operations.")
+      .def("is_differentiable", &op::OperationDefinition::is_differentiable, "True unless the vjp is NON_DIFFERENTIABLE.")
+      .def("__call__", [](const op::OperationDefinition& d, const py::args& args, const py::kwargs& kwargs) {
+             std::vector<op::CallOperand> operands = call_operands(d, args);
+             op::OptionMap options = call_options(d, kwargs);
+             CallScope scope;
+             scope.definition = &d;
+             scope.operands = args;
+             std::vector<Tensor> results;
+             {
+               py::gil_scoped_release nogil;
+               results = d(std::move(operands), std::move(options));
+             }
+             return results_object(std::move(results), args);
+           },
+           "definition(*operands, **options): ordinary dispatch of this operation.")
+      .def("__repr__", [](const op::OperationDefinition& d) {
+        return fmt::format("<OperationDefinition {}>", d.schema().signature(d.name()));
+      });
+
+  m.def("define_operation", [](py::handle name, py::handle schema, py::handle resolve, py::handle reference,
+                               py::handle vjp) {
+        std::string n = str_arg(name, "define_operation: name");
+        if (!py::isinstance<op::OperationSchema>(schema))
+          throw TypeError(fmt::format("define_operation('{}'): schema must be an OperationSchema, got {}", n, repr_of(schema)));
+        if (!PyCallable_Check(resolve.ptr()))
+          throw TypeError(fmt::format("define_operation('{}'): resolve must be callable, got {}", n, repr_of(resolve)));
+        if (!reference.is_none() && !PyCallable_Check(reference.ptr()))
+          throw TypeError(fmt::format("define_operation('{}'): reference must be None or callable, got {}", n,
+                                      repr_of(reference)));
+        op::VjpChoice choice = op::NON_DIFFERENTIABLE;
+        if (vjp.ptr() == Py_Ellipsis) {
+          throw ValueError(fmt::format("define_operation('{}'): vjp is required: pass a callable "
+                                       "vjp(context, cotangents) or NON_DIFFERENTIABLE",
+                                       n));
+        } else if (py::isinstance<op::NonDifferentiable>(vjp)) {
+          choice = op::NON_DIFFERENTIABLE;
+        } else if (PyCallable_Check(vjp.ptr())) {
+          choice = op::VjpFn(PyVjp{share(vjp)});
+        } else {
+          throw TypeError(fmt::format("define_operation('{}'): vjp must be a callable or NON_DIFFERENTIABLE, got {}", n,
+                                      repr_of(vjp)));
+        }
+        op::OperationSchema s = schema.cast<op::OperationSchema>();
+        op::ResolveFn resolve_fn = PyResolve{share(resolve)};
+        std::optional<op::ReferenceFn> reference_fn;
+        if (!reference.is_none()) reference_fn = op::ReferenceFn(PyReference{share(reference)});
+        std::shared_ptr<const op::OperationDefinition> d;
+        {
+          py::gil_scoped_release nogil;
+          d = op::define_operation(std::move(n), std::move(s), std::move(resolve_fn), std::move(reference_fn),
+                                   std::move(choice));
+        }
+        return definition_object(*d);
+      },
+      py::arg("name"), py::arg("schema"), py::arg("resolve"), py::arg("reference") = py::none(),
+      py::arg("vjp") = py::ellipsis(), R"doc(
+define_operation(name, schema, resolve, reference=None, vjp=...) -> OperationDefinition
+
+Registers a namespaced operation and returns its definition
+(operation-semantics.md). name a dot-namespaced identifier path
+('acme.fused_linear') whose first segment is neither 'strideweave' nor a
+built-in operation name; schema an OperationSchema; resolve(call:
+BoundOperationCall) -> ResolvedInvocation; reference None or
+reference(invocation) -> Tensor | tuple[Tensor, ...]; vjp, required, a
+callable vjp(context: VJPContext, cotangents) -> tuple[Tensor | None, ...] or
+NON_DIFFERENTIABLE. A wrong argument type is a TypeError; an invalid or
+reserved name, a name already registered, or an omitted vjp is a ValueError,
+and nothing is registered. One-shot and thread-safe: no replacement, no
+unregistration.)doc");
+
+  m.def("get_definition", [](py::handle name) {
+        const std::string n = str_arg(name, "get_definition: name");
+        std::shared_ptr<const op::OperationDefinition> d;
+        {
+          py::gil_scoped_release nogil;
+          d = op::get_definition(n);
+        }
+        return definition_object(*d);
+      },
+      py::arg("name"), "The registered definition of `name`, built-in or user-defined (LookupError otherwise).");
+
+  m.def("registered_definitions", [] {
+        std::vector<std::shared_ptr<const op::OperationDefinition>> all;
+        {
+          py::gil_scoped_release nogil;
+          all = op::registered_definitions();
+        }
+        py::tuple out(all.size());
+        for (std::size_t i = 0; i < all.size(); ++i) out[i] = definition_object(*all[i]);
+        return out;
+      },
+      "Every registered definition (built-in and user-defined), sorted by name.");
+
+  m.def("bind", [](py::handle definition, const py::args& args, const py::kwargs& kwargs) {
+        const op::OperationDefinition& d = definition_arg(definition, "bind");
+        std::vector<op::CallOperand> operands = call_operands(d, args);
+        op::OptionMap options = call_options(d, kwargs);
+        std::shared_ptr<const op::BoundOperationCall> call = op::bind(d, std::move(operands), std::move(options));
+        return bound_call_object(std::move(call), args);
+      },
+      py::arg("definition"), R"doc(
+bind(definition, *operands, **options) -> BoundOperationCall
+
+Binds a call as calling the definition would, without resolving it: operands
+in schema order, options by exact name with defaults filled in (TypeError for
+a binding error).)doc");
+
+  m.def("resolve_call", [](py::handle definition, const py::args& args, const py::kwargs& kwargs) {
+        const op::OperationDefinition& d = definition_arg(definition, "resolve_call");
+        std::vector<op::CallOperand> operands = call_operands(d, args);
+        op::OptionMap options = call_options(d, kwargs);
+        CallScope scope;
+        scope.definition = &d;
+        scope.operands = args;
+        std::shared_ptr<const op::ResolvedInvocation> invocation;
+        {
+          py::gil_scoped_release nogil;
+          invocation = op::resolve_call(d, std::move(operands), std::move(options));
+        }
+        // A Python resolve's own (validated) object, else the built-in's.
+        if (scope.resolved && &scope.resolved.cast<const PyInvocation&>().invocation->call() == &invocation->call())
+          return scope.resolved;
+        return invocation_object(std::move(invocation), args);
+      },
+      py::arg("definition"), R"doc(
+resolve_call(definition, *operands, **options) -> ResolvedInvocation
+
+Binds and resolves without executing: what calling the definition with these
+operands and options would do before capability work. resolve's errors
+propagate; an invocation that conflicts with the call is a ValueError.)doc");
+
+  m.def("execute_reference", [](py::handle definition, py::handle invocation) {
+        const op::OperationDefinition& d = definition_arg(definition, "execute_reference");
+        const PyInvocation& inv = invocation_arg(invocation, "execute_reference: invocation");
+        CallScope scope;
+        scope.invocation = inv.invocation.get();
+        scope.invocation_object = invocation;
+        scope.operands = inv.call.cast<const PyBoundCall&>().operands;
+        std::vector<Tensor> results;
+        {
+          py::gil_scoped_release nogil;
+          results = op::execute_reference(d, *inv.invocation);
+        }
+        if (scope.referenced && scope.referenced.cast<py::tuple>().size() == results.size()) return scope.referenced;
+        return py::object(tensors_tuple(results, scope.operands));
+      },
+      py::arg("definition"), py::arg("invocation"), R"doc(
+execute_reference(definition, invocation) -> tuple[Tensor, ...]
+
+Runs the definition's reference on a resolved invocation of it and normalises
+the return: one Tensor becomes a one-element tuple, a tuple keeps its order.
+No reference: NotImplementedError; an invocation of another definition:
+ValueError; a return that is neither a Tensor nor a tuple of Tensors:
+TypeError; an empty tuple, or results whose count, dtype, shape or layout
+conflict with the invocation's ResultSpecs: ProviderContractError naming the
+field.)doc");
+}
+
+}  // namespace strideweave::python
