@@ -13,8 +13,9 @@ Python's built-ins (plus UnsupportedOperationPlan, a NotImplementedError).
     >>> a + b          # Float32: the Int32 operand converts, b broadcasts
     tensor([[11.0, 22.0], [13.0, 24.0]], dtype=float32, carrier=CPU)
 
-Not built yet (they raise NotImplementedError on import): strideweave.operation
-and strideweave.carriers.extension, whose C++ layer is not in this build.
+The carrier extension surface is strideweave.carriers.extension; twelve of
+its names are re-exported here (carrier-extension R1). Not built yet (it
+raises NotImplementedError on import): strideweave.operation.
 """
 
 from . import _core
@@ -102,6 +103,21 @@ from ._core import (
 )
 from ._grad_mode import is_grad_enabled, no_grad, set_grad_enabled
 from . import carriers
+from .carriers.extension import (
+    # carrier-extension R1: the top-level exports (the same objects)
+    CarrierDefinition,
+    CarrierFacet,
+    CompositeProvider,
+    KernelExecutionInterface,
+    KernelPack,
+    KernelPattern,
+    KernelProvider,
+    StorageProvider,
+    TransferRoute,
+    Unsupported,
+    register_carrier_definition,
+    register_kernel_pack,
+)
 
 # Every public operation, as the C++ library lists them (call.h): add, sub,
 # mul, ..., matmul, sort, topk. Options are keyword-only; see help(strideweave.add).

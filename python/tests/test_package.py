@@ -39,12 +39,11 @@ def test_version_is_the_projects():
     "module, names",
     [
         ("strideweave.operation", ["define_operation", "OperationSchema", "ResultSpec"]),
-        ("strideweave.carriers.extension", ["CarrierDefinition", "KernelPack"]),
     ],
 )
 def test_unbuilt_surfaces_raise_not_implemented_instead_of_pretending(module, names):
-    # operation-semantics.md and carrier-extension.md name these modules; their
-    # C++ layer (issue 11) is not in this build, so importing them says so.
+    # operation-semantics.md names this module; its binding is not in this
+    # build, so importing it says so.
     sys.modules.pop(module, None)
     with pytest.raises(NotImplementedError, match="not available yet"):
         importlib.import_module(module)
