@@ -593,8 +593,8 @@ ext::KernelPattern kernel_pattern(py::handle operation, py::handle plans, py::ha
     throw TypeError(fmt::format("KernelPattern: operation must be a registered OperationDefinition, got {}",
                                 repr_of(operation)));
   auto definition = operation.cast<std::shared_ptr<operation::OperationDefinition>>();
-  std::vector<OperationCapability> caps = capabilities_arg(plans, who, "plans");
   frozen_plans = tuple_arg(plans, who, "plans");
+  std::vector<OperationCapability> caps = capabilities_arg(frozen_plans, who, "plans");
   std::string id = str_arg(kernel_id, who, "kernel_id");
   require_callable(prepare, who, "prepare");
   if (!PyLong_Check(preference.ptr()) || PyBool_Check(preference.ptr()))
