@@ -251,7 +251,8 @@ class STRIDEWEAVE_EXPORT KernelExecutionInterface {
     friend bool operator==(const CompatibilityIdentity&, const CompatibilityIdentity&) = default;
   };
   CompatibilityIdentity compatibility_identity() const { return {interface_type(), version_}; }
-  // "acme::JitInterface@1.2" (the demangled type and the version).
+  // "acme::JitInterface@1.2" (the identity's demangled type, interface_type(),
+  // and the version).
   std::string describe() const;
 
  protected:

@@ -51,6 +51,11 @@ inline std::shared_ptr<SharedPyObject> share(py::handle o) {
   return std::make_shared<SharedPyObject>(py::reinterpret_borrow<py::object>(o));
 }
 
+// The Python object of a ResolvedInvocation C++ hands to a Python callback
+// (operation.cpp): the caller's own object when this thread's Python call
+// created it, else a new one. Call with the GIL held.
+py::object resolved_invocation_object(const operation::ResolvedInvocation& invocation);
+
 // ---- module parts, one function per file (module.cpp calls them in order)
 void bind_errors(py::module_& m);      // errors.cpp
 void bind_enums(py::module_& m);       // enums.cpp
@@ -64,6 +69,7 @@ void bind_autograd(py::module_& m);    // autograd.cpp
 void bind_operations(py::module_& m);  // operations.cpp
 void bind_operation(py::module_& m);   // operation.cpp (strideweave.operation)
 void bind_interop(py::module_& m);     // interop.cpp
+void bind_extension(py::module_& m);   // extension.cpp, extension_records.cpp (after carriers and tensors)
 
 // ---- enums (enums.cpp): the Python enum.Enum classes made from the C++
 // central lists, and conversions. from_py raises TypeError naming `what`.
@@ -119,6 +125,22 @@ std::shared_ptr<Carrier> carrier_arg(py::handle value, const char* what);
 // use). TypeError naming `what` for a non-class or a class that is not a
 // Carrier class.
 CarrierClass carrier_class_arg(py::handle cls, const char* what);
+
+// True for a Python subclass of Carrier (not a bound C++ class).
+bool is_python_carrier_class(py::handle cls);
+// The Python object of `carrier`: a Python subclass's own instance (also
+// while a definition-backed instance is being constructed), else the bound
+// object of the shared carrier.
+py::object carrier_object(const Carrier& carrier);
+// The Python class of an exact carrier class (NotImplementedError for a C++
+// class the package does not bind).
+py::object carrier_class_object(const CarrierClass& cls);
+// Implemented by the C++ hosts of definition-backed Python classes.
+class PythonCarrierObject {
+ public:
+  virtual ~PythonCarrierObject() = default;
+  virtual py::handle python_object() const = 0;
+};
 
 // ---- tensors (tensor.cpp)
 const Tensor& tensor_arg(py::handle value, const char* what);

@@ -28,12 +28,23 @@
 // Instances of Python subclasses keep their Python object alive for as long as
 // C++ holds them (a Tensor over them, a new_like result), so the hooks always
 // have an object to run on.
+//
+// Definition-backed Python classes (strideweave.carriers.extension,
+// docs/python.md "Definition-backed Python carriers"): a class that defines
+// none of the hooks above gets an identity whose host is PyDefinedCarrier or
+// PyDefinedDependentCarrier (extension::DefinedCarrier-based: storage is the
+// class's StorageProvider); one that defines any of them gets the
+// definition-free host. The choice is made once, when the identity is minted
+// (first use), from the class alone, so naming a class in a TransferRoute or
+// a KernelPack before its definition is registered is fine. Instances of a
+// definition-backed class are built as Cls(slots, *, dtype, mutable=True).
 #include "bindings.h"
 
 #include <fmt/format.h>
 
 #include <atomic>
 #include <thread>
+#include <unordered_map>
 
 namespace strideweave::python {
 namespace {
@@ -203,6 +214,36 @@ class PyDependentCarrier final : public PyStorage<DependentCarrier> {
   mutable std::atomic<std::thread::id> generating_thread_{};
 };
 
+
+// ---- the C++ hosts of definition-backed Python classes (storage = the
+// class's StorageProvider, whose Python callbacks see the Python instance)
+
+template <class Base, class Bound>
+class PyDefinedHost : public Base, public PythonCarrierObject {
+ public:
+  PyDefinedHost(extension::Construction key, PyObject* self) : Base(std::move(key)), constructing_(self) {}
+  // The instance's Python object: the one being initialised until
+  // construction completes, then the registered one.
+  py::handle python_object() const override {
+    if (constructing_) return constructing_;
+    return py::detail::get_object_handle(static_cast<const Bound*>(this), py::detail::get_type_info(typeid(Bound)));
+  }
+  void constructed() { constructing_ = nullptr; }
+
+ private:
+  PyObject* constructing_;  // borrowed: the object owns this host
+};
+
+class PyDefinedCarrier final : public PyDefinedHost<extension::DefinedCarrier, Carrier> {
+ public:
+  using PyDefinedHost::PyDefinedHost;
+};
+
+class PyDefinedDependentCarrier final : public PyDefinedHost<extension::DefinedDependentCarrier, DependentCarrier> {
+ public:
+  using PyDefinedHost::PyDefinedHost;
+};
+
 // ---- identities of Python classes
 
 py::object& carrier_type() {
@@ -228,15 +269,47 @@ std::optional<CarrierClass> stored_identity(py::handle cls) {
   return *static_cast<CarrierClass*>(PyCapsule_GetPointer(capsule, kIdentityKey));
 }
 
-// The run-time identity of a Python subclass of Carrier/DependentCarrier.
+// The hooks of a definition-free Python carrier (docs/python.md). The five
+// storage hooks are required; _make_like and _generate_operation_capabilities
+// are optional.
+const char* const kRequiredHooks[] = {"supports_storage_dtype", "_storage_size", "_read_slot", "_write_slot",
+                                      "_release_storage"};
+const char* const kRequiredHookList =
+    "supports_storage_dtype, _storage_size, _read_slot, _write_slot, _release_storage";
+
+// Whether `cls` defines (or inherits from a Python base) a storage hook of
+// a definition-free carrier, rather than the bound base's attribute.
+bool defines_free_hooks(py::handle cls, py::handle base) {
+  for (const char* name : {"supports_storage_dtype", "_storage_size", "_read_slot", "_write_slot", "_release_storage",
+                           "_make_like", "_generate_operation_capabilities"}) {
+    py::object attr = py::getattr(cls, name, py::none());
+    if (attr.is_none()) continue;
+    if (!py::hasattr(base, name) || attr.ptr() != py::getattr(base, name).ptr()) return true;
+  }
+  return false;
+}
+
+// Python classes by identity (weak references: an identity outlives its
+// class, a registry never keeps a class alive).
+std::unordered_map<CarrierClass, py::object>& python_classes() {
+  static auto* map = new std::unordered_map<CarrierClass, py::object>();  // guarded by the GIL
+  return *map;
+}
+
+// The run-time identity of a Python subclass of Carrier/DependentCarrier:
+// the definition-free host when the class defines a storage hook, the
+// definition-backed host otherwise.
 CarrierClass python_class_identity(py::handle cls) {
   if (std::optional<CarrierClass> known = stored_identity(cls)) return *known;
   const bool dependent = is_subclass(cls, dependent_carrier_type());
-  const CarrierClass host = dependent ? carrier_class<PyDependentCarrier>() : carrier_class<PyCarrier>();
+  const bool free = defines_free_hooks(cls, dependent ? dependent_carrier_type() : carrier_type());
+  const CarrierClass host = dependent ? (free ? carrier_class<PyDependentCarrier>() : carrier_class<PyDefinedDependentCarrier>())
+                                      : (free ? carrier_class<PyCarrier>() : carrier_class<PyDefinedCarrier>());
   // Identities live for the process (CarrierClass records are never freed).
   auto* identity = new CarrierClass(CarrierClass::define_runtime_class(class_name_of(cls), host));
   py::capsule capsule(identity, kIdentityKey);
   if (PyObject_SetAttrString(cls.ptr(), kIdentityKey, capsule.ptr()) != 0) throw py::error_already_set();
+  python_classes()[*identity] = py::weakref(cls);
   return *identity;
 }
 
@@ -250,11 +323,9 @@ const py::detail::type_info* exact_bound_class(py::handle cls) {
 // ---- construction of Python-defined carriers
 
 void require_hooks(py::handle type, bool dependent) {
-  const char* required[] = {"supports_storage_dtype", "_storage_size", "_read_slot", "_write_slot",
-                            "_release_storage"};
   py::handle base = dependent ? dependent_carrier_type() : carrier_type();
   std::string missing;
-  for (const char* name : required) {
+  for (const char* name : kRequiredHooks) {
     py::object attr = py::getattr(type, name, py::none());
     const bool inherited_from_base =
         py::hasattr(base, name) && attr.ptr() == py::getattr(base, name).ptr();
@@ -285,19 +356,79 @@ bool bool_arg(py::handle value, const char* what) {
   return value.ptr() == Py_True;
 }
 
-template <class ClassT, class Host>
-void init_python_carrier(py::detail::value_and_holder& v_h, py::handle dtype, py::handle mutable_, bool dependent) {
+// new_like / allocate_like of a definition-backed Python class (R3.7):
+// type(self)(slots, dtype=..., mutable=...).
+std::shared_ptr<Carrier> make_like_python(const Carrier& prototype, std::int64_t slots, bool mutable_,
+                                          const SimpleDType& dtype) {
+  py::gil_scoped_acquire gil;
+  py::object self = carrier_object(prototype);
+  py::handle type = py::type::handle_of(self);
+  py::object made = type(slots, py::arg("dtype") = dtype_object(dtype), py::arg("mutable") = mutable_);
+  if (py::type::handle_of(made).ptr() != type.ptr())
+    throw TypeError(fmt::format("{}({}, ...) returned {}, not an instance of exactly that class", class_name_of(type),
+                                slots, py::repr(made).cast<std::string>()));
+  return carrier_arg(made, "new_like");
+}
+
+// Cls(slots, *, dtype, mutable=True) of a definition-backed Python class:
+// the framework's construction (extension::Construction), then the
+// provider's supports_dtype / allocate / physical_size (and a dependent
+// class's CompositeProvider.capabilities) before the instance is exposed.
+// A failure leaves the Python object without a C++ instance.
+template <class Bound, class Host>
+void init_defined_carrier(py::detail::value_and_holder& v_h, const CarrierClass& identity, py::handle slots,
+                          py::handle dtype, py::handle mutable_) {
+  py::handle self(reinterpret_cast<PyObject*>(v_h.inst));
+  const std::string name = class_name_of(py::type::handle_of(self));
+  if (!extension::carrier_definition(identity))
+    throw TypeError(fmt::format("cannot instantiate {}: it has no carrier definition "
+                                "(strideweave.register_carrier_definition; a subclass of a definition-backed class "
+                                "inherits none) and does not define the storage hooks of a definition-free carrier "
+                                "({}; docs/python.md)",
+                                name, kRequiredHookList));
+  if (!PyLong_CheckExact(slots.ptr()))
+    throw TypeError(fmt::format("{}: slots must be an int, got {}", name, py::repr(slots).cast<std::string>()));
+  const std::int64_t n = integer_arg(slots, (name + ": slots").c_str());
+  const DType& d = dtype_arg(dtype, (name + ": dtype").c_str());
+  const bool m = bool_arg(mutable_, (name + ": mutable").c_str());
+  extension::Construction key = [&] {
+    py::gil_scoped_release nogil;  // observing the class seals it under the registries' locks
+    return extension::detail::ConstructionAccess::begin(carrier_class<Host>(), n, d, m, &make_like_python, identity);
+  }();
+  auto* host = new Host(std::move(key), self.ptr());
+  try {
+    extension::establish(*host);
+  } catch (...) {
+    delete host;
+    throw;
+  }
+  host->constructed();
+  v_h.value_ptr() = static_cast<Bound*>(host);
+}
+
+template <class ClassT, class Host, class DefinedHost>
+void init_python_carrier(py::detail::value_and_holder& v_h, py::handle slots, py::handle dtype, py::handle mutable_,
+                         bool dependent) {
   py::handle self(reinterpret_cast<PyObject*>(v_h.inst));
   py::handle type = py::type::handle_of(self);
   py::handle root = dependent ? dependent_carrier_type() : carrier_type();
   if (type.ptr() == root.ptr())
-    throw TypeError(fmt::format("{} is abstract: define a subclass with the storage hooks (docs/python.md)",
+    throw TypeError(fmt::format("{} is abstract: define a subclass with the storage hooks, or register a carrier "
+                                "definition for a subclass (docs/python.md)",
                                 class_name_of(root)));
+  const CarrierClass identity = python_class_identity(type);
+  if (identity.traits().storage_provider) {
+    init_defined_carrier<typename ClassT::type, DefinedHost>(v_h, identity, slots, dtype, mutable_);
+    return;
+  }
   require_hooks(type, dependent);
   const std::string name = class_name_of(type);
+  if (!slots.is_none())
+    throw TypeError(fmt::format("{}: a definition-free carrier's __init__ takes no slot count (its storage hooks "
+                                "define the size); only a definition-backed class is built as Cls(slots, *, dtype)",
+                                name));
   const SimpleDType& d = storage_dtype_arg(self, dtype, name);
   const bool m = bool_arg(mutable_, (name + ": mutable").c_str());
-  const CarrierClass identity = python_class_identity(type);
   py::detail::initimpl::construct<ClassT>(v_h, static_cast<Host*>(new Host(d, m, identity)), true);
 }
 
@@ -373,6 +504,32 @@ CarrierClass carrier_class_arg(py::handle cls, const char* what) {
   throw TypeError(fmt::format("{}: {} is not a Carrier class", what, py::repr(cls).cast<std::string>()));
 }
 
+bool is_python_carrier_class(py::handle cls) {
+  return PyType_Check(cls.ptr()) && !exact_bound_class(cls) && is_subclass(cls, carrier_type());
+}
+
+py::object carrier_object(const Carrier& carrier) {
+  if (auto* host = dynamic_cast<const PythonCarrierObject*>(&carrier)) {
+    py::handle self = host->python_object();
+    if (!self) throw RuntimeError(fmt::format("{}: the instance's Python object is gone", carrier.class_name()));
+    return py::reinterpret_borrow<py::object>(self);
+  }
+  return py::cast(std::const_pointer_cast<Carrier>(carrier.shared_from_this()));
+}
+
+py::object carrier_class_object(const CarrierClass& cls) {
+  if (cls == carrier_class<Carrier>()) return carrier_type();
+  if (cls == carrier_class<DependentCarrier>()) return dependent_carrier_type();
+  if (cls == carrier_class<Generic>()) return py::type::of<Generic>();
+  if (cls == carrier_class<CPU>()) return py::type::of<CPU>();
+  auto it = python_classes().find(cls);
+  if (it != python_classes().end()) {
+    py::object type = it->second();  // the weak reference's target
+    if (!type.is_none()) return type;
+  }
+  throw NotImplementedError(fmt::format("the carrier class {} has no Python class in this package", cls.name()));
+}
+
 void bind_carriers(py::module_& m) {
   using CarrierClassT = py::class_<Carrier, PyCarrier, std::shared_ptr<Carrier>>;
   CarrierClassT carrier(m, "Carrier", R"doc(
@@ -385,10 +542,11 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
   carrier_type() = carrier;
   carrier
       .def("__init__",
-           [](py::detail::value_and_holder& v_h, py::handle dtype, py::handle mutable_) {
-             init_python_carrier<CarrierClassT, PyCarrier>(v_h, dtype, mutable_, false);
+           [](py::detail::value_and_holder& v_h, py::handle slots, py::handle dtype, py::handle mutable_) {
+             init_python_carrier<CarrierClassT, PyCarrier, PyDefinedCarrier>(v_h, slots, dtype, mutable_, false);
            },
-           py::detail::is_new_style_constructor(), py::kw_only(), py::arg("dtype"), py::arg("mutable") = true)
+           py::detail::is_new_style_constructor(), py::arg("slots") = py::none(), py::kw_only(), py::arg("dtype"),
+           py::arg("mutable") = true)
       .def("size", &Carrier::size, "The number of slots (RuntimeError after release).")
       .def("dtype", [](const Carrier& c) { return dtype_object(c.dtype()); }, "The stored dtype (also after release).")
       .def("get_value", &get_value, py::arg("index"),
@@ -462,13 +620,17 @@ valid. Before that every capability query raises RuntimeError.)doc");
   dependent_carrier_type() = dependent;
   dependent
       .def("__init__",
-           [](py::detail::value_and_holder& v_h, py::handle dtype, py::handle mutable_) {
-             init_python_carrier<DependentClassT, PyDependentCarrier>(v_h, dtype, mutable_, true);
+           [](py::detail::value_and_holder& v_h, py::handle slots, py::handle dtype, py::handle mutable_) {
+             init_python_carrier<DependentClassT, PyDependentCarrier, PyDefinedDependentCarrier>(v_h, slots, dtype,
+                                                                                                  mutable_, true);
            },
-           py::detail::is_new_style_constructor(), py::kw_only(), py::arg("dtype"), py::arg("mutable") = true)
+           py::detail::is_new_style_constructor(), py::arg("slots") = py::none(), py::kw_only(), py::arg("dtype"),
+           py::arg("mutable") = true)
       .def("finalize_operation_capabilities", [](DependentCarrier& self) {
              auto* host = dynamic_cast<PyDependentCarrier*>(&self);
-             if (!host) throw TypeError("finalize_operation_capabilities: not a Python-defined DependentCarrier");
+             if (!host)
+               throw TypeError("finalize_operation_capabilities: not a definition-free Python DependentCarrier (a "
+                               "definition-backed instance is finalised by its construction)");
              py::gil_scoped_release nogil;
              host->finalize();
            },

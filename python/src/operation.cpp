@@ -499,6 +499,10 @@ py::object results_object(std::vector<Tensor>&& results, py::handle originals) {
 
 }  // namespace
 
+py::object resolved_invocation_object(const op::ResolvedInvocation& invocation) {
+  return invocation_object_for(invocation);
+}
+
 void bind_operation(py::module_& m) {
   // ---- markers
   py::class_<op::Required>(m, "_RequiredMarker", "The type of REQUIRED (one instance).")
@@ -901,6 +905,76 @@ ValueError; a return that is neither a Tensor nor a tuple of Tensors:
 TypeError; an empty tuple, or results whose count, dtype, shape or layout
 conflict with the invocation's ResultSpecs: ProviderContractError naming the
 field.)doc");
+
+  // explain() (<strideweave/explain.h>; `strideweave explain`).
+  py::class_<CandidateTrace>(m, "CandidateTrace", R"doc(
+One candidate kernel pattern of an explained call, in preference order:
+kernel_id, source ("built-in" or a pack's "namespace@version"), preference,
+outcome ("ran", "declined", "not reached") and the Unsupported reason of a
+declined one. Immutable.)doc")
+      .def_readonly("kernel_id", &CandidateTrace::kernel_id)
+      .def_readonly("source", &CandidateTrace::source)
+      .def_readonly("preference", &CandidateTrace::preference)
+      .def_property_readonly("outcome", [](const CandidateTrace& c) { return std::string(name_of(c.outcome)); })
+      .def_readonly("reason", &CandidateTrace::reason)
+      .def("__repr__", [](const CandidateTrace& c) {
+        return fmt::format("<CandidateTrace {} ({}, preference {}): {}>", c.kernel_id, c.source, c.preference,
+                           name_of(c.outcome));
+      });
+  struct PyExplanation {
+    Explanation e;
+    py::tuple outputs;
+  };
+  py::class_<PyExplanation>(m, "Explanation", R"doc(
+What one call did, step by step (explain()): operation, bound_call, plan
+(None when resolution failed), results (the ResultSpecs), carrier,
+admitted_by (the OperationCapability that admitted the plan, or None),
+route ("kernel table", "kernel patterns", "composite provider"),
+candidates (CandidateTrace, in preference order), ran, outputs (Tensors),
+error_type and error_message (None unless a step failed). str() gives the
+text `strideweave explain` prints. Immutable.)doc")
+      .def_property_readonly("operation", [](const PyExplanation& x) { return x.e.operation; })
+      .def_property_readonly("bound_call", [](const PyExplanation& x) { return x.e.bound_call; })
+      .def_property_readonly("plan", [](const PyExplanation& x) { return x.e.plan; })
+      .def_property_readonly("results", [](const PyExplanation& x) {
+        return py::tuple(py::cast(x.e.results));
+      })
+      .def_property_readonly("carrier", [](const PyExplanation& x) { return x.e.carrier; })
+      .def_property_readonly("admitted_by", [](const PyExplanation& x) { return x.e.admitted_by; })
+      .def_property_readonly("route", [](const PyExplanation& x) { return x.e.route; })
+      .def_property_readonly("candidates", [](const PyExplanation& x) { return py::tuple(py::cast(x.e.candidates)); })
+      .def_property_readonly("ran", [](const PyExplanation& x) { return x.e.ran; })
+      .def_property_readonly("outputs", [](const PyExplanation& x) { return x.outputs; })
+      .def_property_readonly("error_type", [](const PyExplanation& x) { return x.e.error_type; })
+      .def_property_readonly("error_message", [](const PyExplanation& x) { return x.e.error_message; })
+      .def("__str__", [](const PyExplanation& x) { return to_text(x.e); })
+      .def("__repr__", [](const PyExplanation& x) {
+        return fmt::format("<Explanation {} route='{}'{}>", x.e.operation, x.e.route,
+                           x.e.error_type ? " error=" + *x.e.error_type : "");
+      });
+  m.def("explain", [](py::handle definition, const py::args& args, const py::kwargs& kwargs) {
+        const op::OperationDefinition& d = definition_arg(definition, "explain");
+        std::vector<op::CallOperand> operands = call_operands(d, args);
+        op::OptionMap options = call_options(d, kwargs);
+        CallScope scope;
+        scope.definition = &d;
+        scope.operands = args;
+        PyExplanation x;
+        {
+          py::gil_scoped_release nogil;
+          x.e = explain(d, std::move(operands), std::move(options));
+        }
+        x.outputs = tensors_tuple(x.e.outputs, args);
+        return x;
+      },
+      py::arg("definition"), R"doc(
+explain(definition, *operands, **options) -> Explanation
+
+Runs one call of `definition` as the dispatch pipeline does and records each
+step (the bound call, the plan and result specs, the carrier and the
+capability entry that admitted the plan, the route, every candidate kernel
+pattern with its outcome, what ran, the outputs). A failing step ends the
+record with its error instead of raising. docs/cli.md, "strideweave explain".)doc");
 }
 
 }  // namespace strideweave::python

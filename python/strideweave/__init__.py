@@ -15,12 +15,17 @@ Python's built-ins (plus UnsupportedOperationPlan, a NotImplementedError).
 
 strideweave.operation is the operation-definition surface of
 operation-semantics.md (define_operation, ...; the names that specification
-places at the top level are re-exported here). Not built yet (it raises
-NotImplementedError on import): strideweave.carriers.extension.
+places at the top level are re-exported here). The carrier extension
+surface is strideweave.carriers.extension; twelve of its names are
+re-exported here (carrier-extension R1).
 """
 
 from . import _core
 from ._core import (
+    # explain(): one call, step by step (docs/cli.md, "strideweave explain")
+    explain,
+    Explanation,
+    CandidateTrace,
     # errors (the rest are Python's built-ins)
     UnsupportedOperationPlan,
     UnsupportedOpDType,
@@ -118,6 +123,21 @@ from .operation import (
     REQUIRED,
     NON_DIFFERENTIABLE,
     ResultSpec,
+)
+from .carriers.extension import (
+    # carrier-extension R1: the top-level exports (the same objects)
+    CarrierDefinition,
+    CarrierFacet,
+    CompositeProvider,
+    KernelExecutionInterface,
+    KernelPack,
+    KernelPattern,
+    KernelProvider,
+    StorageProvider,
+    TransferRoute,
+    Unsupported,
+    register_carrier_definition,
+    register_kernel_pack,
 )
 
 # Every public operation, as the C++ library lists them (call.h): add, sub,

@@ -24,13 +24,14 @@ std::string require_text(std::string text, const char* who, const char* field) {
   return text;
 }
 
-std::string demangled(const std::type_info& type) {
+std::string demangled(const char* name) {
   int status = 0;
-  char* d = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
-  std::string out = status == 0 && d ? d : type.name();
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : name;
   std::free(d);
   return out;
 }
+std::string demangled(const std::type_info& type) { return demangled(type.name()); }
 
 void require_concrete_carrier_class(CarrierClass cls, const char* who, const char* field) {
   if (!cls.traits().derives_carrier)
@@ -56,7 +57,11 @@ ProviderResult::ProviderResult(std::vector<Tensor> outputs) : outputs_(std::move
 KernelExecutionInterface::KernelExecutionInterface(std::string version)
     : version_(require_text(std::move(version), "KernelExecutionInterface", "version")) {}
 
-std::string KernelExecutionInterface::describe() const { return fmt::format("{}@{}", demangled(typeid(*this)), version_); }
+// The identity's type half (interface_type()), so that a binding's per-class
+// key names the binding's class rather than the shared host type.
+std::string KernelExecutionInterface::describe() const {
+  return fmt::format("{}@{}", demangled(interface_type().name()), version_);
+}
 
 PreparedKernel::PreparedKernel(std::shared_ptr<const KernelExecutionInterface> interface, KernelSubmit submit)
     : interface_(std::move(interface)), submit_(require_callable(std::move(submit), "PreparedKernel", "submit")) {

@@ -578,6 +578,19 @@ TEST(CarrierExtension_R9_KernelExecutionInterface, VersionAndCompatibilityIdenti
   EXPECT_FALSE(a.compatibility_identity() == d.compatibility_identity());
 }
 
+// A binding's host overrides interface_type(); describe() (the text of a
+// pack's interface-mismatch TypeError) names that key, not the host type.
+TEST(CarrierExtension_R9_KernelExecutionInterface, DescribeNamesTheIdentitysType) {
+  struct KeyedHost final : ext::KernelExecutionInterface {
+    using KernelExecutionInterface::KernelExecutionInterface;
+    std::type_index interface_type() const override { return typeid(OtherInterface); }
+  };
+  const KeyedHost keyed("4");
+  EXPECT_EQ(keyed.compatibility_identity(), OtherInterface("4").compatibility_identity());
+  EXPECT_EQ(keyed.describe(), OtherInterface("4").describe());
+  EXPECT_NE(keyed.describe().find("@4"), std::string::npos);
+}
+
 // ---------------------------------------------------------------- R10
 
 TEST(CarrierExtension_R10_KernelPack, ConstructionValidatesItsFields) {

@@ -3,9 +3,10 @@
 Carrier and DependentCarrier are open for subclassing in Python (a subclass
 is its own exact class; docs/python.md, "Carriers defined in Python");
 Generic and CPU are the shipped, final carriers. The definition-backed
-extension surface, strideweave.carriers.extension, is not built yet.
+extension surface is strideweave.carriers.extension (carrier-extension.md).
 """
 
 from .._core import CPU, Carrier, DependentCarrier, Generic
+from . import extension
 
 __all__ = ["Carrier", "DependentCarrier", "Generic", "CPU"]

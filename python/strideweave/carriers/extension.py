@@ -1,18 +1,99 @@
 """strideweave.carriers.extension: the definition-backed carrier extension
-surface of carrier-extension.md (CarrierDefinition, StorageProvider,
-KernelProvider, KernelPack, KernelPattern, TransferRoute, CompositeProvider,
-ProviderCompletion, register_carrier_definition, register_kernel_pack, ...).
+surface of carrier-extension.md (R1-R13; the C++ surface is
+<strideweave/extension.h>, docs/extension.md).
 
-Not built yet: every one of these names belongs to the C++ extension layer
-(issue 11), which is not in this build. Importing this module raises
-NotImplementedError rather than offering names that do nothing. The
-definition-free path already works: subclass strideweave.Carrier or
-strideweave.DependentCarrier and declare capabilities with
-strideweave.register_operation_capabilities (docs/python.md).
+A Python subclass of strideweave.Carrier (or DependentCarrier) that defines
+none of the definition-free storage hooks becomes definition-backed when a
+CarrierDefinition is registered for it; its instances are then built as
+Cls(slots, *, dtype, mutable=True) and their storage is the definition's
+StorageProvider callbacks (docs/python.md, "Definition-backed Python
+carriers").
+
+Twelve of these names are also top-level exports of strideweave (the same
+objects); TransferProvider, PreparedKernel, PreparedTransfer,
+PreparedComposite, ProviderResult, ProviderCompletion and TransferRequest
+live here only (R1).
+
+Not built yet: executing an operation on a definition-backed carrier (the
+capability gate answers; an admitted call raises NotImplementedError), moves
+through TransferRoutes, and handing a ResolvedInvocation to a Python
+KernelPattern.prepare or CompositeProvider (strideweave.operation is not
+bound): those callbacks raise NotImplementedError saying so.
 """
 
-raise NotImplementedError(
-    "strideweave.carriers.extension is not available yet: the C++ carrier-extension layer "
-    "(CarrierDefinition, StorageProvider, KernelPack, ...; issue 11) is not in this build. "
-    "Definition-free Python carriers work today: subclass strideweave.Carrier (docs/python.md)."
+import typing as _typing
+
+from .._core import (
+    CarrierDefinition,
+    CarrierFacet,
+    CompositeProvider,
+    KernelExecutionInterface,
+    KernelPack,
+    KernelPattern,
+    KernelProvider,
+    PreparedComposite,
+    PreparedKernel,
+    PreparedTransfer,
+    ProviderResult,
+    StorageProvider,
+    TransferProvider,
+    TransferRequest,
+    TransferRoute,
+    Unsupported,
+    register_carrier_definition,
+    register_kernel_pack,
 )
+
+_T = _typing.TypeVar("_T", covariant=True)
+
+
+class _CompletionMeta(type(_typing.Protocol)):
+    # R4.1: an object exposing __await__ is never a ProviderCompletion.
+    def __instancecheck__(cls, instance):
+        if cls is ProviderCompletion and hasattr(instance, "__await__"):
+            return False
+        return super().__instancecheck__(instance)
+
+
+@_typing.runtime_checkable
+class ProviderCompletion(_typing.Protocol[_T], metaclass=_CompletionMeta):
+    """A provider's pending outcome (carrier-extension R4.1): a structural
+    protocol. Any object with a bool property `done` and a blocking `wait()`
+    returning the outcome, and no `__await__`, is one; a provider's submit
+    may return it instead of its result. The framework checks it when it
+    accepts it (TypeError for `__await__`, a non-bool `done` or a missing
+    member) and calls `wait()` with the GIL held. `wait()` must be
+    thread-safe and idempotent: every call returns the same object or raises
+    the same exception, and `done` turns true exactly at that outcome."""
+
+    @property
+    def done(self) -> bool:
+        """True once the outcome is terminal."""
+        ...
+
+    def wait(self) -> _T:
+        """Blocks until the outcome; returns it or raises it."""
+        ...
+
+
+__all__ = [
+    "CarrierDefinition",
+    "CarrierFacet",
+    "CompositeProvider",
+    "KernelExecutionInterface",
+    "KernelPack",
+    "KernelPattern",
+    "KernelProvider",
+    "PreparedComposite",
+    "PreparedKernel",
+    "PreparedTransfer",
+    "ProviderCompletion",
+    "ProviderResult",
+    "StorageProvider",
+    "TransferProvider",
+    "TransferRequest",
+    "TransferRoute",
+    "Unsupported",
+    "register_carrier_definition",
+    "register_kernel_pack",
+]
