@@ -554,3 +554,158 @@ TEST(Explain_Step8, DefinitionFreeCarrierRunsItsKernelTable) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------- fault injection (issue 11 standards)
+//
+// Each provider callback is made to throw; the exception reaches the caller
+// unchanged, and nothing was published: no result, no version advanced, the
+// registries answer as before.
+
+enum class Fault { None, SupportsDType, Allocate, Read, Write, Prepare, Submit, Wait, Capabilities, ResultCarriers };
+std::atomic<Fault> fault{Fault::None};
+
+struct InjectedFault : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+
+void maybe_fail(Fault where) {
+  if (fault.load() == where) throw InjectedFault("injected fault");
+}
+
+class Faulty final : public ext::DefinedCarrier {
+ public:
+  explicit Faulty(ext::Construction key) : DefinedCarrier(std::move(key)) {}
+  std::vector<Value> arena;
+};
+
+class FaultyComposite final : public ext::DefinedDependentCarrier {
+ public:
+  explicit FaultyComposite(ext::Construction key) : DefinedDependentCarrier(std::move(key)) {}
+  std::vector<Value> arena;
+};
+
+template <class C>
+ext::StorageProvider faulty_storage() {
+  return ext::StorageProvider(
+      [](const Carrier&, const DType& d) {
+        maybe_fail(Fault::SupportsDType);
+        return &d == &DType::Float32();
+      },
+      [](const Carrier& c) { return static_cast<std::int64_t>(static_cast<const C&>(c).arena.size()); },
+      [](Carrier& c, std::int64_t n) {
+        maybe_fail(Fault::Allocate);
+        static_cast<C&>(c).arena.assign(static_cast<std::size_t>(n), Value::from_float32(1));
+      },
+      [](Carrier& c) { static_cast<C&>(c).arena.clear(); },
+      [](const Carrier& c, std::int64_t i) {
+        maybe_fail(Fault::Read);
+        return static_cast<const C&>(c).arena[static_cast<std::size_t>(i)];
+      },
+      [](Carrier& c, std::int64_t i, const Value& v) {
+        maybe_fail(Fault::Write);
+        static_cast<C&>(c).arena[static_cast<std::size_t>(i)] = v;
+      });
+}
+
+ext::ProviderResult faulty_double(const op::ResolvedInvocation& inv) {
+  const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+  auto out = ext::create<Faulty>(x.size(), DType::Float32());
+  return ext::ProviderResult({Tensor(out, 0, Layout::compact(x.shape()))});
+}
+
+void register_faulty() {
+  static const bool once = [] {
+    auto p = ext::KernelPattern(
+        double_op(), {plan_of("pipetest.double")}, "faulty",
+        [](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+          maybe_fail(Fault::Prepare);
+          auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+          return ext::PreparedKernel(self, [inv = &inv]() -> ext::ResultSubmission {
+            maybe_fail(Fault::Submit);
+            return ext::ProviderCompletion<ext::ProviderResult>::deferred([inv] {
+              maybe_fail(Fault::Wait);
+              return faulty_double(*inv);
+            });
+          });
+        });
+    ext::register_carrier_definition(
+        carrier_class<Faulty>(),
+        ext::CarrierDefinition(faulty_storage<Faulty>(), ext::KernelProvider(std::make_shared<Iface>("1"), {p})));
+    ext::CompositeProvider composite(
+        [](const Carrier&) {
+          maybe_fail(Fault::Capabilities);
+          return std::vector{plan_of("pipetest.double")};
+        },
+        [](const Carrier&, const op::ResolvedInvocation&) {
+          maybe_fail(Fault::ResultCarriers);
+          return std::vector<CarrierClass>{carrier_class<Faulty>()};
+        },
+        [](const Carrier&, const op::ResolvedInvocation& inv) -> ext::CompositeProvider::Prepared {
+          return ext::PreparedComposite([inv = &inv]() -> ext::ResultSubmission { return faulty_double(*inv); });
+        });
+    ext::register_carrier_definition(
+        carrier_class<FaultyComposite>(),
+        ext::CarrierDefinition(faulty_storage<FaultyComposite>(), std::nullopt, {}, composite));
+    return true;
+  }();
+  (void)once;
+}
+
+struct FaultCase {
+  Fault fault;
+  const char* name;
+};
+
+class ProviderFaults : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(ProviderFaults, EachCallbackThrowingPublishesNothing) {
+  register_faulty();
+  fault = Fault::None;
+  const auto x = ext::create<Faulty>(2, DType::Float32());
+  const auto composite = ext::create<FaultyComposite>(2, DType::Float32());
+  const Tensor tx(x, 0, Layout::compact(Shape{2}));
+  const Tensor tc(composite, 0, Layout::compact(Shape{2}));
+  const auto definition_before = ext::carrier_definition(carrier_class<Faulty>());
+  const auto caps_before = capabilities_for_carrier_class(carrier_class<Faulty>());
+  const auto x_version = x->version(), c_version = composite->version();
+  const std::vector<Value> x_values = tx.values();
+
+  fault = GetParam().fault;
+  std::function<void()> action;
+  switch (GetParam().fault) {
+    case Fault::SupportsDType:
+    case Fault::Allocate:
+      action = [] { (void)ext::create<Faulty>(3, DType::Float32()); };
+      break;
+    case Fault::Read: action = [&] { (void)x->get_value(0); }; break;
+    case Fault::Write: action = [&] { x->set_value(0, Value::from_float32(9)); }; break;
+    case Fault::Prepare:
+    case Fault::Submit:
+    case Fault::Wait: action = [&] { (void)(*double_op())({tx}); }; break;
+    case Fault::Capabilities: action = [] { (void)ext::create<FaultyComposite>(1, DType::Float32()); }; break;
+    case Fault::ResultCarriers: action = [&] { (void)(*double_op())({tc}); }; break;
+    case Fault::None: break;
+  }
+  EXPECT_THROW(action(), InjectedFault) << GetParam().name;
+  fault = Fault::None;
+  EXPECT_EQ(x->version(), x_version);
+  EXPECT_EQ(composite->version(), c_version);
+  EXPECT_EQ(tx.values(), x_values);
+  EXPECT_EQ(ext::carrier_definition(carrier_class<Faulty>()), definition_before);
+  EXPECT_EQ(capabilities_for_carrier_class(carrier_class<Faulty>()), caps_before);
+  // The same call succeeds once the fault is gone: nothing was left half done.
+  EXPECT_NO_THROW(action()) << GetParam().name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DefinitionPipeline_FaultInjection, ProviderFaults,
+    ::testing::Values(FaultCase{Fault::SupportsDType, "supports_dtype"}, FaultCase{Fault::Allocate, "allocate"},
+                      FaultCase{Fault::Read, "read"}, FaultCase{Fault::Write, "write"},
+                      FaultCase{Fault::Prepare, "prepare"}, FaultCase{Fault::Submit, "submit"},
+                      FaultCase{Fault::Wait, "wait"}, FaultCase{Fault::Capabilities, "capabilities"},
+                      FaultCase{Fault::ResultCarriers, "result_carriers"}),
+    [](const ::testing::TestParamInfo<FaultCase>& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
