@@ -86,6 +86,10 @@ int run_check_gradients(const std::string& carrier, const std::vector<std::strin
 // everywhere else in the library.
 void require_registered_operations(const std::vector<std::string>& names);
 
+// The `--option NAME=JSON` flag of `run` and `explain` (repeatable; a value
+// without '=' or with an empty NAME is a usage error).
+void add_operation_option_flag(CLI::App& sub, std::vector<std::string>& specs, const std::string& help);
+
 // Prints {"error": type, "message": ...} to stdout when `as_json`, otherwise
 // "strideweave: TYPE: MESSAGE" to stderr; returns 1.
 int report_error(const Error& error, bool as_json);

@@ -48,4 +48,17 @@ int report_error(const Error& error, bool as_json) {
   return 1;
 }
 
+void add_operation_option_flag(CLI::App& sub, std::vector<std::string>& specs, const std::string& help) {
+  sub.add_option("--option", specs, help)
+      ->type_name("NAME=JSON")
+      ->check(not_a_flag())
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](std::string& spec) {
+            const std::size_t eq = spec.find('=');
+            return eq == std::string::npos || eq == 0 ? fmt::format("'{}' is not NAME=JSON", spec) : std::string();
+          },
+          ""));
+}
+
 }  // namespace strideweave::cli

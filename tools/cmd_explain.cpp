@@ -65,14 +65,7 @@ json explanation_to_json(const Explanation& e) {
 
 int run_explain(const ExplainArguments& a) {
   // The whole command line is read before anything is looked up or built.
-  std::vector<std::pair<std::string, JsonNode>> option_args;
-  for (const std::string& spec : a.options) {
-    const std::size_t eq = spec.find('=');
-    const std::string name = spec.substr(0, eq);
-    for (const auto& [seen, _] : option_args)
-      if (seen == name) throw UsageError(fmt::format("--option {} given twice", name));
-    option_args.emplace_back(name, parse_json_value(spec.substr(eq + 1), fmt::format("--option {}", name)));
-  }
+  const std::vector<std::pair<std::string, JsonNode>> option_args = parse_option_args(a.options);
   std::vector<OperandLiteral> literals;
   for (const std::string& arg : a.operands) literals.push_back(read_operand_literal(arg, TensorOperands::Values));
   try {
@@ -115,16 +108,7 @@ Command add_explain_command(CLI::App& app) {
       ->check(not_a_flag())
       ->check(CLI::IsMember(carrier_choices()))
       ->capture_default_str();
-  sub->add_option("--option", a->options, "A named option of the operation; repeatable")
-      ->type_name("NAME=JSON")
-      ->check(not_a_flag())
-      ->allow_extra_args(false)
-      ->check(CLI::Validator(
-          [](std::string& spec) {
-            const std::size_t eq = spec.find('=');
-            return eq == std::string::npos || eq == 0 ? fmt::format("'{}' is not NAME=JSON", spec) : std::string();
-          },
-          ""));
+  add_operation_option_flag(*sub, a->options, "A named option of the operation; repeatable");
   sub->add_flag("--json", a->as_json, "Print the record as one JSON object");
   sub->footer("Example: strideweave explain add 'tensor:float32:[1,2]' 'tensor:int32:[3,4]' --json");
   return {sub, [a] { return run_explain(*a); }};

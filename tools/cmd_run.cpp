@@ -70,14 +70,7 @@ int run_run(const RunArguments& a) {
   if (a.operation.empty()) throw UsageError("no operation given (or --list)");
   // The whole command line is read before anything is looked up or built: a
   // usage error wins over every error of the library.
-  std::vector<std::pair<std::string, JsonNode>> option_args;
-  for (const std::string& spec : a.options) {
-    const std::size_t eq = spec.find('=');  // the validator saw one at a position > 0
-    const std::string name = spec.substr(0, eq);
-    for (const auto& [seen, _] : option_args)
-      if (seen == name) throw UsageError(fmt::format("--option {} given twice", name));
-    option_args.emplace_back(name, parse_json_value(spec.substr(eq + 1), fmt::format("--option {}", name)));
-  }
+  const std::vector<std::pair<std::string, JsonNode>> option_args = parse_option_args(a.options);
   std::vector<OperandLiteral> literals;
   for (const std::string& arg : a.operands) literals.push_back(read_operand_literal(arg, TensorOperands::Values));
 
@@ -129,16 +122,7 @@ Command add_run_command(CLI::App& app) {
       ->check(not_a_flag())
       ->check(CLI::IsMember(carrier_choices()))
       ->capture_default_str();
-  sub->add_option("--option", a->options, "A named option of the operation (run --list shows each one's); repeatable")
-      ->type_name("NAME=JSON")
-      ->check(not_a_flag())
-      ->allow_extra_args(false)
-      ->check(CLI::Validator(
-          [](std::string& spec) {
-            const std::size_t eq = spec.find('=');
-            return eq == std::string::npos || eq == 0 ? fmt::format("'{}' is not NAME=JSON", spec) : std::string();
-          },
-          ""));
+  add_operation_option_flag(*sub, a->options, "A named option of the operation (run --list shows each one's); repeatable");
   a->accumulator_given =
       sub->add_option("--accumulator", a->accumulator, "The accumulator dtype (float64) of reduce_sum or matmul")
           ->type_name("DTYPE")

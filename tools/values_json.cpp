@@ -342,4 +342,16 @@ std::string tensor_text(const Tensor& tensor) {
                      fmt::join(tensor.shape().extents(), ","), values);
 }
 
+std::vector<std::pair<std::string, JsonNode>> parse_option_args(const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, JsonNode>> out;
+  for (const std::string& spec : specs) {
+    const std::size_t eq = spec.find('=');  // the flag's validator saw one at a position > 0
+    const std::string name = spec.substr(0, eq);
+    for (const auto& [seen, _] : out)
+      if (seen == name) throw UsageError(fmt::format("--option {} given twice", name));
+    out.emplace_back(name, parse_json_value(spec.substr(eq + 1), fmt::format("--option {}", name)));
+  }
+  return out;
+}
+
 }  // namespace strideweave::cli

@@ -13,6 +13,7 @@
 #include <strideweave/strideweave.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strideweave::cli {
@@ -30,6 +31,10 @@ struct JsonNode {
 // numbers by the grammar of literals.h, lists nested at most 64 deep).
 // Malformed text -> UsageError (cli.h) naming `what`.
 JsonNode parse_json_value(const std::string& text, const std::string& what);
+
+// The `--option NAME=JSON` values of a command line, in order, each value
+// parsed (UsageError for malformed JSON or a NAME given twice).
+std::vector<std::pair<std::string, JsonNode>> parse_option_args(const std::vector<std::string>& specs);
 
 // A tensor of `dtype` (Float32, Int32 or Bool; any other dtype ValueError)
 // on a fresh carrier of the shipped carrier named `carrier` (case-insensitive;
