@@ -1,6 +1,6 @@
 // Carriers (core-concepts.md sections 1, 2 and 8): the Carrier base, the
-// DependentCarrier base, the shipped Generic and CPU, and carriers defined
-// in Python (docs/python.md, "Carriers defined in Python").
+// DependentCarrier base, the shipped Generic and CPU (FileBacked is in
+// file_backed.cpp), and carriers defined in Python (docs/python.md, "Carriers defined in Python").
 //
 // A Python subclass of Carrier or DependentCarrier is its own exact class:
 // the first time the class is used (instantiated, or named in a class-level
@@ -367,6 +367,7 @@ CarrierClass carrier_class_arg(py::handle cls, const char* what) {
     if (t == typeid(DependentCarrier)) return carrier_class<DependentCarrier>();
     if (t == typeid(Generic)) return carrier_class<Generic>();
     if (t == typeid(CPU)) return carrier_class<CPU>();
+    if (t == typeid(FileBacked)) return carrier_class<FileBacked>();
   } else if (is_subclass(cls, carrier_type())) {
     return python_class_identity(cls);
   }

@@ -80,6 +80,7 @@ from ._core import (
     DependentCarrier,
     Generic,
     CPU,
+    FileBacked,
     # tensors
     Tensor,
     Output,

@@ -5,6 +5,8 @@
 # parameters exactly as the running module has them.
 
 import enum
+import os
+import pathlib
 from types import TracebackType
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence, TypeVar, overload
 
@@ -385,6 +387,22 @@ class Generic(Carrier):
 class CPU(Carrier):
     def __init__(self, size: int, pointer: int | None = None, *, mutable: bool = True,
                  dtype: SimpleDType = ..., empty: bool = False) -> None: ...
+
+class FileBacked(Carrier):
+    def __init__(self, filename: str | None = None, *, mutable: bool = True, dtype: SimpleDType,
+                 size: int = 0, residency_bytes: int | None = None) -> None: ...
+    @staticmethod
+    def open(path: str | os.PathLike[str], *, dtype: SimpleDType, mutable: bool = False, offset: int = 0,
+             size: int | None = None, residency_bytes: int | None = None) -> FileBacked: ...
+    @property
+    def path(self) -> pathlib.Path: ...
+    @property
+    def owns_file(self) -> bool: ...
+    @property
+    def residency_bytes(self) -> int: ...
+    def flush(self) -> None: ...
+    @staticmethod
+    def session_directory() -> pathlib.Path: ...
 
 # ---- tensors
 

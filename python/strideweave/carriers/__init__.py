@@ -2,10 +2,11 @@
 
 Carrier and DependentCarrier are open for subclassing in Python (a subclass
 is its own exact class; docs/python.md, "Carriers defined in Python");
-Generic and CPU are the shipped, final carriers. The definition-backed
+Generic and CPU are the shipped, final carriers that compute; FileBacked is
+the shipped, final storage-only carrier (docs/storage.md). The definition-backed
 extension surface, strideweave.carriers.extension, is not built yet.
 """
 
-from .._core import CPU, Carrier, DependentCarrier, Generic
+from .._core import CPU, Carrier, DependentCarrier, FileBacked, Generic
 
-__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU"]
+__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU", "FileBacked"]
