@@ -151,6 +151,27 @@ FileBacked::Mapping map_range(int fd, const std::string& path, std::int64_t offs
   return m;
 }
 
+// After a successful mapping: closes the descriptor (setting `fd` to -1
+// first: a failed close(2) has still closed it) and completes `m`.
+void finish_mapping(int& fd, FileBacked::Mapping& m, bool owns_file, std::int64_t residency) {
+  const int to_close = fd;
+  fd = -1;
+  if (const int error = file_io().close(to_close)) throw_os_error(error, "close", m.path.string(), std::nullopt);
+  m.owns_file = owns_file;
+  m.residency_bytes = residency;
+  m.creator_pid = static_cast<long>(::getpid());
+}
+
+// Inside a catch-all handler, after undoing: rethrows the error being
+// handled, std::bad_alloc as a MemoryError naming the file.
+[[noreturn]] void rethrow_with_memory_error(const char* what, const std::string& path) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw MemoryError(fmt::format("{}: cannot allocate the carrier for '{}'", what, path));
+  }
+}
+
 // Undoes a creation that failed after the file existed.
 void abandon_created(int fd, const std::string& path, void* base, std::size_t mapped_bytes) noexcept {
   FileIo& io = file_io();
@@ -214,21 +235,12 @@ std::shared_ptr<FileBacked> FileBacked::create(std::optional<std::string> filena
     if (const int error = io.reserve(fd, bytes))
       throw_os_error(error, fmt::format("posix_fallocate of {} bytes", bytes), path, std::int64_t{0});
     m = map_range(fd, path, 0, bytes, true);  // read-write: new_like fills an immutable result too
-    const int fd_to_close = fd;
-    fd = -1;
-    if (const int error = io.close(fd_to_close)) throw_os_error(error, "close", path, std::nullopt);
-    m.owns_file = true;
-    m.residency_bytes = residency;
-    m.creator_pid = static_cast<long>(::getpid());
+    finish_mapping(fd, m, true, residency);
     return std::make_shared<FileBacked>(Token{}, d, mutable_, std::move(m));
   } catch (...) {
     abandon_created(fd, path, m.base, m.mapped_bytes);
     forget_session_file(path);
-    try {
-      throw;
-    } catch (const std::bad_alloc&) {
-      throw MemoryError(fmt::format("FileBacked: cannot allocate the carrier for '{}'", path));
-    }
+    rethrow_with_memory_error("FileBacked", path);
   }
 }
 
@@ -266,21 +278,12 @@ std::shared_ptr<FileBacked> FileBacked::open(const std::filesystem::path& file, 
       bytes = remaining;
     }
     m = map_range(fd, path, offset, bytes, mutable_);
-    const int fd_to_close = fd;
-    fd = -1;
-    if (const int error = io.close(fd_to_close)) throw_os_error(error, "close", path, std::nullopt);
-    m.owns_file = false;
-    m.residency_bytes = residency;
-    m.creator_pid = static_cast<long>(::getpid());
+    finish_mapping(fd, m, false, residency);
     return std::make_shared<FileBacked>(Token{}, d, mutable_, std::move(m));
   } catch (...) {
     if (m.base) io.unmap(m.base, m.mapped_bytes);
     if (fd >= 0) io.close(fd);
-    try {
-      throw;
-    } catch (const std::bad_alloc&) {
-      throw MemoryError(fmt::format("FileBacked.open: cannot allocate the carrier for '{}'", path));
-    }
+    rethrow_with_memory_error("FileBacked.open", path);
   }
 }
 
