@@ -28,8 +28,11 @@ def test_api_names():
     """The function names declared with STRIDEWEAVE_TEST_API under src/."""
     names = set()
     for path in (ROOT / "src").rglob("*.h"):
-        for m in re.finditer(r"STRIDEWEAVE_TEST_API\s+(?:class\s+(\w+)|[\w:<>*&\s]*?\b(\w+)\s*\()", path.read_text()):
+        text = path.read_text()
+        for m in re.finditer(r"STRIDEWEAVE_TEST_API\s+(?:class\s+(\w+)|[\w:<>*&\s]*?\b(\w+)\s*\()", text):
             names.add(m.group(1) or m.group(2))
+        # `class STRIDEWEAVE_TEST_API Name` (the attribute's place for a class).
+        names.update(re.findall(r"\bclass\s+STRIDEWEAVE_TEST_API\s+(\w+)", text))
     return names
 
 

@@ -52,8 +52,10 @@ namespace strideweave {
 
 class Carrier;
 class DependentCarrier;
+class Layout;
 class OperationCapability;
 class OperationPlan;
+class Tensor;
 
 // The identity of T (carrier-class.h): for any T, so that registries can
 // reject a type that is not a carrier. The traits come from the type.
@@ -136,6 +138,19 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // every value's kind first, so a failure writes nothing. Used by bulk
   // writes such as copying a result into a caller-provided output.
   void write_slots(std::span<const std::int64_t> indices, std::span<const Value> values);
+  // Carrier scatter (core-concepts.md 1.7; distinct from the scatter
+  // operation): writes to_scatter's value i, in logical order, to slot
+  // scatter_onto.offset() + mapping_offset + mapping(i) of this carrier, as
+  // ONE versioned mutation (version + 1, through write_slots). Checked before
+  // anything is written, in this order: NotImplementedError for a class
+  // without carrier scatter (FileBacked); RuntimeError unless live and
+  // publicly mutable; ValueError when scatter_onto is not backed by this
+  // carrier, when mapping's shape differs from to_scatter's, or when
+  // mapping_offset < 0; TypeError when to_scatter's dtype is not this
+  // carrier's; IndexError for a destination outside [0, size()).
+  void scatter(const Tensor& to_scatter, const Tensor& scatter_onto, const Layout& mapping,
+               std::int64_t mapping_offset = 0);
+
   // A versioned mutation made through a carrier's own typed access (a
   // kernel writing a caller-provided output): version + 1. RuntimeError
   // unless live and publicly mutable.
@@ -172,6 +187,10 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   virtual void release_storage() = 0;
   virtual std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                              bool empty) const = 0;
+
+  // False for a class that does not implement carrier scatter: scatter()
+  // then raises NotImplementedError naming the class, before any check.
+  virtual bool implements_carrier_scatter() const noexcept { return true; }
 
   // For composites (Evictable, TiledEvictable) that take ownership.
   void set_owned(bool owned) noexcept { owned_.store(owned); }

@@ -12,12 +12,18 @@
 //   MemoryError  - storage that cannot be allocated (std::bad_alloc never
 //                  escapes the library; the Python binding raises Python's
 //                  MemoryError).
+//   OSError      - a system call on a file failed (FileBacked): carries the
+//                  errno, the file and the byte offset concerned; the Python
+//                  binding raises Python's OSError (whose errno picks the
+//                  subclass: FileExistsError for EEXIST, ...).
 //
 // Every message names the operation or entity it concerns. A thrown error
 // leaves registries, carriers, versions and tensors exactly as they were.
 #pragma once
 
+#include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
 #include <strideweave/export.h>
@@ -72,6 +78,26 @@ class ProviderContractError : public RuntimeError {
 
  private:
   std::string field_;
+};
+
+// A failed system call on a file (docs/storage.md, "Errors"). error_number()
+// is the errno the call reported (ENOSPC, EIO, EEXIST, ...), filename() the
+// file (or directory) concerned, offset() the byte offset in it where the
+// failing call worked, when there is one. The message names all three and
+// the call.
+class OSError : public Error {
+ public:
+  OSError(std::string message, int error_number, std::string filename, std::optional<std::int64_t> offset)
+      : Error(std::move(message)), error_number_(error_number), filename_(std::move(filename)), offset_(offset) {}
+  const char* type_name() const noexcept override { return "OSError"; }
+  int error_number() const noexcept { return error_number_; }
+  const std::string& filename() const noexcept { return filename_; }
+  std::optional<std::int64_t> offset() const noexcept { return offset_; }
+
+ private:
+  int error_number_;
+  std::string filename_;
+  std::optional<std::int64_t> offset_;
 };
 
 }  // namespace strideweave

@@ -4,6 +4,7 @@
 #include <strideweave/carrier.h>
 #include <strideweave/carrier_class.h>
 #include <strideweave/carriers/cpu.h>
+#include <strideweave/carriers/file_backed.h>
 #include <strideweave/carriers/generic.h>
 #include <strideweave/carriers/shipped.h>
 #include <strideweave/dtype.h>

@@ -1,6 +1,6 @@
 // Carriers (core-concepts.md sections 1, 2 and 8): the Carrier base, the
-// DependentCarrier base, the shipped Generic and CPU, and carriers defined
-// in Python (docs/python.md, "Carriers defined in Python").
+// DependentCarrier base, the shipped Generic and CPU (FileBacked is in
+// file_backed.cpp), and carriers defined in Python (docs/python.md, "Carriers defined in Python").
 //
 // A Python subclass of Carrier or DependentCarrier is its own exact class:
 // the first time the class is used (instantiated, or named in a class-level
@@ -498,6 +498,7 @@ CarrierClass carrier_class_arg(py::handle cls, const char* what) {
     if (t == typeid(DependentCarrier)) return carrier_class<DependentCarrier>();
     if (t == typeid(Generic)) return carrier_class<Generic>();
     if (t == typeid(CPU)) return carrier_class<CPU>();
+    if (t == typeid(FileBacked)) return carrier_class<FileBacked>();
   } else if (is_subclass(cls, carrier_type())) {
     return python_class_identity(cls);
   }
@@ -586,6 +587,20 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
            }, py::arg("size"), py::kw_only(), py::arg("mutable") = true, py::arg("dtype") = py::none(),
            py::arg("empty") = false,
            "Fresh storage of `size` slots of the same exact class, zeroed unless empty=True.")
+      .def("scatter", [](Carrier& c, py::handle to_scatter, py::handle scatter_onto, py::handle mapping,
+                         py::handle mapping_offset) {
+             const Tensor& source = tensor_arg(to_scatter, "Carrier.scatter: to_scatter");
+             const Tensor& onto = tensor_arg(scatter_onto, "Carrier.scatter: scatter_onto");
+             if (!py::isinstance<Layout>(mapping))
+               throw TypeError(fmt::format("Carrier.scatter: mapping must be a Layout, got {}",
+                                           py::repr(mapping).cast<std::string>()));
+             const std::int64_t offset = integer_arg(mapping_offset, "Carrier.scatter: mapping_offset");
+             c.scatter(source, onto, mapping.cast<const Layout&>(), offset);
+           }, py::arg("to_scatter"), py::arg("scatter_onto"), py::arg("mapping"), py::arg("mapping_offset") = 0,
+           "Carrier scatter (core-concepts.md 1.7): source value i (logical order) goes to slot "
+           "scatter_onto.offset + mapping_offset + mapping(i), one version step. NotImplementedError on "
+           "FileBacked; ValueError when scatter_onto is another carrier's or the mapping's shape is not the "
+           "source's; IndexError for a destination outside the carrier; nothing is written on failure.")
       .def("operation_capabilities", [](const Carrier& c, py::handle operation_name) {
              if (operation_name.is_none()) return capabilities_object(c.operation_capabilities());
              if (!PyUnicode_Check(operation_name.ptr()))

@@ -4,7 +4,9 @@
 // type_name() gives (cpp-mapping.md, "Errors"): the C++ hierarchy mirrors
 // Python's (IndexError is a LookupError, NotImplementedError a
 // RuntimeError), so the most derived class is matched first.
-// UnsupportedOperationPlan and UnsupportedOpDType are the Python classes of
+// strideweave::OSError becomes Python's OSError with errno, filename and an
+// `offset` attribute. UnsupportedOperationPlan and UnsupportedOpDType are the
+// Python classes of
 // strideweave._errors, with their structured fields as attributes.
 #include "bindings.h"
 
@@ -61,6 +63,12 @@ void translate(std::exception_ptr error) {
     PyErr_SetString(PyExc_BufferError, e.what());
   } catch (const MemoryError& e) {
     PyErr_SetString(PyExc_MemoryError, e.what());
+  } catch (const OSError& e) {
+    // OSError(errno, message, filename) is the subclass its errno names
+    // (FileExistsError for EEXIST, ...); `offset` is the byte offset or None.
+    py::object os_error = py::handle(PyExc_OSError)(e.error_number(), e.message(), e.filename());
+    os_error.attr("offset") = e.offset() ? py::cast(*e.offset()) : py::none();
+    raise(py::reinterpret_borrow<py::object>(py::type::handle_of(os_error)), os_error);
   } catch (const Error& e) {
     // A class outside the list above would be a new C++ error type without
     // a Python mapping: say so rather than guess a built-in.

@@ -13,6 +13,7 @@ PYBIND11_MODULE(_core, m) {
   sw::bind_policy(m);
   sw::bind_capability(m);
   sw::bind_carriers(m);
+  sw::bind_file_backed(m);
   sw::bind_tensor(m);
   sw::bind_autograd(m);
   sw::bind_operations(m);

@@ -87,6 +87,7 @@ from ._core import (
     DependentCarrier,
     Generic,
     CPU,
+    FileBacked,
     # tensors
     Tensor,
     Output,

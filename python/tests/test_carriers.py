@@ -113,6 +113,23 @@ def test_release_is_permanent_and_idempotent(cls):
     assert type(c.new_like([2.0])) is cls  # new_like works on a released prototype
 
 
+@pytest.mark.parametrize("cls", SHIPPED)
+def test_carrier_scatter_maps_source_values_into_storage(cls):
+    """core-concepts.md 1.7: source value i -> slot onto.offset + mapping_offset + mapping(i)."""
+    dest = make(cls, [0.0] * 6, F32)
+    src = sw.Tensor(make(cls, [1.0, 2.0, 3.0], F32), 0, sw.Layout(sw.Shape(3), sw.Stride(1)))
+    onto = sw.Tensor(dest, 1, sw.Layout(sw.Shape(5), sw.Stride(1)))
+    before = dest.version
+    dest.scatter(src, onto, sw.Layout(sw.Shape(3), sw.Stride(2)))
+    assert [dest[i] for i in range(6)] == [0.0, 1.0, 0.0, 2.0, 0.0, 3.0] and dest.version == before + 1
+    raises_exactly(IndexError, dest.scatter, src, onto, sw.Layout(sw.Shape(3), sw.Stride(2)), 1)
+    raises_exactly(ValueError, dest.scatter, src, onto, sw.Layout(sw.Shape(2), sw.Stride(1)))
+    raises_exactly(ValueError, dest.scatter, src, src, sw.Layout(sw.Shape(3), sw.Stride(1)))
+    raises_exactly(TypeError, dest.scatter, src, onto, "layout")
+    raises_exactly(TypeError, dest.scatter, [1.0], onto, sw.Layout(sw.Shape(3), sw.Stride(1)))
+    assert dest.version == before + 1
+
+
 def test_shipped_carriers_are_closed_to_subclassing():
     for cls in SHIPPED:
         with pytest.raises(TypeError):

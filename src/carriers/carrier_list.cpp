@@ -59,7 +59,10 @@ const ShippedCarrier* find_shipped_carrier(std::string_view name) {
 }
 
 namespace carriers {
-void register_shipped_carriers() { register_each(ShippedCarrierTypes{}); }
+void register_shipped_carriers() {
+  register_each(ShippedCarrierTypes{});
+  register_each(ShippedStorageCarrierTypes{});
+}
 }  // namespace carriers
 
 }  // namespace strideweave

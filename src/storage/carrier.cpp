@@ -1,6 +1,8 @@
 // The Carrier base: validation around the storage hooks. See carrier.h.
 #include <strideweave/carrier.h>
 #include <strideweave/errors.h>
+#include <strideweave/layout.h>
+#include <strideweave/tensor.h>
 
 #include <fmt/format.h>
 
@@ -130,6 +132,41 @@ void Carrier::write_slots(std::span<const std::int64_t> indices, std::span<const
   }
   for (std::size_t k = 0; k < indices.size(); ++k) write_slot(indices[k], values[k]);
   version_.fetch_add(1);
+}
+
+void Carrier::scatter(const Tensor& to_scatter, const Tensor& scatter_onto, const Layout& mapping,
+                      std::int64_t mapping_offset) {
+  const char* what = "Carrier.scatter";
+  if (!implements_carrier_scatter())
+    throw NotImplementedError(fmt::format("{}: the {} carrier does not support carrier scatter", what, class_name()));
+  require_writable(what);
+  if (scatter_onto.carrier().get() != this)
+    throw ValueError(fmt::format("{}: scatter_onto is backed by another carrier than this {} carrier", what,
+                                 class_name()));
+  if (!(mapping.shape() == to_scatter.shape()))
+    throw ValueError(fmt::format("{}: the mapping's shape {} differs from the source's shape {}", what,
+                                 mapping.shape().to_string(), to_scatter.shape().to_string()));
+  if (mapping_offset < 0) throw ValueError(fmt::format("{}: mapping_offset must be >= 0, got {}", what, mapping_offset));
+  if (&to_scatter.dtype() != dtype_)
+    throw TypeError(fmt::format("{}: a {} source cannot be scattered into a {} carrier of dtype {}", what,
+                                to_scatter.dtype().name(), class_name(), dtype_->name()));
+  // Destinations first, then the source values: the source may alias this
+  // carrier, and is read completely before anything is written.
+  const std::int64_t n = mapping.size();
+  const std::int64_t slots = storage_size();
+  std::vector<std::int64_t> destinations(static_cast<std::size_t>(n));
+  std::int64_t base = 0;
+  if (__builtin_add_overflow(scatter_onto.offset(), mapping_offset, &base))
+    throw IndexError(fmt::format("{}: mapping_offset {} passes the largest slot index", what, mapping_offset));
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t at = 0;
+    if (__builtin_add_overflow(base, mapping(i), &at) || at >= slots)
+      throw IndexError(fmt::format("{}: source value {} maps to slot {} + {}, outside [0, {}) of the {} carrier", what,
+                                   i, base, mapping(i), slots, class_name()));
+    destinations[static_cast<std::size_t>(i)] = at;
+  }
+  const std::vector<Value> values = to_scatter.values();
+  write_slots(destinations, values);
 }
 
 void Carrier::bump_version() {

@@ -6,6 +6,13 @@
 // tests) derives from it. A new shipped carrier is its folder under
 // src/carriers/ (with its public header) plus its entry here.
 //
+// ShippedStorageCarrierTypes lists the shipped carriers that store but do
+// not compute (core-concepts.md 8.4, docs/storage.md): the bootstrap names
+// them and publishes their empty kernel tables (their capability sets,
+// sealed empty), while everything that runs operations on every carrier
+// (the tools, the conformance suite, the parameterised tests, the records
+// below) iterates ShippedCarrierTypes only.
+//
 // A listed class C provides: `static constexpr std::string_view public_name`,
 // `static constexpr std::string_view description` (how it is built and what
 // it is for), `C::from_values(values, dtype, mutable)` and a private static
@@ -19,6 +26,7 @@
 
 #include <strideweave/carrier.h>
 #include <strideweave/carriers/cpu.h>
+#include <strideweave/carriers/file_backed.h>
 #include <strideweave/carriers/generic.h>
 #include <strideweave/export.h>
 
@@ -31,6 +39,8 @@ struct CarrierTypeList {};
 
 // The shipped carriers, in registration order (Generic, the reference, first).
 using ShippedCarrierTypes = CarrierTypeList<Generic, CPU>;
+// The shipped storage-only carriers, registered after the ones above.
+using ShippedStorageCarrierTypes = CarrierTypeList<FileBacked>;
 
 // The run-time record of one shipped carrier, derived from the list.
 struct ShippedCarrier {

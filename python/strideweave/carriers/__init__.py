@@ -2,11 +2,13 @@
 
 Carrier and DependentCarrier are open for subclassing in Python (a subclass
 is its own exact class; docs/python.md, "Carriers defined in Python");
-Generic and CPU are the shipped, final carriers. The definition-backed
-extension surface is strideweave.carriers.extension (carrier-extension.md).
+Generic and CPU are the shipped, final carriers that compute; FileBacked is
+the shipped, final storage-only carrier (docs/storage.md). The
+definition-backed extension surface is strideweave.carriers.extension
+(carrier-extension.md).
 """
 
-from .._core import CPU, Carrier, DependentCarrier, Generic
+from .._core import CPU, Carrier, DependentCarrier, FileBacked, Generic
 from . import extension
 
-__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU"]
+__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU", "FileBacked"]

@@ -1,0 +1,371 @@
+// FileBacked storage. See include/strideweave/carriers/file_backed.h and
+// docs/storage.md; every system call goes through file_io() (file_io.h).
+#include <strideweave/carriers/file_backed.h>
+#include <strideweave/errors.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <random>
+#include <set>
+
+#include <unistd.h>
+
+#include "carriers/file_backed/file_io.h"
+#include "execution/kernel_table.h"
+
+namespace strideweave {
+namespace {
+
+using carriers::file_backed::file_io;
+using carriers::file_backed::FileIo;
+
+constexpr std::int64_t kSlotBytes = 4;  // Float32 and Int32
+
+[[noreturn]] void throw_os_error(int error, std::string_view call, const std::string& file,
+                                 std::optional<std::int64_t> offset) {
+  const std::string where = offset ? fmt::format(" at byte offset {}", *offset) : std::string();
+  throw OSError(fmt::format("FileBacked: {} failed for '{}'{}: {}", call, file, where, std::strerror(error)), error,
+                file, offset);
+}
+
+std::int64_t page_bytes() {
+  static const std::int64_t page = [] {
+    const long p = ::sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<std::int64_t>(p) : std::int64_t{4096};
+  }();
+  return page;
+}
+
+std::int64_t checked_residency(std::int64_t residency_bytes, const char* what) {
+  if (residency_bytes < 1)
+    throw ValueError(fmt::format("{}: residency_bytes must be >= 1, got {}", what, residency_bytes));
+  const std::int64_t page = page_bytes();
+  if (residency_bytes > std::numeric_limits<std::int64_t>::max() - page)
+    throw ValueError(fmt::format("{}: residency_bytes {} is too large", what, residency_bytes));
+  return (residency_bytes + page - 1) / page * page;
+}
+
+std::int64_t checked_bytes(std::int64_t size, const char* what) {
+  std::int64_t bytes = 0;
+  if (size < 0) throw ValueError(fmt::format("{}: size must be >= 0, got {}", what, size));
+  if (__builtin_mul_overflow(size, kSlotBytes, &bytes) || bytes > std::numeric_limits<off_t>::max())
+    throw ValueError(fmt::format("{}: {} slots of 4 bytes pass the largest file offset", what, size));
+  return bytes;
+}
+
+// ---- the process's private temporary directory
+
+struct Session {
+  std::mutex mutex;
+  std::string directory;  // empty until created
+  pid_t pid = 0;          // the process that created `directory`
+  std::set<std::string> live_files;
+  bool exit_hook_installed = false;
+};
+
+Session& session() {
+  static Session* s = new Session();  // lives for the program (carriers may outlive statics)
+  return *s;
+}
+
+// Removes what is left of this process's directory: files of carriers still
+// alive at exit (their later release finds them gone and ignores that).
+void remove_session_directory() {
+  Session& s = session();
+  std::lock_guard lock(s.mutex);
+  if (s.directory.empty() || s.pid != ::getpid()) return;
+  FileIo& io = file_io();
+  for (const std::string& file : s.live_files) io.remove_file(file);
+  s.live_files.clear();
+  io.remove_directory(s.directory);
+  s.directory.clear();
+}
+
+std::string session_directory_locked(Session& s) {
+  if (!s.directory.empty() && s.pid == ::getpid()) return s.directory;
+  // First use, or the first in a forked child: its own directory (the
+  // parent's files stay the parent's).
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string root = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  std::string path = root + "/strideweave-" + std::to_string(::getpid()) + "-XXXXXX";
+  if (const int error = file_io().make_private_directory(path))
+    throw_os_error(error, "mkdtemp (the private temporary directory)", path, std::nullopt);
+  if (!s.exit_hook_installed) {
+    if (std::atexit(&remove_session_directory) != 0) {
+      file_io().remove_directory(path);
+      throw RuntimeError("FileBacked: cannot register the temporary directory's removal at exit");
+    }
+    s.exit_hook_installed = true;
+  }
+  s.directory = path;
+  s.pid = ::getpid();
+  s.live_files.clear();
+  return s.directory;
+}
+
+void forget_session_file(const std::string& path) noexcept {
+  Session& s = session();
+  std::lock_guard lock(s.mutex);
+  s.live_files.erase(path);
+}
+
+// ---- names
+
+void check_bare_name(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos)
+    throw ValueError(fmt::format("FileBacked: filename '{}' must be a bare file name (no path components)", name));
+}
+
+std::string generated_name() {
+  static std::atomic<std::uint64_t> counter{0};
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  return fmt::format("{:016x}-{}.bin", random(), counter.fetch_add(1));
+}
+
+// ---- mapping
+
+// Maps `bytes` of `fd` from file byte `offset` (any offset: the mapping
+// starts at the page below it). Closes nothing.
+FileBacked::Mapping map_range(int fd, const std::string& path, std::int64_t offset, std::int64_t bytes,
+                              bool writable) {
+  FileBacked::Mapping m;
+  m.path = path;
+  m.file_offset = offset / page_bytes() * page_bytes();
+  m.lead_bytes = offset - m.file_offset;
+  m.size = bytes / kSlotBytes;
+  if (bytes == 0) return m;  // nothing to map (mmap refuses a zero length)
+  m.mapped_bytes = static_cast<std::size_t>(m.lead_bytes + bytes);
+  void* address = nullptr;
+  if (const int error = file_io().map(fd, m.file_offset, m.mapped_bytes, writable, address))
+    throw_os_error(error, "mmap", path, m.file_offset);
+  m.base = static_cast<std::byte*>(address);
+  return m;
+}
+
+// After a successful mapping: closes the descriptor (setting `fd` to -1
+// first: a failed close(2) has still closed it) and completes `m`.
+void finish_mapping(int& fd, FileBacked::Mapping& m, bool owns_file, std::int64_t residency) {
+  const int to_close = fd;
+  fd = -1;
+  if (const int error = file_io().close(to_close)) throw_os_error(error, "close", m.path.string(), std::nullopt);
+  m.owns_file = owns_file;
+  m.residency_bytes = residency;
+  m.creator_pid = static_cast<long>(::getpid());
+}
+
+// Inside a catch-all handler, after undoing: rethrows the error being
+// handled, std::bad_alloc as a MemoryError naming the file.
+[[noreturn]] void rethrow_with_memory_error(const char* what, const std::string& path) {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw MemoryError(fmt::format("{}: cannot allocate the carrier for '{}'", what, path));
+  }
+}
+
+// Undoes a creation that failed after the file existed.
+void abandon_created(int fd, const std::string& path, void* base, std::size_t mapped_bytes) noexcept {
+  FileIo& io = file_io();
+  if (base) io.unmap(base, mapped_bytes);
+  if (fd >= 0) io.close(fd);
+  io.remove_file(path);
+}
+
+}  // namespace
+
+bool FileBacked::supports(const DType& dtype) noexcept {
+  return &dtype == &DType::Float32() || &dtype == &DType::Int32();
+}
+
+FileBacked::FileBacked(Token, const SimpleDType& dtype, bool mutable_, Mapping m) noexcept
+    : Carrier(dtype, mutable_),
+      path_(std::move(m.path)),
+      owns_file_(m.owns_file),
+      base_(m.base),
+      mapped_bytes_(m.mapped_bytes),
+      lead_bytes_(m.lead_bytes),
+      file_offset_(m.file_offset),
+      size_(m.size),
+      residency_bytes_(m.residency_bytes),
+      creator_pid_(m.creator_pid) {}
+
+FileBacked::~FileBacked() { close_storage(); }
+
+std::filesystem::path FileBacked::session_directory() {
+  Session& s = session();
+  std::lock_guard lock(s.mutex);
+  return session_directory_locked(s);
+}
+
+std::shared_ptr<FileBacked> FileBacked::create(std::optional<std::string> filename, const DType& dtype,
+                                               bool mutable_, std::int64_t size, std::int64_t residency_bytes) {
+  const SimpleDType& d = check_storage_dtype(dtype, "FileBacked", &FileBacked::supports);
+  if (filename) check_bare_name(*filename);
+  const std::int64_t bytes = checked_bytes(size, "FileBacked");
+  const std::int64_t residency = checked_residency(residency_bytes, "FileBacked");
+  FileIo& io = file_io();
+
+  Session& s = session();
+  std::unique_lock lock(s.mutex);
+  const std::string directory = session_directory_locked(s);
+  std::string path;
+  int fd = -1;
+  // A generated name that happens to exist is skipped; a given one is the
+  // caller's and is refused (EEXIST) without touching that file.
+  for (int attempt = 0;; ++attempt) {
+    path = directory + "/" + (filename ? *filename : generated_name());
+    const int error = io.create_exclusive(path, fd);
+    if (error == 0) break;
+    if (error != EEXIST || filename || attempt == 16) throw_os_error(error, "open (create)", path, std::nullopt);
+  }
+  s.live_files.insert(path);
+  lock.unlock();
+
+  Mapping m;
+  try {
+    if (const int error = io.reserve(fd, bytes))
+      throw_os_error(error, fmt::format("posix_fallocate of {} bytes", bytes), path, std::int64_t{0});
+    m = map_range(fd, path, 0, bytes, true);  // read-write: new_like fills an immutable result too
+    finish_mapping(fd, m, true, residency);
+    return std::make_shared<FileBacked>(Token{}, d, mutable_, std::move(m));
+  } catch (...) {
+    abandon_created(fd, path, m.base, m.mapped_bytes);
+    forget_session_file(path);
+    rethrow_with_memory_error("FileBacked", path);
+  }
+}
+
+std::shared_ptr<FileBacked> FileBacked::open(const std::filesystem::path& file, const DType& dtype, bool mutable_,
+                                             std::int64_t offset, std::optional<std::int64_t> size,
+                                             std::int64_t residency_bytes) {
+  const SimpleDType& d = check_storage_dtype(dtype, "FileBacked.open", &FileBacked::supports);
+  const std::string path = file.string();
+  if (offset < 0 || offset % kSlotBytes != 0)
+    throw ValueError(fmt::format("FileBacked.open: offset {} must be a non-negative multiple of 4", offset));
+  if (size) checked_bytes(*size, "FileBacked.open");
+  const std::int64_t residency = checked_residency(residency_bytes, "FileBacked.open");
+  FileIo& io = file_io();
+  int fd = -1;
+  if (const int error = io.open_existing(path, mutable_, fd)) throw_os_error(error, "open", path, std::nullopt);
+  Mapping m;
+  try {
+    std::int64_t file_bytes = 0;
+    if (const int error = io.file_size(fd, file_bytes)) throw_os_error(error, "fstat", path, std::nullopt);
+    if (offset > file_bytes)
+      throw ValueError(fmt::format("FileBacked.open: offset {} is past the end of '{}' ({} bytes)", offset, path,
+                                   file_bytes));
+    const std::int64_t remaining = file_bytes - offset;
+    std::int64_t bytes = 0;
+    if (size) {
+      bytes = *size * kSlotBytes;
+      if (bytes > remaining)
+        throw ValueError(fmt::format("FileBacked.open: {} slots from byte {} pass the end of '{}' ({} bytes)", *size,
+                                     offset, path, file_bytes));
+    } else {
+      if (remaining % kSlotBytes != 0)
+        throw ValueError(fmt::format("FileBacked.open: the {} bytes of '{}' after byte {} are not whole 4-byte "
+                                     "slots; give the size",
+                                     remaining, path, offset));
+      bytes = remaining;
+    }
+    m = map_range(fd, path, offset, bytes, mutable_);
+    finish_mapping(fd, m, false, residency);
+    return std::make_shared<FileBacked>(Token{}, d, mutable_, std::move(m));
+  } catch (...) {
+    if (m.base) io.unmap(m.base, m.mapped_bytes);
+    if (fd >= 0) io.close(fd);
+    rethrow_with_memory_error("FileBacked.open", path);
+  }
+}
+
+std::shared_ptr<FileBacked> FileBacked::from_values(std::span<const Value> values, const DType& dtype,
+                                                    bool mutable_) {
+  const SimpleDType& d = check_storage_dtype(dtype, "FileBacked", &FileBacked::supports);
+  for (const Value& v : values)
+    if (&dtype_of(v.kind) != &d)
+      throw TypeError(fmt::format("FileBacked: a {} value cannot be stored as {}", element_kind_name(v.kind), d.name()));
+  auto out = create(std::nullopt, d, mutable_, static_cast<std::int64_t>(values.size()));
+  // Construction, not a versioned public write: fill through the hook.
+  for (std::size_t i = 0; i < values.size(); ++i) out->write_slot(static_cast<std::int64_t>(i), values[i]);
+  return out;
+}
+
+std::byte* FileBacked::slot_address(std::int64_t index) const {
+  const std::int64_t at = lead_bytes_ + index * kSlotBytes;  // mapping-relative
+  std::lock_guard lock(window_mutex_);
+  if (window_start_ < 0 || at < window_start_ || at >= window_start_ + residency_bytes_) {
+    if (window_start_ >= 0) {
+      const std::int64_t length = std::min(residency_bytes_, static_cast<std::int64_t>(mapped_bytes_) - window_start_);
+      if (const int error = file_io().drop_pages(base_ + window_start_, static_cast<std::size_t>(length)))
+        throw_os_error(error, "madvise(MADV_DONTNEED) of the residency window", path_.string(),
+                       file_offset_ + window_start_);
+    }
+    window_start_ = at / residency_bytes_ * residency_bytes_;
+  }
+  return base_ + at;
+}
+
+Value FileBacked::read_slot(std::int64_t index) const {
+  const std::byte* p = slot_address(index);
+  if (&dtype() == &DType::Int32()) {
+    std::int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return Value::from_int32(v);
+  }
+  float v;
+  std::memcpy(&v, p, sizeof v);
+  return Value::from_float32(v);
+}
+
+void FileBacked::write_slot(std::int64_t index, const Value& value) {
+  std::byte* p = slot_address(index);
+  if (value.kind == ElementKind::Int32)
+    std::memcpy(p, &value.i, sizeof value.i);
+  else
+    std::memcpy(p, &value.f, sizeof value.f);
+}
+
+void FileBacked::flush() {
+  require_live("FileBacked.flush");
+  if (!base_) return;
+  if (const int error = file_io().sync(base_, mapped_bytes_))
+    throw_os_error(error, fmt::format("msync of {} bytes", mapped_bytes_), path_.string(), file_offset_);
+}
+
+void FileBacked::close_storage() noexcept {
+  std::lock_guard lock(window_mutex_);
+  if (closed_) return;
+  closed_ = true;
+  FileIo& io = file_io();
+  if (base_) io.unmap(base_, mapped_bytes_);
+  base_ = nullptr;
+  mapped_bytes_ = 0;
+  size_ = 0;
+  window_start_ = -1;
+  if (owns_file_ && creator_pid_ == static_cast<long>(::getpid())) {
+    io.remove_file(path_.string());  // ENOENT after the exit hook: nothing left to do
+    forget_session_file(path_.string());
+  }
+}
+
+void FileBacked::release_storage() noexcept { close_storage(); }
+
+std::shared_ptr<Carrier> FileBacked::make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
+                                               bool) const {
+  // Always zeroed (the reserved blocks read as zero); a fresh temporary file
+  // with this carrier's residency budget, also from an open()ed prototype.
+  return create(std::nullopt, dtype, mutable_, size, residency_bytes_);
+}
+
+void FileBacked::register_kernels() { register_kernel_table(carrier_class<FileBacked>(), KernelTable{}); }
+
+}  // namespace strideweave

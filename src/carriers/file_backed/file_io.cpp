@@ -1,0 +1,88 @@
+// The system's FileIo: each method is the one system call its header names.
+// See src/carriers/file_backed/file_io.h.
+#include "carriers/file_backed/file_io.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace strideweave::carriers::file_backed {
+
+int FileIo::make_private_directory(std::string& path_template) noexcept {
+  return ::mkdtemp(path_template.data()) ? 0 : errno;
+}
+
+int FileIo::remove_directory(const std::string& path) noexcept { return ::rmdir(path.c_str()) == 0 ? 0 : errno; }
+
+int FileIo::create_exclusive(const std::string& path, int& fd) noexcept {
+  const int opened = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (opened < 0) return errno;
+  fd = opened;
+  return 0;
+}
+
+int FileIo::open_existing(const std::string& path, bool writable, int& fd) noexcept {
+  const int opened = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  if (opened < 0) return errno;
+  fd = opened;
+  return 0;
+}
+
+int FileIo::file_size(int fd, std::int64_t& bytes) noexcept {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return errno;
+  bytes = static_cast<std::int64_t>(st.st_size);
+  return 0;
+}
+
+int FileIo::reserve(int fd, std::int64_t bytes) noexcept {
+  // posix_fallocate returns the error number rather than setting errno.
+  return bytes == 0 ? 0 : ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+}
+
+int FileIo::map(int fd, std::int64_t offset, std::size_t bytes, bool writable, void*& address) noexcept {
+  void* p = ::mmap(nullptr, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd,
+                   static_cast<off_t>(offset));
+  if (p == MAP_FAILED) return errno;
+  address = p;
+  return 0;
+}
+
+int FileIo::unmap(void* address, std::size_t bytes) noexcept { return ::munmap(address, bytes) == 0 ? 0 : errno; }
+
+int FileIo::drop_pages(void* address, std::size_t bytes) noexcept {
+  return ::madvise(address, bytes, MADV_DONTNEED) == 0 ? 0 : errno;
+}
+
+int FileIo::sync(void* address, std::size_t bytes) noexcept {
+  return ::msync(address, bytes, MS_SYNC) == 0 ? 0 : errno;
+}
+
+int FileIo::close(int fd) noexcept { return ::close(fd) == 0 ? 0 : errno; }
+
+int FileIo::remove_file(const std::string& path) noexcept { return ::unlink(path.c_str()) == 0 ? 0 : errno; }
+
+namespace {
+FileIo& system_io() {
+  static FileIo* io = new FileIo();  // lives for the program (carriers may outlive statics)
+  return *io;
+}
+std::atomic<FileIo*> current{nullptr};
+}  // namespace
+
+FileIo& file_io() noexcept {
+  FileIo* io = current.load(std::memory_order_acquire);
+  return io ? *io : system_io();
+}
+
+ScopedFileIo::ScopedFileIo(FileIo& replacement) noexcept
+    : previous_(current.exchange(&replacement, std::memory_order_acq_rel)) {}
+
+ScopedFileIo::~ScopedFileIo() { current.store(previous_, std::memory_order_release); }
+
+}  // namespace strideweave::carriers::file_backed

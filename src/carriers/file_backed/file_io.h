@@ -1,0 +1,73 @@
+// Internal: the one interface through which FileBacked reaches the file
+// system (docs/storage.md, "One I/O interface").
+//
+// Every system call FileBacked makes goes through FileIo, so that a test can
+// replace it (ScopedFileIo) and make any call fail as the kernel would: EIO,
+// ENOSPC, EEXIST, ENOMEM, ... Each method returns 0 on success or the errno
+// value of the failure, and writes its result through its out-parameter only
+// on success. The methods are thin: they do not retry, log or throw; turning
+// a failure into an OSError naming the file and the offset is the caller's
+// job (file_backed.cpp), as is undoing what it had done before the failure.
+#pragma once
+
+#include <strideweave/export.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace strideweave::carriers::file_backed {
+
+class STRIDEWEAVE_TEST_API FileIo {
+ public:
+  virtual ~FileIo() = default;
+
+  // mkdtemp(3): creates a fresh directory from `path_template` (ending in
+  // XXXXXX, replaced in place) with mode 0700.
+  virtual int make_private_directory(std::string& path_template) noexcept;
+  // rmdir(2).
+  virtual int remove_directory(const std::string& path) noexcept;
+  // open(2) with O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW and mode
+  // 0600: EEXIST when the name exists (nothing is opened or changed then).
+  virtual int create_exclusive(const std::string& path, int& fd) noexcept;
+  // open(2) of an existing file, O_RDONLY or O_RDWR, O_CLOEXEC.
+  virtual int open_existing(const std::string& path, bool writable, int& fd) noexcept;
+  // fstat(2): the file's size in bytes.
+  virtual int file_size(int fd, std::int64_t& bytes) noexcept;
+  // posix_fallocate(3) of [0, bytes): the file's blocks are reserved (so a
+  // full disk is ENOSPC here, never a SIGBUS at a later store through the
+  // mapping) and read as zero.
+  virtual int reserve(int fd, std::int64_t bytes) noexcept;
+  // mmap(2) of `bytes` from file offset `offset` (a page multiple),
+  // MAP_SHARED, read-only or read-write.
+  virtual int map(int fd, std::int64_t offset, std::size_t bytes, bool writable, void*& address) noexcept;
+  // munmap(2).
+  virtual int unmap(void* address, std::size_t bytes) noexcept;
+  // madvise(2) MADV_DONTNEED: the range's pages leave this process's
+  // resident set (a shared file mapping keeps their contents in the file).
+  virtual int drop_pages(void* address, std::size_t bytes) noexcept;
+  // msync(2) MS_SYNC: write-back errors of the range surface here.
+  virtual int sync(void* address, std::size_t bytes) noexcept;
+  // close(2).
+  virtual int close(int fd) noexcept;
+  // unlink(2).
+  virtual int remove_file(const std::string& path) noexcept;
+};
+
+// The FileIo in use (the system's unless a ScopedFileIo replaced it).
+STRIDEWEAVE_TEST_API FileIo& file_io() noexcept;
+
+// Replaces the process's FileIo for the guard's life (tests; not
+// thread-safe against FileBacked calls running concurrently). Guards nest.
+class STRIDEWEAVE_TEST_API ScopedFileIo {
+ public:
+  explicit ScopedFileIo(FileIo& replacement) noexcept;
+  ~ScopedFileIo();
+  ScopedFileIo(const ScopedFileIo&) = delete;
+  ScopedFileIo& operator=(const ScopedFileIo&) = delete;
+
+ private:
+  FileIo* previous_;
+};
+
+}  // namespace strideweave::carriers::file_backed
