@@ -213,6 +213,9 @@ TEST(CarrierExtension_R2_Registration, IneligibleClassesAreTypeErrors) {
                TypeError);
   EXPECT_THROW(ext::register_carrier_definition(carrier_class<Generic>(), ext::CarrierDefinition(arena_storage<202>())),
                TypeError);
+  EXPECT_THROW(ext::register_carrier_definition(carrier_class<FileBacked>(),
+                                                ext::CarrierDefinition(arena_storage<202>())),
+               TypeError);
   // A definition-free custom class keeps its own storage hooks.
   EXPECT_THROW(ext::register_carrier_definition(carrier_class<PlainCarrier>(),
                                                 ext::CarrierDefinition(arena_storage<202>())),
@@ -615,6 +618,7 @@ TEST(CarrierExtension_R10_KernelPack, RegistrationRejectsEveryIneligibleTargetAn
   // Shipped definition-free classes (R13.2) and a class without a definition.
   EXPECT_THROW(ext::register_kernel_pack(pack(carrier_class<CPU>(), jit())), TypeError);
   EXPECT_THROW(ext::register_kernel_pack(pack(carrier_class<Generic>(), jit())), TypeError);
+  EXPECT_THROW(ext::register_kernel_pack(pack(carrier_class<FileBacked>(), jit())), TypeError);
   EXPECT_THROW(ext::register_kernel_pack(pack(carrier_class<Arena<1001>>(), jit())), TypeError);
   // A storage-only definition.
   ext::register_carrier_definition(carrier_class<Arena<1002>>(), ext::CarrierDefinition(arena_storage<1002>()));
