@@ -159,10 +159,17 @@ void register_carrier_definition(CarrierClass cls, CarrierDefinition definition)
   detail::Registry& r = detail::registry();
   std::lock_guard lock(r.mutex);
   if (r.classes.count(cls)) throw TypeError(fmt::format("{}: {} already holds a carrier definition", who, cls.name()));
-  r.classes.reserve(r.classes.size() + 1);  // nothing below throws once the class is claimed
-  if (!t.is_dependent)
-    capability_registry::declare_definition_backed(cls, [record] { return record->seal(); }, who);
-  r.classes.emplace(cls, std::move(record));
+  // Inserted first and taken out again if the capability registry refuses
+  // the class, so a failure leaves neither registry claiming it.
+  auto [it, inserted] = r.classes.try_emplace(cls, record);
+  (void)inserted;
+  try {
+    if (!t.is_dependent)
+      capability_registry::declare_definition_backed(cls, [record] { return record->seal(); }, who);
+  } catch (...) {
+    r.classes.erase(it);
+    throw;
+  }
 }
 
 void register_kernel_pack(KernelPack pack) {
@@ -210,7 +217,7 @@ std::shared_ptr<const CarrierDefinition> carrier_definition(CarrierClass cls) {
 }
 
 std::shared_ptr<const CarrierFacet> facet(const Carrier& carrier, std::type_index facet_type) {
-  const auto record = detail::find_definition(carrier.exact_class());
+  const detail::ClassDefinition* record = detail::find_definition_fast(carrier.exact_class());
   if (!record) return nullptr;
   for (const auto& f : record->definition->facets())
     if (std::type_index(typeid(*f)) == facet_type) return f;

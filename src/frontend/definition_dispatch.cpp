@@ -68,6 +68,10 @@ std::shared_ptr<const ResolvedInvocation> admit(const OperationDefinition& defin
       operation::resolve_call(definition, std::move(operands), std::move(options));
   for (const CallOperand& o : invocation->operands())
     if (const Tensor* t = std::get_if<Tensor>(&o)) t->carrier()->require_live(definition.name().c_str());
+  // A declared mutation needs a publicly mutable operand: refused before any
+  // provider work, not after it wrote.
+  for (std::size_t i : invocation->mutated_operands())
+    std::get<Tensor>(invocation->operands()[i]).carrier()->require_writable(definition.name().c_str());
   check_alias_rule(*invocation);
   return invocation;
 }

@@ -53,6 +53,31 @@ class OperandVersions {
   std::vector<std::uint64_t> heap_;
 };
 
+// The carriers the invocation declares mutated (each once).
+std::vector<const Carrier*> mutated_carriers(const ResolvedInvocation& invocation) {
+  std::vector<const Carrier*> out;
+  for (std::size_t i : invocation.mutated_operands()) {
+    const Carrier* c = std::get<Tensor>(invocation.operands()[i]).carrier().get();
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
+// Versions are per carrier: an operand whose carrier is covered by a
+// declared mutation (a view of a mutated operand included) may change; any
+// other operand's carrier must not have.
+void check_undeclared_mutation(const ResolvedInvocation& invocation, const OperandVersions& before, const Who& who) {
+  const std::vector<const Carrier*> declared = mutated_carriers(invocation);
+  for (std::size_t i = 0; i < invocation.operands().size(); ++i) {
+    const Tensor* in = std::get_if<Tensor>(&invocation.operands()[i]);
+    if (!in || std::find(declared.begin(), declared.end(), in->carrier().get()) != declared.end()) continue;
+    if (in->carrier()->version() != before[i])
+      throw ProviderContractError("mutation", fmt::format("{}: operand {}'s carrier changed version during the call "
+                                                          "but no declared mutated operand covers it",
+                                                          text(who), i));
+  }
+}
+
 ProviderResult settle(const ResultSubmission& submission, const Who& who) {
   if (const auto* ready = std::get_if<ProviderResult>(&submission)) return *ready;
   const auto& completion = std::get<ProviderCompletion<ProviderResult>>(submission);
@@ -101,30 +126,24 @@ void validate(const ResolvedInvocation& invocation, const ProviderResult& result
         throw ProviderContractError("alias", fmt::format("{}: result {} must be operand {} itself (alias_of)", text(who), r,
                                                          *alias));
     } else {
-      for (const auto& o : invocation.operands())
-        if (const Tensor* in = std::get_if<Tensor>(&o); in && in->carrier() == t.carrier())
-          throw ProviderContractError("alias", fmt::format("{}: result {} shares storage with an operand but declares "
-                                                           "no alias_of",
-                                                           text(who), r));
-      for (std::size_t q = 0; q < r; ++q)
-        if (outputs[q].carrier() == t.carrier())
-          throw ProviderContractError("alias", fmt::format("{}: results {} and {} share one carrier", text(who), q, r));
+      // operation-semantics: a result without alias_of may be a distinct
+      // Tensor over an operand's storage (ordinary view rules); handing back
+      // an operand object itself is an undeclared alias.
+      for (std::size_t i = 0; i < invocation.operands().size(); ++i)
+        if (const Tensor* in = std::get_if<Tensor>(&invocation.operands()[i]); in && in->is(t))
+          throw ProviderContractError("alias", fmt::format("{}: result {} is operand {} itself but declares no "
+                                                           "alias_of",
+                                                           text(who), r, i));
     }
   }
-  const std::span<const std::size_t> mutated = invocation.mutated_operands();
-  for (std::size_t i = 0; i < invocation.operands().size(); ++i) {
-    const Tensor* in = std::get_if<Tensor>(&invocation.operands()[i]);
-    if (!in || std::find(mutated.begin(), mutated.end(), i) != mutated.end()) continue;
-    if (in->carrier()->version() != versions_before[i])
-      throw ProviderContractError("mutation", fmt::format("{}: operand {} changed version during the call but is not "
-                                                          "a declared mutated operand",
-                                                          text(who), i));
-  }
+  check_undeclared_mutation(invocation, versions_before, who);
 }
 
 // Publication: declared mutations become one public versioned change each.
 std::vector<Tensor> publish(const ResolvedInvocation& invocation, const ProviderResult& result) {
-  for (std::size_t i : invocation.mutated_operands()) std::get<Tensor>(invocation.operands()[i]).carrier()->bump_version();
+  const std::vector<const Carrier*> declared = mutated_carriers(invocation);
+  for (const Carrier* c : declared) c->require_writable(invocation.operation().c_str());  // all, before any bump
+  for (const Carrier* c : declared) const_cast<Carrier*>(c)->bump_version();
   return {result.outputs().begin(), result.outputs().end()};
 }
 
@@ -150,6 +169,7 @@ std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const 
         trace->candidates.push_back(CandidateTrace{c.pattern->kernel_id(), c.source, c.pattern->preference(),
                                                    CandidateTrace::Outcome::NotReached, {}});
   }
+  const OperandVersions before(invocation);  // before the first provider callback (prepare must not mutate)
   std::string reasons;
   std::size_t k = 0;  // the position among the matched candidates
   for (const auto& candidate : sealed.candidates) {
@@ -166,19 +186,19 @@ std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const 
       }
       continue;
     }
-    if (trace) {
-      trace->candidates[position].outcome = CandidateTrace::Outcome::Ran;
-      trace->ran = c->pattern->kernel_id();
-    }
     const auto& kernel = std::get<extension::PreparedKernel>(prepared);
     if (!(kernel.interface().compatibility_identity() == c->interface->compatibility_identity()))
       throw TypeError(fmt::format("{}: kernel '{}' prepared a launch for interface {}, not the provider's {}", text(who),
                                   c->pattern->kernel_id(), kernel.interface().describe(), c->interface->describe()));
-    const OperandVersions before(invocation);
+    if (trace) {
+      trace->candidates[position].outcome = CandidateTrace::Outcome::Ran;
+      trace->ran = c->pattern->kernel_id();
+    }
     const ProviderResult result = settle(kernel.submit()(), who);
     validate(invocation, result, [&record](std::size_t) { return record.cls; }, before, who);
     return publish(invocation, result);
   }
+  check_undeclared_mutation(invocation, before, who);
   throw UnsupportedOperationPlan(fmt::format("{}: every kernel pattern for the plan {} declined at run time: {}.",
                                              prototype.class_name(), plan.to_string(), reasons),
                                  plan);
@@ -189,6 +209,7 @@ std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Ca
   if (trace) trace->route = "composite provider";
   const Who who{&invocation, &prototype};
   const extension::CompositeProvider& composite = *record.definition->composite();
+  const OperandVersions before(invocation);  // before the first provider callback
   // R6.2: one exact concrete class per result, validated before prepare.
   const std::vector<CarrierClass> classes = composite.result_carriers()(prototype, invocation);
   if (classes.size() != invocation.results().size())
@@ -198,12 +219,13 @@ std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Ca
     if (!c.traits().derives_carrier || c.traits().is_root)
       throw TypeError(fmt::format("{}: result_carriers named {}, not a concrete Carrier class", text(who), c.name()));
   extension::CompositeProvider::Prepared prepared = composite.prepare()(prototype, invocation);
-  if (const auto* no = std::get_if<extension::Unsupported>(&prepared))
+  if (const auto* no = std::get_if<extension::Unsupported>(&prepared)) {
+    check_undeclared_mutation(invocation, before, who);
     throw UnsupportedOperationPlan(fmt::format("{} declined the plan {} at run time: {}.", prototype.class_name(),
                                                invocation.plan().to_string(), no->reason()),
                                    invocation.plan());
+  }
   if (trace) trace->ran = "composite provider";
-  const OperandVersions before(invocation);
   const ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()(), who);
   validate(invocation, result, [&classes](std::size_t r) { return classes[r]; }, before, who);
   return publish(invocation, result);

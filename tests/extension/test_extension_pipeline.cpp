@@ -709,3 +709,112 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<FaultCase>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------- review repairs
+
+// pipetest.axpy_(y, x): y += x in place, result alias_of = 0, mutated = {0}.
+std::shared_ptr<const op::OperationDefinition> axpy_op() {
+  static const auto d = op::define_operation(
+      "pipetest.axpy_",
+      op::OperationSchema({op::OperandSpec("y", op::OperandKind::TENSOR), op::OperandSpec("x", op::OperandKind::TENSOR)}),
+      [](const op::BoundOperationCall& call) {
+        const Tensor& y = call.tensor(0);
+        OperationPlan plan(call.definition().name(), {OperandPlan::tensor(y.dtype(), y.dtype()),
+                                                      OperandPlan::tensor(call.tensor(1).dtype(), y.dtype())},
+                           Arithmetic::BINARY32, std::nullopt, nullptr, y.dtype());
+        return op::ResolvedInvocation(call, plan, {op::ResultSpec(y.dtype(), y.shape(), y.layout(), 0)}, {0});
+      },
+      std::nullopt, op::NON_DIFFERENTIABLE);
+  return d;
+}
+
+OperationCapability axpy_plan() {
+  const SimpleDType& f = DType::Float32();
+  return OperationCapability::from_plan(OperationPlan("pipetest.axpy_", {OperandPlan::tensor(f, f), OperandPlan::tensor(f, f)},
+                                                      Arithmetic::BINARY32, std::nullopt, nullptr, f));
+}
+
+template <int N>
+void register_axpy(std::atomic<int>& prepares, bool write_through_api) {
+  auto p = ext::KernelPattern(
+      axpy_op(), {axpy_plan()}, "axpy",
+      [&prepares, write_through_api](const op::ResolvedInvocation& inv,
+                                     const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+        ++prepares;
+        auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+        return ext::PreparedKernel(self, [inv = &inv, write_through_api]() -> ext::ResultSubmission {
+          const Tensor& y = std::get<Tensor>(inv->operands()[0]);
+          const Tensor& x = std::get<Tensor>(inv->operands()[1]);
+          std::vector<Value> sums;
+          for (std::int64_t k = 0; k < y.size(); ++k)
+            sums.push_back(Value::from_float32(y.carrier()->get_value(y.offset() + y.layout()(k)).f +
+                                               x.carrier()->get_value(x.offset() + x.layout()(k)).f));
+          auto& arena = static_cast<Accel<N>&>(*y.carrier()).arena;
+          for (std::int64_t k = 0; k < y.size(); ++k) {
+            const auto slot = y.offset() + y.layout()(k);
+            if (write_through_api) y.carrier()->set_value(slot, sums[static_cast<std::size_t>(k)]);
+            else arena[static_cast<std::size_t>(slot)] = sums[static_cast<std::size_t>(k)];
+          }
+          return ext::ProviderResult({y});
+        });
+      });
+  ext::register_carrier_definition(
+      carrier_class<Accel<N>>(),
+      ext::CarrierDefinition(accel_storage<N>(), ext::KernelProvider(std::make_shared<Iface>("1"), {p})));
+}
+
+TEST(DefinitionPipeline_Publication, AnOperandViewingADeclaredMutatedCarrierIsNotAnUndeclaredMutation) {
+  // Versions belong to carriers: x views y's carrier, and the provider
+  // writes y through the versioned API, so x's carrier version moves too.
+  std::atomic<int> prepares{0};
+  register_axpy<60>(prepares, true);
+  const Tensor y = accel_tensor<60>({1, 2, 3, 4});
+  const Tensor y_head(y.carrier(), 0, Layout::compact(Shape{2}));
+  const Tensor y_tail(y.carrier(), 2, Layout::compact(Shape{2}));
+  const auto before = y.carrier()->version();
+  const std::vector<Tensor> r = (*axpy_op())({y_head, y_tail});
+  EXPECT_TRUE(r[0].is(y_head));
+  EXPECT_EQ(floats(y), (std::vector<float>{4, 6, 3, 4}));
+  EXPECT_GT(y.carrier()->version(), before);
+}
+
+TEST(DefinitionPipeline_Publication, AnImmutableDeclaredMutatedOperandIsRefusedBeforeAnyProviderWork) {
+  std::atomic<int> prepares{0};
+  register_axpy<61>(prepares, false);
+  auto frozen = ext::create<Accel<61>>(2, DType::Float32(), /*mutable*/ false);
+  const Tensor y(frozen, 0, Layout::compact(Shape{2}));
+  const Tensor x = accel_tensor<61>({1, 1});
+  EXPECT_THROW((*axpy_op())({y, x}), RuntimeError);
+  EXPECT_EQ(prepares.load(), 0);
+  EXPECT_EQ(floats(y), (std::vector<float>{0, 0}));
+}
+
+TEST(DefinitionPipeline_Publication, AResultViewingAnOperandsStorageWithoutAliasOfIsAccepted) {
+  // operation-semantics: a distinct Tensor sharing an operand's storage is
+  // not rejected (ordinary view rules apply).
+  register_returning<62>([](const op::ResolvedInvocation& inv) {
+    const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+    return ext::ProviderResult({Tensor(x.carrier(), x.offset(), x.layout())});
+  });
+  const Tensor x = accel_tensor<62>({5, 6});
+  const std::vector<Tensor> r = (*double_op())({x});
+  EXPECT_FALSE(r[0].is(x));
+  EXPECT_EQ(r[0].carrier(), x.carrier());
+}
+
+TEST(DefinitionPipeline_Publication, AnOperandMutatedByADecliningPrepareIsReported) {
+  auto p = ext::KernelPattern(double_op(), {plan_of("pipetest.double")}, "meddler",
+                              [](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface&)
+                                  -> ext::KernelPattern::Prepared {
+                                std::get<Tensor>(inv.operands()[0]).carrier()->set_value(0, Value::from_float32(7));
+                                return ext::Unsupported("changed my mind");
+                              });
+  ext::register_carrier_definition(
+      carrier_class<Accel<63>>(),
+      ext::CarrierDefinition(accel_storage<63>(), ext::KernelProvider(std::make_shared<Iface>("1"), {p})));
+  expect_contract_error([] { (*double_op())({accel_tensor<63>({1})}); }, "mutation");
+}
+
+}  // namespace
