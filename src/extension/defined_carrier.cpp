@@ -17,7 +17,10 @@ Construction Construction::begin(CarrierClass cls, std::int64_t slots, const DTy
                                 "subclass of a definition-backed class inherits none)",
                                 named.name()));
   if (slots < 0) throw ValueError(fmt::format("{}: slots must be >= 0, got {}", named.name(), slots));
-  if (!dtype.is_simple())
+  // A storage dtype is simple and has an element representation (Float32,
+  // Int32, Bool): a registered encoding without one (int8, e4m3) could be
+  // neither read nor written.
+  if (!dtype.is_simple() || !storage_zero(dtype))
     throw ValueError(fmt::format("{}: dtype '{}' is not a storage dtype", named.name(), dtype.name()));
   // R7.2: the first instance observes the class and seals its kernel set.
   if (!record->dependent) (void)detail::sealed_kernels(*record);
@@ -91,15 +94,22 @@ void ProvidedStorage::establish(Carrier& self, const SimpleDType& dtype) {
     throw TypeError(fmt::format("{}: dtype {} is not a supported storage dtype of the class (supports_dtype)",
                                 definition->cls.name(), dtype.name()));
   p.allocate()(self, slots);
+  // Cleanup after a failed establishment never replaces the original error.
+  const auto release_quietly = [&] {
+    try {
+      p.release()(self);
+    } catch (...) {
+    }
+  };
   std::int64_t physical = 0;
   try {
     physical = p.physical_size()(self);
   } catch (...) {
-    p.release()(self);
+    release_quietly();
     throw;
   }
   if (physical != slots) {
-    p.release()(self);
+    release_quietly();
     if (physical < 0)
       throw ValueError(fmt::format("{}: physical_size returned {} (a slot count is non-negative)",
                                    definition->cls.name(), physical));
@@ -148,8 +158,11 @@ void establish(DefinedDependentCarrier& instance) {
   try {
     instance.finalize_operation_capabilities();  // R7.3: before the instance is exposed
   } catch (...) {
-    instance.storage_.definition->definition->storage().release()(instance);
     instance.storage_.established.store(false);
+    try {
+      instance.storage_.definition->definition->storage().release()(instance);
+    } catch (...) {  // the finalisation error is the one to report
+    }
     throw;
   }
 }

@@ -10,7 +10,17 @@
 #include <cstdlib>
 #include <set>
 
+#include "extension/registry.h"
+
 namespace strideweave::extension {
+
+namespace detail {
+bool is_framework_base(CarrierClass cls) {
+  return cls == carrier_class<DependentCarrier>() || cls == carrier_class<DefinedCarrier>() ||
+         cls == carrier_class<DefinedDependentCarrier>();
+}
+}  // namespace detail
+
 namespace {
 
 template <class F>
@@ -37,6 +47,9 @@ void require_concrete_carrier_class(CarrierClass cls, const char* who, const cha
   if (!cls.traits().derives_carrier)
     throw TypeError(fmt::format("{}: {} {} is not a Carrier class", who, field, cls.name()));
   if (cls.traits().is_root) throw TypeError(fmt::format("{}: {} cannot be the Carrier root", who, field));
+  if (detail::is_framework_base(cls))
+    throw TypeError(fmt::format("{}: {} {} is a framework base class, not a concrete carrier class", who, field,
+                                cls.name()));
 }
 
 void require_unique_kernel_ids(std::span<const KernelPattern> patterns, const char* who) {

@@ -129,6 +129,9 @@ void register_carrier_definition(CarrierClass cls, CarrierDefinition definition)
   const CarrierClass::Traits& t = cls.traits();
   if (!t.derives_carrier) throw TypeError(fmt::format("{}: {} is not a Carrier class", who, cls.name()));
   if (t.is_root) throw TypeError(fmt::format("{}: the Carrier root cannot hold a definition", who));
+  if (detail::is_framework_base(cls))
+    throw TypeError(fmt::format("{}: {} is a framework base class; define a concrete class deriving from it", who,
+                                cls.name()));
   ::strideweave::detail::ensure_bootstrapped();
   if (auto why = capability_registry::closed_reason(cls))
     throw TypeError(fmt::format("{}: {} {}", who, cls.name(), *why));

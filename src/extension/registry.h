@@ -48,6 +48,10 @@ struct ClassDefinition {
   std::vector<OperationCapability> seal();
 };
 
+// DependentCarrier, DefinedCarrier and DefinedDependentCarrier themselves:
+// bases to derive from, never a concrete carrier class (R2.3).
+bool is_framework_base(CarrierClass cls);
+
 // The record of exactly `cls`, or null. Observes nothing.
 std::shared_ptr<const ClassDefinition> find_definition(CarrierClass cls);
 

@@ -216,7 +216,7 @@ std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Ca
     throw ValueError(fmt::format("{}: result_carriers named {} classes for {} results", text(who), classes.size(),
                                  invocation.results().size()));
   for (const CarrierClass& c : classes)
-    if (!c.traits().derives_carrier || c.traits().is_root)
+    if (!c.traits().derives_carrier || c.traits().is_root || extension::detail::is_framework_base(c))
       throw TypeError(fmt::format("{}: result_carriers named {}, not a concrete Carrier class", text(who), c.name()));
   extension::CompositeProvider::Prepared prepared = composite.prepare()(prototype, invocation);
   if (const auto* no = std::get_if<extension::Unsupported>(&prepared)) {

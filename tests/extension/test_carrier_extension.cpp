@@ -216,6 +216,13 @@ TEST(CarrierExtension_R2_Registration, IneligibleClassesAreTypeErrors) {
   EXPECT_THROW(ext::register_carrier_definition(carrier_class<FileBacked>(),
                                                 ext::CarrierDefinition(arena_storage<202>())),
                TypeError);
+  // Framework bases are not concrete classes (R2.3).
+  EXPECT_THROW(ext::register_carrier_definition(carrier_class<ext::DefinedCarrier>(),
+                                                ext::CarrierDefinition(arena_storage<202>())),
+               TypeError);
+  EXPECT_THROW(ext::register_carrier_definition(carrier_class<ext::DefinedDependentCarrier>(),
+                                                ext::CarrierDefinition(arena_storage<202>())),
+               TypeError);
   // A definition-free custom class keeps its own storage hooks.
   EXPECT_THROW(ext::register_carrier_definition(carrier_class<PlainCarrier>(),
                                                 ext::CarrierDefinition(arena_storage<202>())),
@@ -316,6 +323,9 @@ TEST(CarrierExtension_R3_StorageProvider, UnsupportedDTypeRejectsConstructionBef
   EXPECT_EQ(A::counters.allocate.load(), 0);
   EXPECT_THROW(ext::create<A>(-1, DType::Float32()), ValueError);
   EXPECT_THROW(ext::create<A>(2, DType::Any()), ValueError);
+  // A registered encoding without an element representation (int8) cannot
+  // be stored, whatever supports_dtype says.
+  EXPECT_THROW(ext::create<A>(2, DType::from_name("int8")), ValueError);
 }
 
 template <int N>
@@ -445,6 +455,7 @@ TEST(CarrierExtension_R5_TransferRoute, FieldsAreValidated) {
   EXPECT_THROW(ext::TransferProvider(nullptr), TypeError);
   EXPECT_THROW(ext::TransferRoute(carrier_class<int>(), carrier_class<CPU>(), "r", provider), TypeError);
   EXPECT_THROW(ext::TransferRoute(carrier_class<CPU>(), carrier_class<Carrier>(), "r", provider), TypeError);
+  EXPECT_THROW(ext::TransferRoute(carrier_class<ext::DefinedCarrier>(), carrier_class<CPU>(), "r", provider), TypeError);
   EXPECT_THROW(ext::TransferRoute(carrier_class<CPU>(), carrier_class<Generic>(), "", provider), ValueError);
   const ext::TransferRoute r(carrier_class<CPU>(), carrier_class<Generic>(), "cpu-to-generic", provider);
   EXPECT_EQ(r.source_class(), carrier_class<CPU>());
