@@ -657,7 +657,7 @@ struct STRIDEWEAVE_EXPORT ProvidedStorage {
   // RuntimeError when called twice.
   void establish(Carrier& self, const SimpleDType& dtype);
   // RuntimeError naming `what` before establish() succeeded.
-  void require_established(const Carrier& self, const char* what) const;
+  void require_established(const char* what) const;
 };
 }  // namespace detail
 

@@ -38,11 +38,10 @@ namespace detail {
 
 const StorageProvider& ProvidedStorage::provider() const noexcept { return definition->definition->storage(); }
 
-void ProvidedStorage::require_established(const Carrier& self, const char* what) const {
+void ProvidedStorage::require_established(const char* what) const {
   if (!established.load(std::memory_order_acquire))
     throw RuntimeError(fmt::format("{}: the {} instance was not established (construct it with extension::create)",
                                    what, definition->cls.name()));
-  (void)self;
 }
 
 bool ProvidedStorage::supports(const Carrier& self, const DType& dtype) const noexcept {
@@ -54,7 +53,7 @@ bool ProvidedStorage::supports(const Carrier& self, const DType& dtype) const no
 }
 
 Value ProvidedStorage::read(const Carrier& self, std::int64_t index) const {
-  require_established(self, "StorageProvider.read");
+  require_established("StorageProvider.read");
   Value v = provider().read()(self, index);
   if (&dtype_of(v.kind) != &self.dtype())
     throw TypeError(fmt::format("{}: StorageProvider.read returned a {} value for a {} carrier (slot {})",
@@ -63,7 +62,7 @@ Value ProvidedStorage::read(const Carrier& self, std::int64_t index) const {
 }
 
 void ProvidedStorage::write(Carrier& self, std::int64_t index, const Value& value) const {
-  require_established(self, "StorageProvider.write");
+  require_established("StorageProvider.write");
   provider().write()(self, index, value);
 }
 
