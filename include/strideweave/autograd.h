@@ -33,6 +33,7 @@
 #include <vector>
 
 #include <strideweave/execution.h>
+#include <strideweave/operation.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
 #include <strideweave/export.h>
@@ -126,6 +127,15 @@ std::vector<OperationPlan> differentiable_plans();
 // One node of the graph (the specification's autograd_ctx): one recorded
 // operation call or view. Immutable after recording except for its release.
 //
+// Three kinds: a kernel node (a typed call on a definition-free carrier: the
+// kernel's operands, one output, autograd's VJP table), a view node, and a
+// definition node (a call of an OperationDefinition executed by the
+// definition-backed pipeline, operation-semantics.md "Automatic
+// differentiation belongs to the semantic definition"): it holds the
+// immutable ResolvedInvocation, every published result (one node for all of
+// the call's differentiable results), the declared saved operands with their
+// carriers' versions, and calls the definition's VJP with a VJPContext.
+//
 // Lifetime: a node is shared (std::shared_ptr) by the tensors it produced and
 // by the nodes of later calls that consumed them; the last owner, on whichever
 // thread it drops its reference, destroys it. Destruction is iterative: a
@@ -141,10 +151,18 @@ class Node {
   const std::string& name() const noexcept { return name_; }
   const std::optional<OperationPlan>& plan() const noexcept { return plan_; }
   const Attributes& attributes() const noexcept { return attributes_; }
-  // The saved operands, in kernel order (empty after release).
+  // The saved operands (empty after release): a kernel node's in kernel
+  // order; a definition node's the declared saved_operands, in declared order.
   std::span<const KernelOperand> operands() const noexcept { return operands_; }
-  // The published result, detached (nullopt after release).
+  // The published result, detached (nullopt after release); a definition
+  // node: its first result.
   const std::optional<Tensor>& output() const noexcept { return output_; }
+  // A definition node: the resolved invocation (null for kernel and view
+  // nodes, and after release).
+  const std::shared_ptr<const operation::ResolvedInvocation>& invocation() const noexcept { return invocation_; }
+  // A definition node: every published result, detached, in result order
+  // (empty for kernel and view nodes, and after release).
+  std::span<const Tensor> outputs() const noexcept { return outputs_; }
   // True after a backward without retain_graph traversed this node.
   bool is_released() const noexcept { return released_; }
   // The operation's backward alone (operation-semantics.md): RuntimeError
@@ -152,7 +170,15 @@ class Node {
   // gradient or nullopt per operand. `cotangent` must be Float32 with the
   // result's top-level extents (ValueError), on its carrier class
   // (TypeError). Runs with grad mode off.
+  //
+  // A definition node returns one entry per schema operand (nullopt for the
+  // operands that are not differentiable or do not require grad); with more
+  // than one result, this form passes `cotangent` for result 0 only.
   std::vector<std::optional<Tensor>> backward(const Tensor& cotangent) const;
+  // A definition node's backward with one cotangent (or nullopt) per result,
+  // in result order (ValueError for another count; each present cotangent is
+  // checked like the single form's). A kernel or view node takes exactly one.
+  std::vector<std::optional<Tensor>> backward(std::span<const std::optional<Tensor>> cotangents) const;
 
  private:
   friend struct NodeAccess;  // src/autograd/graph.h
@@ -170,6 +196,10 @@ class Node {
   std::vector<bool> needs_grad_;                            // per operand: edge present
   const VjpFn* vjp_ = nullptr;
   bool released_ = false;
+  std::shared_ptr<const operation::ResolvedInvocation> invocation_;  // definition nodes
+  std::vector<Tensor> outputs_;                                       // definition nodes: every result, detached
+  bool definition_ = false;                                           // a definition node (also after release)
+  std::size_t result_count_ = 0;                                      // definition nodes (also after release)
 };
 
 // ---------------------------------------------------------------- gradient check

@@ -56,17 +56,36 @@ release by a backward without retain_graph.)doc")
         return n.plan() ? py::cast(*n.plan()) : py::none();
       }, "The plan of the recorded call (None for a view).")
       .def("is_released", &autograd::Node::is_released, "A backward without retain_graph has freed its saved tensors.")
+      .def_property_readonly("invocation", [](const autograd::Node& n) -> py::object {
+        return n.invocation() ? resolved_invocation_object(*n.invocation()) : py::none();
+      }, "A definition node's ResolvedInvocation (None for a kernel or view node, and after release).")
+      .def_property_readonly("outputs", [](const autograd::Node& n) {
+        py::tuple out(n.outputs().size());
+        for (std::size_t i = 0; i < n.outputs().size(); ++i) out[i] = tensor_object(Tensor(n.outputs()[i]));
+        return out;
+      }, "A definition node's results, detached, in result order (empty for a kernel or view node).")
       .def("backward", [](const autograd::Node& n, py::handle gradient) {
-             const Tensor& g = tensor_arg(gradient, "Node.backward");
              std::vector<std::optional<Tensor>> grads;
-             {
+             if (is_tensor(gradient)) {
+               const Tensor& g = tensor_arg(gradient, "Node.backward");
                py::gil_scoped_release nogil;
                grads = n.backward(g);
+             } else {
+               if (!PyTuple_Check(gradient.ptr()) && !PyList_Check(gradient.ptr()))
+                 throw TypeError("Node.backward: gradient must be a Tensor or a tuple of Tensor or None (one per result)");
+               std::vector<std::optional<Tensor>> cotangents;
+               for (py::handle c : gradient) {
+                 if (c.is_none()) cotangents.emplace_back(std::nullopt);
+                 else cotangents.emplace_back(tensor_arg(c, "Node.backward"));
+               }
+               py::gil_scoped_release nogil;
+               grads = n.backward(std::span<const std::optional<Tensor>>(cotangents));
              }
              return gradients_object(grads);
            }, py::arg("gradient"),
-           "The operation's backward alone: one gradient or None per saved operand. RuntimeError when released or "
-           "when a saved input was modified in place.")
+           "The operation's backward alone: one gradient or None per saved operand (a definition node: per schema "
+           "operand). `gradient` is a Tensor, or for a definition node a tuple with one Tensor or None per result. "
+           "RuntimeError when released or when a saved input was modified in place.")
       .def("__repr__", [](const autograd::Node& n) { return fmt::format("<Node {}>", n.name()); });
 
   py::class_<Tensor> tensor = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));

@@ -14,6 +14,7 @@
 //      left that can fail) assigned, and without retain_graph the visited
 //      nodes are released.
 #include <strideweave/errors.h>
+#include <strideweave/extension.h>
 
 #include <fmt/format.h>
 
@@ -76,8 +77,31 @@ struct Visit {
   std::optional<Tensor> cotangent;
 };
 
+// a + b for accumulation. A definition-free class runs its `add` kernel; a
+// definition-backed class (whose typed functions do not reach it) gets the
+// binary32 sums in fresh storage of its own class through its storage
+// provider: accumulation is the framework's, and needs no `add` pattern.
+Tensor sum(const Tensor& a, const Tensor& b) {
+  if (!(a.carrier_type() == b.carrier_type()) || !extension::carrier_definition(a.carrier()->exact_class()))
+    return add(a, b);  // (two classes: add's TypeError)
+  if (!std::ranges::equal(a.shape().extents(), b.shape().extents()))
+    throw ValueError(fmt::format("backward: gradients of shapes {} and {} cannot be summed", a.shape().to_string(),
+                                 b.shape().to_string()));
+  std::vector<Value> values = a.values();
+  const std::vector<Value> more = b.values();
+  for (std::size_t k = 0; k < values.size(); ++k) values[k] = Value::from_float32(values[k].f + more[k].f);
+  return Tensor(a.carrier()->new_like(values, true, &DType::Float32()), Shape::of(a.shape().extents()));
+}
+
 // Adds `g` into `slot` (the first contribution is kept as is).
-void contribute(std::optional<Tensor>& slot, const Tensor& g) { slot = slot ? add(*slot, g) : g; }
+void contribute(std::optional<Tensor>& slot, const Tensor& g) { slot = slot ? sum(*slot, g) : g; }
+
+// A definition node's cotangents, one slot per result, filled as its
+// results become ready; it runs once all of its reached results are.
+struct PendingDefinition {
+  std::vector<std::optional<Tensor>> cotangents;
+  std::int64_t waiting = 0;  // reached results not yet ready
+};
 
 // Runs phases 1-3. `captures`: tensors whose total cotangent is returned
 // (functional grad); `accumulate`: write .grad (Tensor::backward).
@@ -88,6 +112,9 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
   // 1. collect and check.
   std::unordered_map<const TensorImpl*, Visit> visits;
   std::vector<const TensorImpl*> order;  // discovery order, for a deterministic commit
+  // A definition node runs once for all of its results: its edges count
+  // once, and it waits for every result the traversal reached.
+  std::unordered_map<const Node*, PendingDefinition> definitions;
   std::vector<ImplPtr> stack;
   for (const Tensor& r : roots) stack.push_back(TensorAccess::shared(r));
   while (!stack.empty()) {
@@ -97,14 +124,26 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
     visits.emplace(impl.get(), Visit{impl, 0, std::nullopt});
     order.push_back(impl.get());
     if (!impl->grad_fn) continue;
-    NodeAccess::check_ready(*impl->grad_fn);
-    for (const ImplPtr& e : NodeAccess::edges(*impl->grad_fn))
+    const Node& fn = *impl->grad_fn;
+    if (NodeAccess::is_definition(fn)) {
+      auto [it, first] = definitions.try_emplace(&fn);
+      ++it->second.waiting;
+      if (!first) continue;
+      it->second.cotangents.resize(NodeAccess::result_count(fn));
+    }
+    NodeAccess::check_ready(fn);
+    for (const ImplPtr& e : NodeAccess::edges(fn))
       if (e) stack.push_back(e);
   }
-  for (const TensorImpl* i : order)
-    if (const auto& fn = visits.at(i).impl->grad_fn)
-      for (const ImplPtr& e : NodeAccess::edges(*fn))
-        if (e) ++visits.at(e.get()).consumers;
+  {
+    std::unordered_map<const Node*, bool> counted;
+    for (const TensorImpl* i : order)
+      if (const auto& fn = visits.at(i).impl->grad_fn) {
+        if (NodeAccess::is_definition(*fn) && !counted.emplace(fn.get(), true).second) continue;
+        for (const ImplPtr& e : NodeAccess::edges(*fn))
+          if (e) ++visits.at(e.get()).consumers;
+      }
+  }
 
   // 2. topological traversal (Kahn): a tensor is ready once every consumer
   // has run.
@@ -127,14 +166,28 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
       to_accumulate.emplace_back(v.impl, *v.cotangent);
     Node* node = v.impl->grad_fn.get();
     if (!node) continue;
-    visited_nodes.push_back(node);
     const std::vector<ImplPtr>& edges = NodeAccess::edges(*node);
     std::vector<std::optional<Tensor>> grads(edges.size());
-    if (v.cotangent) {
-      NodeAccess::check_ready(*node);  // again, immediately before this node's VJP
-      grads = NodeAccess::apply(*node, *v.cotangent);
+    if (NodeAccess::is_definition(*node)) {
+      PendingDefinition& p = definitions.at(node);
+      const std::size_t slot = v.impl->grad_output < p.cotangents.size() ? v.impl->grad_output : 0;
+      if (v.cotangent) contribute(p.cotangents[slot], *v.cotangent);
+      v.cotangent.reset();
+      if (--p.waiting > 0) continue;  // the node runs with its last reached result
+      visited_nodes.push_back(node);
+      if (std::any_of(p.cotangents.begin(), p.cotangents.end(), [](const auto& c) { return c.has_value(); })) {
+        NodeAccess::check_ready(*node);  // again, immediately before this node's VJP
+        grads = NodeAccess::apply_definition(*node, p.cotangents);
+      }
+      p.cotangents.clear();
+    } else {
+      visited_nodes.push_back(node);
+      if (v.cotangent) {
+        NodeAccess::check_ready(*node);  // again, immediately before this node's VJP
+        grads = NodeAccess::apply(*node, *v.cotangent);
+      }
+      v.cotangent.reset();  // no longer needed: release memory early
     }
-    v.cotangent.reset();  // no longer needed: release memory early
     for (std::size_t i = 0; i < edges.size(); ++i) {
       if (!edges[i]) continue;
       Visit& input = visits.at(edges[i].get());
@@ -160,7 +213,7 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
   for (const auto& [impl, g] : to_accumulate) {
     const Shape& shape = impl->layout.shape();
     if (impl->grad) impl->grad->carrier()->require_live("backward: accumulating into the existing .grad");
-    new_grads.push_back(impl->grad ? reshape_to(add(*impl->grad, g), shape) : fresh_copy(g, *impl->carrier, shape));
+    new_grads.push_back(impl->grad ? reshape_to(sum(*impl->grad, g), shape) : fresh_copy(g, *impl->carrier, shape));
   }
   std::vector<std::optional<Tensor>> out;
   out.reserve(captures.size());
@@ -177,19 +230,49 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
 
 }  // namespace
 
-std::vector<std::optional<Tensor>> Node::backward(const Tensor& cotangent) const {
-  NodeAccess::check_ready(*this);
+namespace {
+void check_node_cotangent(const Node& node, const Tensor& cotangent, const Tensor& result) {
   if (!cotangent.is_differentiable())
-    throw TypeError(fmt::format("{}.backward: the cotangent must have dtype Float32, got {}", name_,
+    throw TypeError(fmt::format("{}.backward: the cotangent must have dtype Float32, got {}", node.name(),
                                 cotangent.dtype().name()));
-  if (!std::ranges::equal(cotangent.shape().extents(), output_->shape().extents()))
-    throw ValueError(fmt::format("{}.backward: the cotangent has shape {} but the result has shape {}", name_,
-                                 cotangent.shape().to_string(), output_->shape().to_string()));
-  if (!(cotangent.carrier_type() == output_->carrier_type()))
-    throw TypeError(fmt::format("{}.backward: the cotangent lives on {} but the result on {}", name_,
-                                cotangent.carrier()->class_name(), output_->carrier()->class_name()));
+  if (!std::ranges::equal(cotangent.shape().extents(), result.shape().extents()))
+    throw ValueError(fmt::format("{}.backward: the cotangent has shape {} but the result has shape {}", node.name(),
+                                 cotangent.shape().to_string(), result.shape().to_string()));
+  if (!(cotangent.carrier_type() == result.carrier_type()))
+    throw TypeError(fmt::format("{}.backward: the cotangent lives on {} but the result on {}", node.name(),
+                                cotangent.carrier()->class_name(), result.carrier()->class_name()));
+}
+}  // namespace
+
+std::vector<std::optional<Tensor>> Node::backward(const Tensor& cotangent) const {
+  if (definition_) {
+    std::vector<std::optional<Tensor>> cotangents(std::max<std::size_t>(result_count_, 1));
+    cotangents[0] = cotangent;
+    return backward(std::span<const std::optional<Tensor>>(cotangents));
+  }
+  NodeAccess::check_ready(*this);
+  check_node_cotangent(*this, cotangent, *output_);
   NoGradGuard no_grad_during_backward;
   return NodeAccess::apply(*this, cotangent.detach());
+}
+
+std::vector<std::optional<Tensor>> Node::backward(std::span<const std::optional<Tensor>> cotangents) const {
+  if (!definition_) {
+    if (cotangents.size() != 1 || !cotangents[0])
+      throw ValueError(fmt::format("{}.backward: this node has one result and takes one cotangent", name_));
+    return backward(*cotangents[0]);
+  }
+  NodeAccess::check_ready(*this);
+  if (cotangents.size() != result_count_)
+    throw ValueError(fmt::format("{}.backward: {} cotangents for {} results", name_, cotangents.size(), result_count_));
+  std::vector<std::optional<Tensor>> detached(cotangents.size());
+  for (std::size_t r = 0; r < cotangents.size(); ++r)
+    if (cotangents[r]) {
+      check_node_cotangent(*this, *cotangents[r], outputs_[r]);
+      detached[r] = cotangents[r]->detach();
+    }
+  NoGradGuard no_grad_during_backward;
+  return NodeAccess::apply_definition(*this, detached);
 }
 
 }  // namespace autograd
@@ -235,6 +318,7 @@ void Tensor::set_autograd_ctx(std::shared_ptr<autograd::Node> node) {
     impl_->requires_grad = false;
   }
   impl_->grad_fn = std::move(node);
+  impl_->grad_output = 0;
 }
 
 std::optional<Tensor> Tensor::grad() const {

@@ -30,6 +30,29 @@ struct NodeAccess {
   static void check_ready(const Node& node);
   // The VJP, without the checks (the caller ran check_ready).
   static std::vector<std::optional<Tensor>> apply(const Node& node, const Tensor& cotangent);
+
+  // ---- definition nodes (record_definition.cpp)
+  static bool is_definition(const Node& node) noexcept { return node.definition_; }
+  // A node for a validated, not yet published definition call: the
+  // invocation, every result (detached), the declared saved operands
+  // (detached), an edge per schema operand that is differentiable and
+  // requires grad, and the carriers whose versions attach() snapshots.
+  // Nothing is attached; may throw.
+  static std::shared_ptr<Node> make_definition(std::shared_ptr<const operation::ResolvedInvocation> invocation,
+                                               std::span<const Tensor> results);
+  // After publication: snapshots the saved carriers' versions and makes the
+  // node the grad_fn of every Float32 result. Cannot fail.
+  static void attach_definition(const std::shared_ptr<Node>& node, std::span<const Tensor> results) noexcept;
+  // The definition's VJP with one cotangent (or nullopt) per result;
+  // validates what it returns (count ValueError, dtype and carrier class
+  // TypeError, shape ValueError) and returns one entry per schema operand
+  // (nullopt where no gradient is wanted). The caller ran check_ready.
+  static std::vector<std::optional<Tensor>> apply_definition(const Node& node,
+                                                             std::span<const std::optional<Tensor>> cotangents);
+  // The number of results of a definition node (1 for other nodes).
+  static std::size_t result_count(const Node& node) noexcept {
+    return node.definition_ ? node.result_count_ : 1;
+  }
 };
 
 // Installs the core view hook (idempotent).

@@ -41,9 +41,11 @@ constexpr int kNestingLimit = 64;
 // The drain's work list: edge lists handed over by deep destructors, last in
 // first out. A chain keeps one entry at a time, so the first lives in the
 // drain's frame (no allocation); more spill to the heap.
+using Owned = std::vector<std::shared_ptr<const void>>;  // tensor states and invocations
+
 class WorkList {
  public:
-  void push(std::vector<ImplPtr>&& edges) {
+  void push(Owned&& edges) {
     if (!first_used_) {
       first_ = std::move(edges);
       first_used_ = true;
@@ -52,7 +54,7 @@ class WorkList {
     }
   }
   // Moves the last entry into `out`; false when empty.
-  bool pop(std::vector<ImplPtr>& out) noexcept {
+  bool pop(Owned& out) noexcept {
     if (!spilled_.empty()) {
       out = std::move(spilled_.back());
       spilled_.pop_back();
@@ -65,9 +67,9 @@ class WorkList {
   }
 
  private:
-  std::vector<ImplPtr> first_;
+  Owned first_;
   bool first_used_ = false;
-  std::vector<std::vector<ImplPtr>> spilled_;
+  std::vector<Owned> spilled_;
 };
 
 // Per thread: how many node destructors are running (nested), and the drain's
@@ -80,11 +82,14 @@ bool owns_node(const Tensor& t) noexcept { return TensorAccess::impl(t).grad_fn 
 
 }  // namespace
 
-// The members that can own further nodes (edges_, and operands_/output_ when a
-// caller attached a node to a saved handle) are destroyed in the body, while
-// `nesting` counts this destructor; the remaining members own none.
+// The members that can own further nodes (edges_; operands_/output_/outputs_
+// when a caller attached a node to a saved handle; a definition node's
+// invocation, whose bound call holds the caller's operand tensors) are
+// destroyed in the body, while `nesting` counts this destructor; the
+// remaining members own none.
 Node::~Node() {
-  if (edges_.empty() && operands_.empty() && !output_) return;  // released: owns no further graph
+  if (edges_.empty() && operands_.empty() && !output_ && outputs_.empty() && !invocation_)
+    return;  // released: owns no further graph
   if (nesting >= kNestingLimit) {
     // Deep inside a drain: hand the graph below over. The saved operands and
     // the result are detached handles that own no node, unless a caller
@@ -93,10 +98,15 @@ Node::~Node() {
     // memory), the members are destroyed here after all: one level deeper,
     // never a lost node.
     try {
+      Owned owned(edges_.begin(), edges_.end());
       for (const KernelOperand& o : operands_)
-        if (const Tensor* t = std::get_if<Tensor>(&o); t && owns_node(*t)) edges_.push_back(TensorAccess::shared(*t));
-      if (output_ && owns_node(*output_)) edges_.push_back(TensorAccess::shared(*output_));
-      drain->push(std::move(edges_));
+        if (const Tensor* t = std::get_if<Tensor>(&o); t && owns_node(*t)) owned.push_back(TensorAccess::shared(*t));
+      if (output_ && owns_node(*output_)) owned.push_back(TensorAccess::shared(*output_));
+      for (const Tensor& t : outputs_)
+        if (owns_node(t)) owned.push_back(TensorAccess::shared(t));
+      if (invocation_) owned.push_back(std::move(invocation_));
+      edges_.clear();
+      drain->push(std::move(owned));
     } catch (...) {
     }
     return;
@@ -106,13 +116,17 @@ Node::~Node() {
     edges_.clear();
     operands_.clear();
     output_.reset();
+    outputs_.clear();
+    invocation_.reset();
   } else {
     WorkList work;
     drain = &work;
     edges_.clear();
     operands_.clear();
     output_.reset();
-    for (std::vector<ImplPtr> next; work.pop(next);) next.clear();
+    outputs_.clear();
+    invocation_.reset();
+    for (Owned next; work.pop(next);) next.clear();
     drain = nullptr;
   }
   --nesting;

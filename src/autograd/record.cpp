@@ -162,6 +162,8 @@ void NodeAccess::release(Node& node) noexcept {
   node.output_.reset();
   node.saved_.clear();
   node.edges_.clear();  // frees the intermediate results only this graph kept alive
+  node.outputs_.clear();
+  node.invocation_.reset();
 }
 
 namespace {
@@ -170,6 +172,26 @@ namespace {
 // "operand 1 of 'mul'", "operands 0 and 1 of 'mul'", "the result of 'exp'",
 // each with the first one's dtype and shape.
 std::string saved_users(const Node& node, const Carrier& carrier) {
+  if (NodeAccess::is_definition(node)) {
+    // "saved operand 'x' (operand 0) and result 1 of 'acme.op'"
+    std::string who;
+    const Tensor* first = nullptr;
+    const operation::ResolvedInvocation& inv = *node.invocation();
+    const auto specs = inv.definition().schema().operands();
+    for (std::size_t i : inv.saved_operands())
+      if (const Tensor& t = std::get<Tensor>(inv.operands()[i]); t.carrier().get() == &carrier) {
+        who += fmt::format("{}saved operand '{}' (operand {})", who.empty() ? "" : " and ", specs[i].name(), i);
+        if (!first) first = &t;
+      }
+    for (std::size_t r = 0; r < node.outputs().size(); ++r)
+      if (node.outputs()[r].carrier().get() == &carrier) {
+        who += fmt::format("{}result {}", who.empty() ? "" : " and ", r);
+        if (!first) first = &node.outputs()[r];
+      }
+    who += fmt::format(" of '{}'", node.name());
+    if (first) who += fmt::format(" ({} tensor of shape {})", first->dtype().name(), first->shape().to_string());
+    return who;
+  }
   std::vector<std::size_t> positions;
   const Tensor* first = nullptr;
   for (std::size_t i = 0; i < node.operands().size(); ++i)
@@ -210,7 +232,7 @@ void NodeAccess::check_ready(const Node& node) {
           "Tensor::set, changed a value its gradient reads)",
           saved_users(node, *s.carrier), s.carrier->version(), s.carrier->class_name(), s.version));
   }
-  if (!node.vjp_)
+  if (!node.vjp_ && !node.definition_)
     throw NotImplementedError(fmt::format("backward: the derivative of '{}' is not implemented", node.name_));
 }
 

@@ -20,6 +20,7 @@
 #include <strideweave/autograd.h>
 #include <strideweave/carriers/generic.h>
 #include <strideweave/errors.h>
+#include <strideweave/extension.h>
 
 #include <fmt/format.h>
 
@@ -88,6 +89,13 @@ operation::VjpFn vjp_of(const BuiltinEntry* e) {
       slot_of_input.push_back(d);
     }
     if (inputs.empty()) return out;
+    // The lowering and the kernel-level VJPs are typed calls, which reach
+    // definition-free carriers only (docs/extension.md).
+    if (extension::carrier_definition(inputs.front().carrier()->exact_class()))
+      throw NotImplementedError(fmt::format(
+          "backward: the gradient of the built-in '{}' on the definition-backed carrier {} is not built yet (its VJP "
+          "runs the typed functions, which do not reach definition-backed carriers)",
+          invocation.operation(), inputs.front().carrier()->class_name()));
     const Tensor y = rerun(*e, invocation, std::move(operands));
     std::vector<std::optional<Tensor>> grads = grad(y, inputs, cotangents[0]);
     for (std::size_t k = 0; k < grads.size(); ++k) out[slot_of_input[k]] = std::move(grads[k]);

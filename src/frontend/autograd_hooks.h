@@ -7,7 +7,9 @@
 #pragma once
 
 #include <strideweave/execution.h>
+#include <strideweave/operation.h>
 
+#include <memory>
 #include <span>
 
 namespace strideweave::frontend {
@@ -20,6 +22,13 @@ struct AutogradHooks {
   void (*refuse_caller_output)(const OperationPlan& plan, std::span<const KernelOperand> operands);
   // Whether graph construction is on for the calling thread.
   bool (*grad_enabled)() noexcept;
+  // The definition-backed pipeline (pipeline.cpp): after publication
+  // validation, the call's node (nothing attached yet; may throw); after
+  // publication, its attachment to the Float32 results (cannot fail).
+  std::shared_ptr<autograd::Node> (*prepare_definition_node)(
+      std::shared_ptr<const operation::ResolvedInvocation> invocation, std::span<const Tensor> results);
+  void (*attach_definition_node)(const std::shared_ptr<autograd::Node>& node,
+                                 std::span<const Tensor> results) noexcept;
 };
 
 // Installs the hooks (the bootstrap does, once); `hooks` must outlive the

@@ -30,16 +30,28 @@ namespace {
 // construction on, a callable VJP and a differentiable Tensor operand that
 // requires grad, no result that would receive the node may alias an
 // operand. Atomic across results: checked before anything runs.
+//
+// Beyond the specification, with the same condition: a declared mutated
+// operand that tracks gradients (requires grad or has a grad_fn) is a
+// RuntimeError, like a caller-provided output under grad mode: the node
+// cannot record the overwrite, so the operand's history would be wrong.
 void check_alias_rule(const ResolvedInvocation& invocation) {
   if (!graph_would_attach(invocation)) return;
   const OperationDefinition& d = invocation.definition();
   const std::span<const OperandSpec> specs = d.schema().operands();
   for (std::size_t r = 0; r < invocation.results().size(); ++r)
-    if (const auto& alias = invocation.results()[r].alias_of())
+    if (const auto& alias = invocation.results()[r].alias_of();
+        alias && &invocation.results()[r].dtype() == &DType::Float32())  // a result that would receive the node
       throw ValueError(fmt::format("{}: result {} aliases operand '{}' (alias_of={}) while a differentiable operand "
                                    "requires grad; a differentiable result must be fresh storage (run under no_grad(), "
                                    "or declare the operation NON_DIFFERENTIABLE)",
                                    d.name(), r, specs[*alias].name(), *alias));
+  for (std::size_t i : invocation.mutated_operands())
+    if (std::get<Tensor>(invocation.operands()[i]).requires_grad())
+      throw RuntimeError(fmt::format("{}: operand '{}' is declared mutated but requires grad; an in-place update of a "
+                                     "tensor that tracks gradients cannot be recorded (run under no_grad(), or "
+                                     "detach() it first)",
+                                     d.name(), specs[i].name()));
 }
 
 }  // namespace
@@ -96,7 +108,7 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
       admit(definition, std::move(operands), std::move(options));
   const Carrier& prototype = dispatch_carrier(*invocation);
   if (extension::detail::find_definition_fast(prototype.exact_class()))
-    return execute_definition_backed(*invocation, prototype, out);
+    return execute_definition_backed(invocation, prototype, out);
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
   (void)out;
   // A definition-free carrier executes built-in operations through its

@@ -69,7 +69,7 @@ Explanation explain(const operation::OperationDefinition& definition, std::vecto
     if (extension::detail::find_definition(prototype.exact_class())) {
       frontend::PipelineTrace trace;
       try {
-        e.outputs = frontend::execute_definition_backed(*invocation, prototype, Output{}, &trace);
+        e.outputs = frontend::execute_definition_backed(invocation, prototype, Output{}, &trace);
       } catch (...) {
         e.route = trace.route;
         e.candidates = std::move(trace.candidates);

@@ -136,19 +136,43 @@ void validate(const ResolvedInvocation& invocation, const ProviderResult& result
                                                            text(who), r, i));
     }
   }
+  // One Tensor object published as two results would carry one autograd
+  // slot for two results; distinct results are distinct objects.
+  for (std::size_t r = 1; r < outputs.size(); ++r)
+    for (std::size_t q = 0; q < r; ++q)
+      if (outputs[r].is(outputs[q]) && !(specs[r].alias_of() && specs[q].alias_of()))
+        throw ProviderContractError("alias", fmt::format("{}: result {} is result {} itself", text(who), r, q));
   check_undeclared_mutation(invocation, versions_before, who);
 }
 
-// Publication: declared mutations become one public versioned change each.
-std::vector<Tensor> publish(const ResolvedInvocation& invocation, const ProviderResult& result) {
-  const std::vector<const Carrier*> declared = mutated_carriers(invocation);
-  for (const Carrier* c : declared) c->require_writable(invocation.operation().c_str());  // all, before any bump
+// Publication: declared mutations become one public versioned change each,
+// then the autograd node attaches (operation-semantics.md, "Automatic
+// differentiation belongs to the semantic definition"). Everything that can
+// fail (the writability of every mutated carrier, building the node) comes
+// before the first version step; the attachment itself cannot fail, and it
+// snapshots the published versions.
+std::vector<Tensor> publish(const std::shared_ptr<const ResolvedInvocation>& invocation, const ProviderResult& result,
+                            bool graph) {
+  const std::vector<const Carrier*> declared = mutated_carriers(*invocation);
+  for (const Carrier* c : declared) c->require_writable(invocation->operation().c_str());  // all, before any bump
+  std::vector<Tensor> outputs(result.outputs().begin(), result.outputs().end());
+  const AutogradHooks* hooks = graph ? &autograd_hooks() : nullptr;
+  const std::shared_ptr<autograd::Node> node = hooks ? hooks->prepare_definition_node(invocation, outputs) : nullptr;
   for (const Carrier* c : declared) const_cast<Carrier*>(c)->bump_version();
-  return {result.outputs().begin(), result.outputs().end()};
+  if (node) hooks->attach_definition_node(node, outputs);
+  return outputs;
 }
 
-std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const Carrier& prototype,
+// What every route needs: the invocation (shared: a node keeps it for
+// backward) and whether the call builds a graph (decided once, at entry).
+struct Call {
+  const std::shared_ptr<const ResolvedInvocation>& invocation;
+  bool graph;
+};
+
+std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
                                     const extension::detail::ClassDefinition& record, PipelineTrace* trace) {
+  const ResolvedInvocation& invocation = *call.invocation;
   const Who who{&invocation, &prototype};
   const extension::detail::SealedKernels& sealed = extension::detail::sealed_kernels(record);
   const OperationPlan& plan = invocation.plan();
@@ -196,7 +220,7 @@ std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const 
     }
     const ProviderResult result = settle(kernel.submit()(), who);
     validate(invocation, result, [&record](std::size_t) { return record.cls; }, before, who);
-    return publish(invocation, result);
+    return publish(call.invocation, result, call.graph);
   }
   check_undeclared_mutation(invocation, before, who);
   throw UnsupportedOperationPlan(fmt::format("{}: every kernel pattern for the plan {} declined at run time: {}.",
@@ -204,8 +228,9 @@ std::vector<Tensor> run_independent(const ResolvedInvocation& invocation, const 
                                  plan);
 }
 
-std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Carrier& prototype,
+std::vector<Tensor> run_composite(const Call& call, const Carrier& prototype,
                                   const extension::detail::ClassDefinition& record, PipelineTrace* trace) {
+  const ResolvedInvocation& invocation = *call.invocation;
   if (trace) trace->route = "composite provider";
   const Who who{&invocation, &prototype};
   const extension::CompositeProvider& composite = *record.definition->composite();
@@ -228,51 +253,53 @@ std::vector<Tensor> run_composite(const ResolvedInvocation& invocation, const Ca
   if (trace) trace->ran = "composite provider";
   const ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()(), who);
   validate(invocation, result, [&classes](std::size_t r) { return classes[r]; }, before, who);
-  return publish(invocation, result);
+  return publish(call.invocation, result, call.graph);
 }
 
 }  // namespace
 
 namespace {
-std::vector<Tensor> run_gated(const ResolvedInvocation& invocation, const Carrier& prototype, PipelineTrace* trace) {
+std::vector<Tensor> run_gated(const Call& call, const Carrier& prototype, PipelineTrace* trace) {
   const extension::detail::ClassDefinition* record = extension::detail::find_definition_fast(prototype.exact_class());
   if (!record)
-    throw RuntimeError(fmt::format("{}: {} has no carrier definition", invocation.operation(), prototype.class_name()));
-  return record->dependent ? run_composite(invocation, prototype, *record, trace)
-                           : run_independent(invocation, prototype, *record, trace);
+    throw RuntimeError(fmt::format("{}: {} has no carrier definition", call.invocation->operation(),
+                                   prototype.class_name()));
+  return record->dependent ? run_composite(call, prototype, *record, trace)
+                           : run_independent(call, prototype, *record, trace);
 }
 }  // namespace
 
-std::vector<Tensor> run_definition_backed(const ResolvedInvocation& invocation, const Carrier& prototype,
-                                          PipelineTrace* trace) {
-  storage::gate(prototype, invocation.plan());  // UnsupportedOperationPlan before any work
-  return run_gated(invocation, prototype, trace);
+std::vector<Tensor> run_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
+                                          const Carrier& prototype, PipelineTrace* trace) {
+  storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
+  return run_gated(Call{invocation, graph_would_attach(*invocation)}, prototype, trace);
 }
 
 bool graph_would_attach(const ResolvedInvocation& invocation) {
   const operation::OperationDefinition& d = invocation.definition();
-  if (!autograd_hooks().grad_enabled() || !d.is_differentiable()) return false;
+  if (!d.is_differentiable() || !autograd_hooks().grad_enabled()) return false;
+  // core-concepts 6.2: some result is differentiable (exactly Float32) ...
+  const std::span<const ResultSpec> results = invocation.results();
+  if (std::none_of(results.begin(), results.end(), [](const ResultSpec& r) { return &r.dtype() == &DType::Float32(); }))
+    return false;
+  // ... and some differentiable operand requires grad.
   const std::span<const operation::OperandSpec> specs = d.schema().operands();
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const Tensor* t = std::get_if<Tensor>(&invocation.operands()[i]);
-    if (specs[i].differentiable() && t && t->requires_grad()) return true;
+    if (specs[i].differentiable() && t && t->is_differentiable() && t->requires_grad()) return true;
   }
   return false;
 }
 
-std::vector<Tensor> execute_definition_backed(const ResolvedInvocation& invocation, const Carrier& prototype,
-                                              const Output& out, PipelineTrace* trace) {
-  const std::string& name = invocation.operation();
-  storage::gate(prototype, invocation.plan());  // UnsupportedOperationPlan first
+std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
+                                              const Carrier& prototype, const Output& out, PipelineTrace* trace) {
+  const std::string& name = invocation->operation();
+  storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
   if (out)
     throw NotImplementedError(fmt::format("{}: a caller-provided output on the definition-backed carrier {} is not "
                                           "supported yet; use the returned result",
                                           name, prototype.class_name()));
-  if (graph_would_attach(invocation))
-    throw NotImplementedError(fmt::format("{}: recording gradients through a definition-backed execution ({}) is not "
-                                          "built yet; call it under no_grad() or on tensors that do not require grad",
-                                          name, prototype.class_name()));
-  return run_gated(invocation, prototype, trace);
+  return run_gated(Call{invocation, graph_would_attach(*invocation)}, prototype, trace);
 }
 
 const Carrier* definition_backed_prototype(const operation::BoundOperationCall& call) {
@@ -286,9 +313,9 @@ const Carrier* definition_backed_prototype(const operation::BoundOperationCall& 
 
 BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall& call, const Carrier& prototype,
                                              const Output& out) {
-  const ResolvedInvocation invocation = call.definition().resolve()(call);
+  const auto invocation = std::make_shared<const ResolvedInvocation>(call.definition().resolve()(call));
   std::vector<Tensor> results = execute_definition_backed(invocation, prototype, out);
-  return BuiltinOutcome{invocation.plan(), std::move(results.front())};
+  return BuiltinOutcome{invocation->plan(), std::move(results.front())};
 }
 
 }  // namespace strideweave::frontend

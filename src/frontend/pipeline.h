@@ -27,18 +27,24 @@ struct PipelineTrace {
   std::vector<CandidateTrace> candidates;
   std::optional<std::string> ran;
 };
-std::vector<Tensor> run_definition_backed(const operation::ResolvedInvocation& invocation, const Carrier& prototype,
-                                          PipelineTrace* trace = nullptr);
+//
+// Autograd (operation-semantics.md, "Automatic differentiation belongs to
+// the semantic definition"): when graph_would_attach holds at entry, one
+// node for the call is built after publication validation and attached to
+// every Float32 result after publication (src/autograd/record_definition.cpp,
+// through the bootstrap's hooks); a failure anywhere attaches nothing.
+std::vector<Tensor> run_definition_backed(const std::shared_ptr<const operation::ResolvedInvocation>& invocation,
+                                          const Carrier& prototype, PipelineTrace* trace = nullptr);
 
-// Whether the call would attach a graph node: graph construction on, a
-// callable VJP, and a differentiable Tensor operand that requires grad.
+// Whether the call would attach a graph node (core-concepts 6.2): graph
+// construction on, a callable VJP, some result of dtype exactly Float32, and
+// a differentiable Tensor operand that requires grad.
 bool graph_would_attach(const operation::ResolvedInvocation& invocation);
 
 // The gate, then what this build cannot do yet refused whole before any
-// provider callback (a caller-provided output; recording gradients through
-// a definition-backed execution: issue 11 step 5), then
+// provider callback (a caller-provided output), then the pipeline as
 // run_definition_backed.
-std::vector<Tensor> execute_definition_backed(const operation::ResolvedInvocation& invocation,
+std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const operation::ResolvedInvocation>& invocation,
                                               const Carrier& prototype, const Output& out,
                                               PipelineTrace* trace = nullptr);
 

@@ -16,7 +16,8 @@ namespace strideweave {
 namespace {
 
 constexpr frontend::AutogradHooks autograd_recording{&autograd::record_operation, &autograd::refuse_caller_output,
-                                                     &is_grad_enabled};
+                                                     &is_grad_enabled, &autograd::prepare_definition_node,
+                                                     &autograd::attach_definition_node};
 
 void bootstrap() {
   frontend::install_autograd_hooks(&autograd_recording);

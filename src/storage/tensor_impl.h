@@ -19,6 +19,7 @@ struct TensorImpl {
   bool retains_grad = false;                 // a non-leaf after retain_grad()
   std::shared_ptr<autograd::Node> grad_fn;   // the node that produced this tensor
   std::optional<Tensor> grad;                // accumulated gradient
+  std::uint32_t grad_output = 0;             // which result of grad_fn this tensor is (definition nodes)
   bool tracks_grad() const noexcept { return requires_grad || grad_fn != nullptr; }
   // ---- end autograd state -------------------------------------------------
 };

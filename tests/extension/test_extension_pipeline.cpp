@@ -61,7 +61,10 @@ std::shared_ptr<const op::OperationDefinition> double_op() {
       },
       std::nullopt,
       op::VjpFn([](const op::VJPContext&, std::span<const std::optional<Tensor>> cot) {
-        return std::vector<std::optional<Tensor>>{cot[0]};
+        std::vector<Value> v = cot[0]->values();
+        for (Value& e : v) e = Value::from_float32(2 * e.f);
+        return std::vector<std::optional<Tensor>>{Tensor(cot[0]->carrier()->new_like(v, true, &DType::Float32()), 0,
+                                                         Layout::compact(Shape::of(cot[0]->shape().extents())))};
       }));
   return d;
 }
@@ -347,16 +350,29 @@ TEST(DefinitionPipeline_Completion, ASubmitFailureThroughTheCompletionIsTerminal
   EXPECT_EQ(x.carrier()->version(), before);
 }
 
-TEST(DefinitionPipeline_NotYetBuilt, GradientRecordingAndCallerOutputsAreRefusedBeforeAnyWork) {
+TEST(DefinitionPipeline_NotYetBuilt, CallerOutputsAreRefusedBeforeAnyWork) {
   Counters counters;
   register_accel<22>(counters, std::make_shared<Iface>("1"));
-  Tensor x = accel_tensor<22>({1});
-  x.set_requires_grad(true);
-  EXPECT_THROW((*double_op())({x}), NotImplementedError);
+  const Tensor x = accel_tensor<22>({1});
+  const Tensor out = accel_tensor<22>({0});
+  EXPECT_THROW((*double_op())({x}, {}, into(out)), NotImplementedError);
   EXPECT_EQ(counters.prepare_fast.load(), 0);
+}
+
+TEST(DefinitionPipeline_Autograd, TheLastStageAttachesOneNodeAfterPublication) {
+  // issue 11 step 4: ... -> publication -> autograd attachment (step 5).
+  Counters counters;
+  register_accel<23>(counters, std::make_shared<Iface>("1"));
+  Tensor x = accel_tensor<23>({1, 2});
+  x.set_requires_grad(true);
+  const Tensor y = (*double_op())({x})[0];
+  ASSERT_TRUE(y.grad_fn());
+  EXPECT_EQ(y.grad_fn()->name(), "pipetest.double");
+  y.backward(accel_tensor<23>({1, 3}));
+  EXPECT_EQ(floats(*x.grad()), (std::vector<float>{2, 6}));
   {
     NoGradGuard guard;
-    EXPECT_EQ(floats((*double_op())({x})[0]), (std::vector<float>{2}));
+    EXPECT_FALSE((*double_op())({x})[0].grad_fn());
   }
 }
 
@@ -477,6 +493,24 @@ TEST(DefinitionPipeline_Builtins, BuiltInOperationRunsThroughThePatternByDefinit
   // A plan the class does not claim is refused by the gate, before prepare.
   EXPECT_THROW((*op::get_definition("sub"))({a, b}), UnsupportedOperationPlan);
   EXPECT_EQ(prepares.load(), 2);
+}
+
+TEST(DefinitionPipeline_Builtins, ABuiltInCallAttachesItsNodeAndItsBackwardSaysWhatIsNotBuilt) {
+  std::atomic<int> prepares{0};
+  register_accel_add<42>(prepares);
+  Tensor a = accel_tensor<42>({1, 2});
+  const Tensor b = accel_tensor<42>({10, 20});
+  a.set_requires_grad(true);
+  const Tensor y = (*op::get_definition("add"))({a, b})[0];
+  ASSERT_TRUE(y.grad_fn());
+  EXPECT_EQ(y.grad_fn()->name(), "add");
+  try {
+    y.backward(accel_tensor<42>({1, 1}));
+    FAIL() << "expected NotImplementedError";
+  } catch (const NotImplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("definition-backed"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(a.grad().has_value());
 }
 
 TEST(DefinitionPipeline_Builtins, TypedFunctionSaysItDoesNotReachTheCarrierYet) {
@@ -609,10 +643,13 @@ ext::StorageProvider faulty_storage() {
       });
 }
 
+std::vector<Tensor> produced;  // every result faulty_double made (guarded by the test's single thread)
+
 ext::ProviderResult faulty_double(const op::ResolvedInvocation& inv) {
   const Tensor& x = std::get<Tensor>(inv.operands()[0]);
   auto out = ext::create<Faulty>(x.size(), DType::Float32());
-  return ext::ProviderResult({Tensor(out, 0, Layout::compact(x.shape()))});
+  produced.emplace_back(out, 0, Layout::compact(x.shape()));
+  return ext::ProviderResult({produced.back()});
 }
 
 void register_faulty() {
@@ -667,6 +704,13 @@ TEST_P(ProviderFaults, EachCallbackThrowingPublishesNothing) {
   const auto composite = ext::create<FaultyComposite>(2, DType::Float32());
   const Tensor tx(x, 0, Layout::compact(Shape{2}));
   const Tensor tc(composite, 0, Layout::compact(Shape{2}));
+  // The operands require grad, so a successful call attaches a node: a
+  // failing one must attach none (issue 11 standards).
+  Tensor gx = tx, gc = tc;
+  gx.set_requires_grad(true);
+  gc.set_requires_grad(true);
+  produced.clear();
+  std::optional<Tensor> result;
   const auto definition_before = ext::carrier_definition(carrier_class<Faulty>());
   const auto caps_before = capabilities_for_carrier_class(carrier_class<Faulty>());
   const auto x_version = x->version(), c_version = composite->version();
@@ -683,9 +727,9 @@ TEST_P(ProviderFaults, EachCallbackThrowingPublishesNothing) {
     case Fault::Write: action = [&] { x->set_value(0, Value::from_float32(9)); }; break;
     case Fault::Prepare:
     case Fault::Submit:
-    case Fault::Wait: action = [&] { (void)(*double_op())({tx}); }; break;
+    case Fault::Wait: action = [&] { result = (*double_op())({tx})[0]; }; break;
     case Fault::Capabilities: action = [] { (void)ext::create<FaultyComposite>(1, DType::Float32()); }; break;
-    case Fault::ResultCarriers: action = [&] { (void)(*double_op())({tc}); }; break;
+    case Fault::ResultCarriers: action = [&] { result = (*double_op())({tc})[0]; }; break;
     case Fault::None: break;
   }
   EXPECT_THROW(action(), InjectedFault) << GetParam().name;
@@ -695,8 +739,14 @@ TEST_P(ProviderFaults, EachCallbackThrowingPublishesNothing) {
   EXPECT_EQ(tx.values(), x_values);
   EXPECT_EQ(ext::carrier_definition(carrier_class<Faulty>()), definition_before);
   EXPECT_EQ(capabilities_for_carrier_class(carrier_class<Faulty>()), caps_before);
+  EXPECT_FALSE(result.has_value());
+  for (const Tensor& t : produced) EXPECT_FALSE(t.grad_fn()) << GetParam().name;  // no node attached
+  EXPECT_TRUE(tx.is_leaf() && tc.is_leaf());
   // The same call succeeds once the fault is gone: nothing was left half done.
   EXPECT_NO_THROW(action()) << GetParam().name;
+  if (result) {
+    EXPECT_TRUE(result->grad_fn()) << GetParam().name;  // the check above can fail
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
