@@ -13,14 +13,14 @@ specification's order, then the rule or scenario they check:
     R9  Composite translation preserves the declared public boundary
     R10 Result publication validates provider output
 
-What is reachable today (docs/python.md, "strideweave.operation"): binding,
-resolution and its validation, the exact-object alias rule, the capability
-gate, reference execution, and built-in definitions on every carrier. The
-shipped carriers are definition-free, so a user-defined operation that passes
-the gate raises NotImplementedError there; kernel patterns, composite
-providers and result publication (R7's fallback, R9, most of R10) need the
-definition-backed carriers of strideweave.carriers.extension, which is not
-built, and are not tested here.
+Here: binding, resolution and its validation, the exact-object alias rule,
+the capability gate, reference execution, and built-in definitions on every
+carrier, mostly on definition-free carriers (where a user-defined operation
+that passes the gate raises NotImplementedError). Execution by kernel
+patterns, composite providers and result publication are tested in
+test_carrier_extension.py; gradients through user-defined operations (R8:
+definition nodes, Python VJPs, return validation, a fused backward) in
+test_definition_autograd.py.
 """
 
 import copy

@@ -394,6 +394,19 @@ std::shared_ptr<const op::OperationDefinition> scale_inplace_op() {
   return d;
 }
 
+// adtest.carry(x, s) = a copy of x; only s is differentiable, so a node
+// reaches an x produced by an earlier call through its invocation alone.
+std::shared_ptr<const op::OperationDefinition> carry_op() {
+  static const auto d = op::define_operation(
+      "adtest.carry", op::OperationSchema({op::OperandSpec("x", op::OperandKind::TENSOR), diff("s")}),
+      [](const op::BoundOperationCall& call) {
+        return op::ResolvedInvocation(call, f32_plan(call.definition().name(), 2),
+                                      {op::ResultSpec::compact(DType::Float32(), flat(call.tensor(0)))});
+      },
+      std::nullopt, op::VjpFn([](const op::VJPContext&, Cotangents) -> Grads { return {std::nullopt}; }));
+  return d;
+}
+
 std::vector<std::vector<float>> elementwise(const op::ResolvedInvocation& inv, float (*f)(float)) {
   std::vector<float> v = floats(std::get<Tensor>(inv.operands()[0]));
   for (float& e : v) e = f(e);
@@ -437,6 +450,7 @@ void register_dev() {
                         }),
         host_pattern<N>(fused_linear_backward_op(), 4, "fused_linear_backward", fused_linear_backward_kernel),
         host_pattern<N>(checked_op(), 1, "checked", twice),
+        host_pattern<N>(carry_op(), 2, "carry", same),
         host_pattern<N>(nd_double_op(), 1, "nd_double", twice),
         host_pattern<N>(scale_inplace_op(), 2, "scale_",
                         [](const op::ResolvedInvocation& inv) {
@@ -475,7 +489,6 @@ void register_dev() {
       const Tensor x = x_of(inv);
       return std::vector{Tensor(x.carrier(), x.offset(), x.layout())};
     }));
-    (void)same;
     ext::register_carrier_definition(carrier_class<Dev<N>>(),
                                      ext::CarrierDefinition(dev_storage<N>(), ext::KernelProvider(std::make_shared<Iface>("1"), patterns)));
     return true;
@@ -704,6 +717,22 @@ TEST(OperationSemantics_AD_Lifetime, WithoutRetainGraphASecondBackwardNamesRetai
   } catch (const RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("retain_graph=True"), std::string::npos) << e.what();
   }
+}
+
+TEST(OperationSemantics_AD_Lifetime, ALongChainOfDefinitionNodesIsFreedWithBoundedStack) {
+  // A definition node owns its invocation, whose bound call holds the
+  // caller's operand tensors: the destructor hands that over too (node.cpp),
+  // so a chain far deeper than a recursive teardown survives is freed.
+  // Here each node reaches the previous result only through its invocation
+  // (operand x of adtest.carry is not differentiable, so it is no edge).
+  register_dev<1>();
+  Tensor s = dev_tensor<1>({1}, Shape{1});
+  s.set_requires_grad(true);
+  std::optional<Tensor> y = dev_tensor<1>({1}, Shape{1});
+  for (int i = 0; i < 200000; ++i) y = (*carry_op())({*y, s})[0];
+  EXPECT_TRUE(y->grad_fn());
+  y.reset();  // the whole chain goes here
+  EXPECT_TRUE(s.is_leaf());
 }
 
 // ---------------------------------------------------------------- return validation
