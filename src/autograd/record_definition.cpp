@@ -119,12 +119,25 @@ std::vector<std::optional<Tensor>> NodeAccess::apply_definition(const Node& node
       throw ValueError(fmt::format("backward: the VJP of '{}' returned a gradient of shape {} for operand '{}' of "
                                    "shape {}",
                                    name, g.shape().to_string(), specs[i].name(), operand->shape().to_string()));
-    if (!(g.carrier_type() == operand->carrier_type()))
-      throw TypeError(fmt::format("backward: the VJP of '{}' returned a gradient on {} for operand '{}' on {}; a "
-                                  "gradient lives on its operand's exact carrier class",
-                                  name, g.carrier()->class_name(), specs[i].name(), operand->carrier()->class_name()));
     g.carrier()->require_live("backward: a gradient returned by a VJP");
-    if (node.needs_grad_[i]) out[i] = g.detach();  // a gradient nobody wants is dropped
+    if (g.carrier_type() == operand->carrier_type()) {
+      if (node.needs_grad_[i]) out[i] = g.detach();  // a gradient nobody wants is dropped
+      continue;
+    }
+    // A composite call publishes its results on other classes than its
+    // operands' (CompositeProvider::result_carriers), so a VJP computing from
+    // the cotangents naturally returns gradients there: a gradient on the
+    // class of one of the call's results is copied into fresh storage of the
+    // operand's class. Any other class is a TypeError.
+    const bool result_class = std::any_of(node.outputs_.begin(), node.outputs_.end(),
+                                          [&](const Tensor& r) { return r.carrier_type() == g.carrier_type(); });
+    if (!result_class)
+      throw TypeError(fmt::format("backward: the VJP of '{}' returned a gradient on {} for operand '{}' on {}; a "
+                                  "gradient lives on its operand's exact carrier class (or on a result's class)",
+                                  name, g.carrier()->class_name(), specs[i].name(), operand->carrier()->class_name()));
+    if (node.needs_grad_[i])
+      out[i] = Tensor(operand->carrier()->new_like(g.values(), true, &DType::Float32()), 0,
+                      Layout::compact(Shape::of(operand->shape().extents())));
   }
   return out;
 }

@@ -427,6 +427,39 @@ TEST(DefinitionPipeline_R6_Composite, DependentCarrierExecutesThroughItsComposit
   EXPECT_EQ(prepares.load(), 2);
 }
 
+TEST(DefinitionPipeline_R6_Composite, TheOuterCallIsTheOneNodeAndGradientsReturnToTheOperandsClass) {
+  // operation-semantics R9: the outer operation remains the sole visible
+  // autograd node; its results live on CPU (result_carriers), the VJP
+  // computes there, and the gradient reaches the operand on its own class.
+  using P = Pair<32>;
+  ext::CompositeProvider composite(
+      [](const Carrier&) { return std::vector{plan_of("pipetest.double")}; },
+      [](const Carrier&, const op::ResolvedInvocation& inv) {
+        return std::vector<CarrierClass>(inv.results().size(), carrier_class<CPU>());
+      },
+      [](const Carrier&, const op::ResolvedInvocation& inv) -> ext::CompositeProvider::Prepared {
+        return ext::PreparedComposite([inv = &inv]() -> ext::ResultSubmission {
+          const Tensor& x = std::get<Tensor>(inv->operands()[0]);
+          std::vector<float> v;
+          for (const Value& e : x.values()) v.push_back(2 * e.f);
+          return ext::ProviderResult({make_tensor<CPU>(std::span<const float>(v), Shape{x.size()})});
+        });
+      });
+  ext::register_carrier_definition(carrier_class<P>(),
+                                   ext::CarrierDefinition(pair_storage<32>(), std::nullopt, {}, composite));
+  auto c = ext::create<P>(2, DType::Float32());
+  c->set_value(1, Value::from_float32(3));
+  Tensor x(c, 0, Layout::compact(Shape{2}));
+  x.set_requires_grad(true);
+  const Tensor y = (*double_op())({x})[0];
+  ASSERT_TRUE(y.grad_fn());
+  EXPECT_EQ(y.grad_fn()->name(), "pipetest.double");
+  y.backward(make_tensor<CPU>({1.0f, 5.0f}, Shape{2}));
+  ASSERT_TRUE(x.grad());
+  EXPECT_EQ(x.grad()->carrier()->exact_class(), carrier_class<P>());
+  EXPECT_EQ(floats(*x.grad()), (std::vector<float>{2, 10}));
+}
+
 TEST(DefinitionPipeline_R6_Composite, ResultCarriersOfTheWrongCountIsValueErrorBeforePrepare) {
   using P = Pair<31>;
   std::atomic<int> prepares{0};
