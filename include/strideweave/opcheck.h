@@ -94,7 +94,7 @@ enum class OpcheckStatus : std::uint8_t {
   FAILED,
   DECLINED,        // the pattern returned Unsupported at run time (legal: another candidate would run)
   NOT_APPLICABLE,  // the pattern's plans do not match this case's plan statically
-  SKIPPED,         // resolve refused the generated call (an empty extent the operation does not take, ...)
+  SKIPPED,         // the generated call could not be built on the carrier, or resolve refused it
 };
 const char* name_of(OpcheckStatus status) noexcept;  // "passed", "failed", "declined", "not applicable", "skipped"
 

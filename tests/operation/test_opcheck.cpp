@@ -356,4 +356,59 @@ TEST(ReferenceExecution_Opcheck, RegisteredInputsAreUsedWhenTheOptionsNameNoneAn
   EXPECT_NE(op::to_text(r).find("pattern k (built-in, preference 0)"), std::string::npos) << op::to_text(r);
 }
 
+// A dependent (composite) carrier: its prototype is checked through its
+// CompositeProvider, one pseudo-pattern "composite provider".
+template <int N>
+class Composite final : public ext::DefinedDependentCarrier {
+ public:
+  explicit Composite(ext::Construction key) : DefinedDependentCarrier(std::move(key)) {}
+  std::vector<Value> arena;
+};
+
+template <int N>
+std::shared_ptr<Carrier> composite_prototype(const std::shared_ptr<const op::OperationDefinition>& d, float (*f)(float)) {
+  using C = Composite<N>;
+  ext::StorageProvider storage(
+      [](const Carrier&, const DType& dt) { return &dt == &DType::Float32(); },
+      [](const Carrier& c) { return static_cast<std::int64_t>(static_cast<const C&>(c).arena.size()); },
+      [](Carrier& c, std::int64_t n) { static_cast<C&>(c).arena.assign(static_cast<std::size_t>(n), Value::from_float32(0)); },
+      [](Carrier& c) { static_cast<C&>(c).arena.clear(); },
+      [](const Carrier& c, std::int64_t i) { return static_cast<const C&>(c).arena[static_cast<std::size_t>(i)]; },
+      [](Carrier& c, std::int64_t i, const Value& v) { static_cast<C&>(c).arena[static_cast<std::size_t>(i)] = v; });
+  const std::string name = d->name();
+  ext::CompositeProvider composite(
+      [name](const Carrier&) { return std::vector{f32_plan(name)}; },
+      [](const Carrier&, const op::ResolvedInvocation& inv) {
+        return std::vector<CarrierClass>(inv.results().size(), carrier_class<CPU>());
+      },
+      [f](const Carrier&, const op::ResolvedInvocation& inv) -> ext::CompositeProvider::Prepared {
+        return ext::PreparedComposite([f, inv = &inv]() -> ext::ResultSubmission {
+          const Tensor& x = std::get<Tensor>(inv->operands()[0]);
+          std::vector<float> v;
+          for (std::int64_t i = 0; i < x.size(); ++i) v.push_back(f(read(x, i)));
+          return ext::ProviderResult({make_tensor<CPU>(std::span<const float>(v), x.shape())});
+        });
+      });
+  ext::register_carrier_definition(carrier_class<C>(), ext::CarrierDefinition(storage, std::nullopt, {}, composite));
+  return ext::create<C>(0, DType::Float32());
+}
+
+TEST(ReferenceExecution_Opcheck, ADependentCarrierIsCheckedThroughItsCompositeProvider) {
+  const auto good = define_double("opchk.composite_good", 2.0f);
+  const auto bad = define_double("opchk.composite_bad", 2.0f);
+  op::OpcheckOptions o;
+  o.samples = {op::OpcheckSample{{op::SampleTensor{&DType::Float32(), Shape::of({2, 3})}}, {}, "m"}};
+  o.carriers = {composite_prototype<5>(good, twice)};
+  const op::OpcheckReport r = op::opcheck(*good, o);
+  ASSERT_EQ(r.carriers.size(), 1u) << op::to_text(r);
+  ASSERT_EQ(r.carriers[0].patterns.size(), 1u);
+  EXPECT_EQ(r.carriers[0].patterns[0].kernel_id, "composite provider");
+  EXPECT_TRUE(r.passed()) << op::to_text(r);
+  EXPECT_GT(r.count(op::OpcheckStatus::PASSED), 5u);
+  o.carriers = {composite_prototype<6>(bad, wrong_for_negatives)};
+  const op::OpcheckReport rb = op::opcheck(*bad, o);
+  ASSERT_EQ(rb.carriers.size(), 1u) << op::to_text(rb);
+  EXPECT_TRUE(all_are(failed_fields(rb.carriers[0].patterns[0]), "values")) << op::to_text(rb);
+}
+
 }  // namespace
