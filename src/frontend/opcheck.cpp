@@ -204,7 +204,13 @@ OpcheckCase run_case(const OperationDefinition& definition, const Carrier& proto
     return failed(e.field(), e.what());
   } catch (const UnsupportedOperationPlan& e) {
     if (reference_error_type && *reference_error_type == "UnsupportedOperationPlan") return c;
-    return OpcheckCase{{}, {}, OpcheckStatus::DECLINED, {}, e.what()};
+    // The pinned pattern's own reason ("kernel 'id' (source): reason.") rather
+    // than the whole combined message.
+    std::string why = e.what();
+    if (pattern)
+      if (const auto at = why.rfind(fmt::format("kernel '{}'", pattern->kernel_id())); at != std::string::npos)
+        why = why.substr(at);
+    return OpcheckCase{{}, {}, OpcheckStatus::DECLINED, {}, std::move(why)};
   } catch (const Error& e) {
     if (reference_error_type && *reference_error_type == e.type_name()) return c;  // the same error condition
     return failed("error", reference_error_type
