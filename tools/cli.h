@@ -81,6 +81,18 @@ std::shared_ptr<Carrier> prototype_of(const ShippedCarrier& carrier);
 // [--json]` (cmd_check_gradients.cpp); `operations` empty = all.
 int run_check_gradients(const std::string& carrier, const std::vector<std::string>& operations, bool as_json);
 
+// `check --plugin PATH` (cmd_opcheck.cpp): loads each shared library (its
+// static initialisers, then its `extern "C" void strideweave_plugin_init()`
+// if it has one, register operations, carriers and opcheck inputs);
+// RuntimeError naming the path when it cannot be loaded.
+void load_plugins(const std::vector<std::string>& paths);
+// A registered operation that is not one of the library's own.
+bool is_user_defined(const std::string& name);
+// opcheck of each named user-defined operation: its text report printed, or
+// with `as_json` {"opcheck": [REPORT...]}; with `into`, the JSON list is
+// stored there instead of printed. Returns 1 when any check failed.
+int run_opcheck(const std::vector<std::string>& names, bool as_json, json* into = nullptr);
+
 // The operation names given to a filter (`check --operation`), each checked
 // against the registry: an unregistered name -> NotImplementedError, as
 // everywhere else in the library.

@@ -19,6 +19,7 @@
 #include <strideweave/call.h>
 #include <strideweave/capability.h>
 #include <strideweave/dependent_carrier.h>
+#include <strideweave/opcheck.h>
 #include <strideweave/operation.h>
 #include <strideweave/ops.h>
 #include <strideweave/policy.h>

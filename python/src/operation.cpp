@@ -497,6 +497,164 @@ py::object results_object(std::vector<Tensor>&& results, py::handle originals) {
   return tensors_tuple(results, originals);
 }
 
+
+// ---------------------------------------------------------------- opcheck (docs/opcheck.md)
+
+// A sample's operand: a SampleTensor, a real number (a weak scalar) or any
+// other value (a STRUCTURAL operand). A Tensor is refused: opcheck builds
+// its own inputs on every carrier.
+op::SampleOperand sample_operand_arg(py::handle value, std::size_t i) {
+  const std::string what = fmt::format("OpcheckSample: operand {}", i);
+  if (py::isinstance<op::SampleTensor>(value)) return value.cast<op::SampleTensor>();
+  if (is_tensor(value))
+    throw TypeError(fmt::format("{}: give SampleTensor(dtype, shape), not a Tensor (opcheck builds the values and "
+                                "views itself)",
+                                what));
+  if (is_real_number(value)) return weak_scalar_arg(value, what.c_str());
+  return op::Structural{option_value_arg(value, what.c_str())};
+}
+
+std::vector<op::OpcheckSample> samples_arg(py::handle values, const char* what) {
+  std::vector<op::OpcheckSample> out;
+  if (values.is_none()) return out;
+  if (!is_iterable_not_text(values)) throw TypeError(fmt::format("{}: samples must be an iterable of OpcheckSample", what));
+  for (py::handle v : py::iter(values)) {
+    if (!py::isinstance<op::OpcheckSample>(v))
+      throw TypeError(fmt::format("{}: samples must hold OpcheckSample values, got {}", what, repr_of(v)));
+    out.push_back(v.cast<op::OpcheckSample>());
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<Carrier>> prototypes_arg(py::handle values, const char* what) {
+  std::vector<std::shared_ptr<Carrier>> out;
+  if (values.is_none()) return out;
+  if (!is_iterable_not_text(values)) throw TypeError(fmt::format("{}: carriers must be an iterable of carriers", what));
+  for (py::handle v : py::iter(values)) out.push_back(carrier_arg(v, what));
+  return out;
+}
+
+py::object field_object(const std::string& field) { return field.empty() ? py::object(py::none()) : py::object(py::str(field)); }
+
+void bind_opcheck(py::module_& m) {
+  py::class_<op::SampleTensor>(m, "SampleTensor", R"doc(
+SampleTensor(dtype, shape): a Tensor operand of an opcheck sample: its dtype
+and shape (a Shape or a tuple of extents); opcheck builds the values and the
+views on every carrier it checks. Immutable.)doc")
+      .def(py::init([](py::handle dtype, py::handle shape) {
+             return op::SampleTensor{&dtype_arg(dtype, "SampleTensor: dtype"), shape_arg(shape, "SampleTensor: shape")};
+           }),
+           py::arg("dtype"), py::arg("shape"))
+      .def_property_readonly("dtype", [](const op::SampleTensor& t) { return dtype_object(t.dtype); })
+      .def_property_readonly("shape", [](const op::SampleTensor& t) { return py::cast(t.shape); })
+      .def("__repr__", [](const op::SampleTensor& t) {
+        return fmt::format("SampleTensor({}, {})", t.dtype->name(), t.shape.to_string());
+      });
+  py::class_<op::OpcheckSample>(m, "OpcheckSample", R"doc(
+OpcheckSample(operands, options=None, label=""): one sample call for opcheck:
+operands in schema order (SampleTensor for a Tensor operand, a real number for
+a weak scalar, anything else for a STRUCTURAL operand), options a dict by
+name. Immutable.)doc")
+      .def(py::init([](py::handle operands, py::handle options, py::handle label) {
+             op::OpcheckSample s;
+             if (!is_iterable_not_text(operands)) throw TypeError("OpcheckSample: operands must be an iterable");
+             std::size_t i = 0;
+             for (py::handle o : py::iter(operands)) s.operands.push_back(sample_operand_arg(o, i++));
+             if (!options.is_none()) {
+               if (!PyDict_Check(options.ptr())) throw TypeError("OpcheckSample: options must be a dict or None");
+               for (auto item : py::reinterpret_borrow<py::dict>(options)) {
+                 const std::string key = str_arg(item.first, "OpcheckSample: option name");
+                 const std::string what = fmt::format("OpcheckSample: option '{}'", key);
+                 s.options.emplace(key, option_value_arg(item.second, what.c_str()));
+               }
+             }
+             s.label = str_arg(label, "OpcheckSample: label");
+             return s;
+           }),
+           py::arg("operands"), py::arg("options") = py::none(), py::arg("label") = "")
+      .def_property_readonly("label", [](const op::OpcheckSample& s) { return s.label; })
+      .def("__repr__", [](const op::OpcheckSample& s) { return fmt::format("OpcheckSample(label='{}')", s.label); });
+  py::class_<op::OpcheckCase>(m, "OpcheckCase", "One opcheck case: sample, variant, status, field (None unless failed), message.")
+      .def_property_readonly("sample", [](const op::OpcheckCase& c) { return c.sample; })
+      .def_property_readonly("variant", [](const op::OpcheckCase& c) { return c.variant; })
+      .def_property_readonly("status", [](const op::OpcheckCase& c) { return std::string(op::name_of(c.status)); })
+      .def_property_readonly("field", [](const op::OpcheckCase& c) { return field_object(c.field); })
+      .def_property_readonly("message", [](const op::OpcheckCase& c) { return c.message; })
+      .def("__repr__", [](const op::OpcheckCase& c) {
+        return fmt::format("OpcheckCase({} / {}: {}{})", c.sample, c.variant, op::name_of(c.status),
+                           c.field.empty() ? "" : fmt::format(" [{}]", c.field));
+      });
+  py::class_<op::OpcheckPatternReport>(m, "OpcheckPatternReport", "One kernel pattern's cases.")
+      .def_property_readonly("kernel_id", [](const op::OpcheckPatternReport& p) { return p.kernel_id; })
+      .def_property_readonly("source", [](const op::OpcheckPatternReport& p) { return p.source; })
+      .def_property_readonly("preference", [](const op::OpcheckPatternReport& p) { return p.preference; })
+      .def_property_readonly("cases", [](const op::OpcheckPatternReport& p) { return py::tuple(py::cast(p.cases)); });
+  py::class_<op::OpcheckCarrierReport>(m, "OpcheckCarrierReport", "One carrier's patterns, gradient cases and problem (or None).")
+      .def_property_readonly("carrier", [](const op::OpcheckCarrierReport& c) { return c.carrier; })
+      .def_property_readonly("patterns", [](const op::OpcheckCarrierReport& c) { return py::tuple(py::cast(c.patterns)); })
+      .def_property_readonly("gradients", [](const op::OpcheckCarrierReport& c) { return py::tuple(py::cast(c.gradients)); })
+      .def_property_readonly("problem", [](const op::OpcheckCarrierReport& c) {
+        return c.problem ? py::cast(*c.problem) : py::object(py::none());
+      });
+  py::class_<op::OpcheckReport>(m, "OpcheckReport", R"doc(
+What opcheck found: operation, carriers (per carrier, per pattern, per case),
+passed() / failed() / count(status); str() is the text report.)doc")
+      .def_property_readonly("operation", [](const op::OpcheckReport& r) { return r.operation; })
+      .def_property_readonly("carriers", [](const op::OpcheckReport& r) { return py::tuple(py::cast(r.carriers)); })
+      .def("passed", &op::OpcheckReport::passed)
+      .def("failed", &op::OpcheckReport::failed)
+      .def("count", [](const op::OpcheckReport& r, py::handle status) {
+        const std::string s = str_arg(status, "OpcheckReport.count: status");
+        for (auto k : {op::OpcheckStatus::PASSED, op::OpcheckStatus::FAILED, op::OpcheckStatus::DECLINED,
+                       op::OpcheckStatus::NOT_APPLICABLE, op::OpcheckStatus::SKIPPED})
+          if (s == op::name_of(k)) return r.count(k);
+        throw ValueError(fmt::format("OpcheckReport.count: unknown status '{}'", s));
+      }, py::arg("status"))
+      .def("__str__", [](const op::OpcheckReport& r) { return op::to_text(r); })
+      .def("__repr__", [](const op::OpcheckReport& r) {
+        return fmt::format("OpcheckReport({}: {} passed, {} failed)", r.operation, r.count(op::OpcheckStatus::PASSED),
+                           r.failed());
+      });
+  m.def("opcheck", [](py::handle definition, py::handle samples, py::handle carriers, bool gradients,
+                      std::uint64_t seed, double fd_step, double grad_atol, double grad_rtol,
+                      std::int64_t fd_max_elements) {
+        const op::OperationDefinition& d = definition_arg(definition, "opcheck");
+        op::OpcheckOptions o;
+        o.samples = samples_arg(samples, "opcheck");
+        o.carriers = prototypes_arg(carriers, "opcheck");
+        o.gradients = gradients;
+        o.seed = seed;
+        o.fd_step = fd_step;
+        o.grad_atol = grad_atol;
+        o.grad_rtol = grad_rtol;
+        o.fd_max_elements = fd_max_elements;
+        py::gil_scoped_release nogil;
+        return op::opcheck(d, std::move(o));
+      },
+      py::arg("definition"), py::arg("samples") = py::none(), py::arg("carriers") = py::none(), py::kw_only(),
+      py::arg("gradients") = true, py::arg("seed") = 20261202, py::arg("fd_step") = 1e-2, py::arg("grad_atol") = 2e-2,
+      py::arg("grad_rtol") = 2e-2, py::arg("fd_max_elements") = 64, R"doc(
+opcheck(definition, samples=None, carriers=None, *, gradients=True, seed=20261202,
+        fd_step=0.01, grad_atol=0.02, grad_rtol=0.02, fd_max_elements=64) -> OpcheckReport
+
+Runs every kernel pattern of every carrier that advertises the user-defined
+operation, one at a time, against its reference on inputs generated from the
+samples (random and edge values, strided, transposed and broadcast views,
+empty extents), and the VJP against central differences of the reference.
+carriers: prototype instances (inputs are built with their new_like).
+Omitted samples/carriers: those given to register_opcheck_inputs.
+docs/opcheck.md.)doc");
+  m.def("register_opcheck_inputs", [](py::handle definition, py::handle samples, py::handle carriers) {
+        const op::OperationDefinition& d = definition_arg(definition, "register_opcheck_inputs");
+        auto s = samples_arg(samples, "register_opcheck_inputs");
+        auto c = prototypes_arg(carriers, "register_opcheck_inputs");
+        op::register_opcheck_inputs(d, std::move(s), std::move(c));
+      },
+      py::arg("definition"), py::arg("samples"), py::arg("carriers") = py::none(), R"doc(
+register_opcheck_inputs(definition, samples, carriers=None): the samples and
+prototypes opcheck uses when it is given none (one-shot per definition).)doc");
+}
+
 }  // namespace
 
 py::object resolved_invocation_object(const op::ResolvedInvocation& invocation) {
@@ -975,6 +1133,7 @@ step (the bound call, the plan and result specs, the carrier and the
 capability entry that admitted the plan, the route, every candidate kernel
 pattern with its outcome, what ran, the outputs). A failing step ends the
 record with its error instead of raising. docs/cli.md, "strideweave explain".)doc");
+  bind_opcheck(m);
 }
 
 }  // namespace strideweave::python

@@ -11,7 +11,9 @@ the ten it names, as the same objects. Beyond the specification, the C++
 library's registry and resolution functions are importable from here too:
 get_definition(name), registered_definitions(), bind(definition, *operands,
 **options), resolve_call(definition, *operands, **options) and
-execute_reference(definition, invocation).
+execute_reference(definition, invocation); and opcheck(definition, samples,
+carriers) with its records (SampleTensor, OpcheckSample, OpcheckReport, ...)
+and register_opcheck_inputs (docs/opcheck.md).
 
 What runs today (docs/python.md, "strideweave.operation"): binding,
 resolution, the capability gate and reference execution of any operation;
@@ -43,6 +45,16 @@ from ._core import (
     bind,
     resolve_call,
     execute_reference,
+    # beyond the specification: opcheck (docs/opcheck.md), a user-defined
+    # operation's kernels against its reference, pattern by pattern
+    opcheck,
+    register_opcheck_inputs,
+    SampleTensor,
+    OpcheckSample,
+    OpcheckReport,
+    OpcheckCarrierReport,
+    OpcheckPatternReport,
+    OpcheckCase,
 )
 
 __all__ = [

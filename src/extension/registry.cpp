@@ -98,6 +98,18 @@ std::shared_ptr<const ClassDefinition> find_definition(CarrierClass cls) {
   return it == r.classes.end() ? nullptr : it->second;
 }
 
+std::vector<std::shared_ptr<const ClassDefinition>> all_definitions() {
+  Registry& r = registry();
+  std::vector<std::shared_ptr<const ClassDefinition>> out;
+  {
+    std::lock_guard lock(r.mutex);
+    for (const auto& [cls, record] : r.classes)
+      if (record->definition) out.push_back(record);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->cls.name() < b->cls.name(); });
+  return out;
+}
+
 const ClassDefinition* find_definition_fast(CarrierClass cls) {
   // Only a class whose instances forward to a storage provider can hold a
   // definition (Generic, CPU: no lookup at all).

@@ -55,6 +55,10 @@ bool is_framework_base(CarrierClass cls);
 // The record of exactly `cls`, or null. Observes nothing.
 std::shared_ptr<const ClassDefinition> find_definition(CarrierClass cls);
 
+// Every class that holds a definition, sorted by class name (opcheck's
+// discovery). Observes nothing.
+std::vector<std::shared_ptr<const ClassDefinition>> all_definitions();
+
 // The same by raw pointer, without the registry's lock on a repeated class
 // (the dispatch path). Records are retained for the life of the process.
 const ClassDefinition* find_definition_fast(CarrierClass cls);

@@ -24,6 +24,16 @@ using operation::ResolvedInvocation;
 using operation::ResultSpec;
 
 namespace {
+thread_local const std::string* pinned_kernel_id = nullptr;
+}  // namespace
+
+PinnedKernelPattern::PinnedKernelPattern(const std::string& kernel_id) noexcept : previous_(pinned_kernel_id) {
+  pinned_kernel_id = &kernel_id;
+}
+PinnedKernelPattern::~PinnedKernelPattern() { pinned_kernel_id = previous_; }
+const std::string* PinnedKernelPattern::current() noexcept { return pinned_kernel_id; }
+
+namespace {
 
 // The subject of every message ("op on Class"), formatted only when an error
 // is raised (the per-call path builds no string).
@@ -176,9 +186,11 @@ std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
   const Who who{&invocation, &prototype};
   const extension::detail::SealedKernels& sealed = extension::detail::sealed_kernels(record);
   const OperationPlan& plan = invocation.plan();
-  // R11.3: the static match, before any prepare.
+  // R11.3: the static match, before any prepare (opcheck may pin one pattern).
+  const std::string* const pinned = pinned_kernel_id;
   const auto matches = [&](const extension::detail::Candidate& c) {
-    return c.pattern->operation_ptr().get() == &invocation.definition() && c.pattern->matching_plan(plan);
+    return c.pattern->operation_ptr().get() == &invocation.definition() && c.pattern->matching_plan(plan) &&
+           (!pinned || c.pattern->kernel_id() == *pinned);
   };
   if (std::none_of(sealed.candidates.begin(), sealed.candidates.end(), matches))
     throw UnsupportedOperationPlan(fmt::format("{} has no kernel pattern for the plan {}.", prototype.class_name(),

@@ -36,6 +36,29 @@ struct PipelineTrace {
 std::vector<Tensor> run_definition_backed(const std::shared_ptr<const operation::ResolvedInvocation>& invocation,
                                           const Carrier& prototype, PipelineTrace* trace = nullptr);
 
+// Internal, for opcheck (docs/opcheck.md) and tests only: while a
+// PinnedKernelPattern lives on the current thread, an independent
+// definition-backed call considers only the candidate whose kernel id is
+// `kernel_id` (kernel ids are unique within a class's set, R10.2): the
+// others are skipped as if absent, so one pattern runs alone, with the
+// static match, prepare, submit, wait and publication validation unchanged.
+// When the pinned pattern does not match the plan statically, the call is
+// UnsupportedOperationPlan before any prepare; when it declines, the combined
+// reason names only it. Scopes nest (the innermost wins); other threads are
+// unaffected. Not part of the public API.
+class PinnedKernelPattern {
+ public:
+  explicit PinnedKernelPattern(const std::string& kernel_id) noexcept;
+  ~PinnedKernelPattern();
+  PinnedKernelPattern(const PinnedKernelPattern&) = delete;
+  PinnedKernelPattern& operator=(const PinnedKernelPattern&) = delete;
+  // The pinned kernel id of this thread, or null.
+  static const std::string* current() noexcept;
+
+ private:
+  const std::string* previous_;
+};
+
 // Whether the call would attach a graph node (core-concepts 6.2): graph
 // construction on, a callable VJP, some result of dtype exactly Float32, and
 // a differentiable Tensor operand that requires grad.

@@ -1,0 +1,323 @@
+// acme: the accelerator (acme.h). Everything here uses strideweave's public
+// headers only: the carrier extension surface (<strideweave/extension.h>)
+// and the operation surface (<strideweave/operation.h>).
+#include "acme.h"
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace acme {
+
+namespace {
+
+using namespace strideweave;
+namespace ext = strideweave::extension;
+namespace op = strideweave::operation;
+
+// ---------------------------------------------------------------- the arena
+
+// acme's device memory: blocks of Float32 slots, separate from every
+// strideweave carrier's storage. Blocks never move once allocated.
+class Arena {
+ public:
+  std::uint64_t allocate(std::int64_t slots) {
+    std::lock_guard lock(mutex_);
+    const std::uint64_t id = next_++;
+    blocks_.emplace(id, std::vector<float>(static_cast<std::size_t>(slots), 0.0f));
+    return id;
+  }
+  void free(std::uint64_t id) {
+    std::lock_guard lock(mutex_);
+    blocks_.erase(id);
+  }
+  float* data(std::uint64_t id) {
+    std::lock_guard lock(mutex_);
+    return blocks_.at(id).data();
+  }
+  std::int64_t size(std::uint64_t id) {
+    std::lock_guard lock(mutex_);
+    auto it = blocks_.find(id);
+    return it == blocks_.end() ? 0 : static_cast<std::int64_t>(it->second.size());
+  }
+  std::size_t live() {
+    std::lock_guard lock(mutex_);
+    return blocks_.size();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::uint64_t, std::vector<float>> blocks_;
+  std::uint64_t next_ = 1;
+};
+Arena& arena() {
+  static Arena* a = new Arena();  // outlives every Device
+  return *a;
+}
+
+// ---------------------------------------------------------------- the carrier
+
+class Device final : public ext::DefinedCarrier {
+ public:
+  explicit Device(ext::Construction key) : DefinedCarrier(std::move(key)) {}
+  ~Device() override {
+    if (block) arena().free(block);  // per-instance resources are RAII (docs/extension.md)
+  }
+  std::uint64_t block = 0;
+};
+
+std::uint64_t block_of(const Carrier& c) { return static_cast<const Device&>(c).block; }
+
+ext::StorageProvider device_storage() {
+  return ext::StorageProvider(
+      [](const Carrier&, const DType& d) { return &d == &DType::Float32(); },
+      [](const Carrier& c) { return arena().size(block_of(c)); },
+      [](Carrier& c, std::int64_t slots) { static_cast<Device&>(c).block = arena().allocate(slots); },
+      [](Carrier& c) {
+        auto& d = static_cast<Device&>(c);
+        arena().free(d.block);
+        d.block = 0;
+      },
+      [](const Carrier& c, std::int64_t i) { return Value::from_float32(arena().data(block_of(c))[i]); },
+      [](Carrier& c, std::int64_t i, const Value& v) { arena().data(block_of(c))[i] = v.f; });
+}
+
+// acme's launch queue: the kernel execution interface of the provider and the pack.
+class Queue final : public ext::KernelExecutionInterface {
+ public:
+  Queue() : KernelExecutionInterface("1.0") {}
+};
+const std::shared_ptr<const Queue>& queue() {
+  static const auto q = std::make_shared<const Queue>();
+  return q;
+}
+
+// ---------------------------------------------------------------- the operation
+
+float relu(float v) { return v > 0.0f ? v : 0.0f; }  // NaN -> 0, -0 -> +0
+
+// Element (i, j) of a rank-2 tensor (any layout), or element i of a rank-1 one.
+float at2(const Tensor& t, std::int64_t i, std::int64_t j) { return t.at({i, j}).f; }
+float at1(const Tensor& t, std::int64_t i) { return t.at({i}).f; }
+
+struct Dims {
+  std::int64_t m, k, n;
+};
+Dims dims_of(const op::ResolvedInvocation& inv) {
+  const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+  const Tensor& w = std::get<Tensor>(inv.operands()[1]);
+  return {x.shape().extent(0), x.shape().extent(1), w.shape().extent(1)};
+}
+
+op::ResolvedInvocation resolve(const op::BoundOperationCall& call) {
+  const std::string& name = call.definition().name();
+  const Tensor &x = call.tensor(0), &w = call.tensor(1), &b = call.tensor(2);
+  for (const Tensor* t : {&x, &w, &b})
+    if (&t->dtype() != &DType::Float32())
+      throw TypeError(fmt::format("{}: every operand must be float32, got {}", name, t->dtype().name()));
+  if (x.rank() != 2 || w.rank() != 2 || b.rank() != 1)
+    throw ValueError(fmt::format("{}: x (m, k), w (k, n) and b (n) expected, got {}, {}, {}", name,
+                                 x.shape().to_string(), w.shape().to_string(), b.shape().to_string()));
+  const std::int64_t m = x.shape().extent(0), k = x.shape().extent(1), n = w.shape().extent(1);
+  if (w.shape().extent(0) != k || b.shape().extent(0) != n)
+    throw ValueError(fmt::format("{}: shapes {}, {}, {} do not chain", name, x.shape().to_string(),
+                                 w.shape().to_string(), b.shape().to_string()));
+  const SimpleDType& f = DType::Float32();
+  OperationPlan plan(name, {OperandPlan::tensor(f), OperandPlan::tensor(f), OperandPlan::tensor(f)},
+                     Arithmetic::BINARY32, std::nullopt, nullptr, f);
+  // Every kernel sums over k in order, so results agree exactly; the
+  // tolerance leaves room for a future kernel that blocks k.
+  return op::ResolvedInvocation(call, plan, {op::ResultSpec::compact(f, Shape::of({m, n}), 1e-5, 1e-5)}, {},
+                                /*saved_operands=*/{0, 1});
+}
+
+// The meaning: y[i, j] = relu(sum_p x[i, p] * w[p, j] + b[j]), summed in p order.
+op::ReferenceResult reference(const op::ResolvedInvocation& inv) {
+  const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+  const Tensor& w = std::get<Tensor>(inv.operands()[1]);
+  const Tensor& b = std::get<Tensor>(inv.operands()[2]);
+  const auto [m, k, n] = dims_of(inv);
+  std::vector<Value> y(static_cast<std::size_t>(m * n));
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < m; ++i) {
+      float acc = 0.0f;
+      for (std::int64_t p = 0; p < k; ++p) acc += at2(x, i, p) * at2(w, p, j);
+      y[static_cast<std::size_t>(i + m * j)] = Value::from_float32(relu(acc + at1(b, j)));
+    }
+  return Tensor(x.carrier()->new_like(y), Shape::of({m, n}));
+}
+
+// dz = cot * (y > 0); dx = dz w^T; dw = x^T dz; db = sum_i dz.
+std::vector<std::optional<Tensor>> vjp(const op::VJPContext& ctx, std::span<const std::optional<Tensor>> cot) {
+  if (!cot[0]) return {std::nullopt, std::nullopt, std::nullopt};
+  const Tensor& x = ctx.saved_operands()[0];
+  const Tensor& w = ctx.saved_operands()[1];
+  const Tensor& y = ctx.outputs()[0];
+  const auto [m, k, n] = dims_of(ctx.invocation());
+  std::vector<float> dz(static_cast<std::size_t>(m * n));
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < m; ++i)
+      dz[static_cast<std::size_t>(i + m * j)] = at2(y, i, j) > 0.0f ? at2(*cot[0], i, j) : 0.0f;
+  const auto z = [&](std::int64_t i, std::int64_t j) { return dz[static_cast<std::size_t>(i + m * j)]; };
+  std::vector<Value> dx(static_cast<std::size_t>(m * k)), dw(static_cast<std::size_t>(k * n)),
+      db(static_cast<std::size_t>(n));
+  for (std::int64_t p = 0; p < k; ++p)
+    for (std::int64_t i = 0; i < m; ++i) {
+      float acc = 0.0f;
+      for (std::int64_t j = 0; j < n; ++j) acc += z(i, j) * at2(w, p, j);
+      dx[static_cast<std::size_t>(i + m * p)] = Value::from_float32(acc);
+    }
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t p = 0; p < k; ++p) {
+      float acc = 0.0f;
+      for (std::int64_t i = 0; i < m; ++i) acc += at2(x, i, p) * z(i, j);
+      dw[static_cast<std::size_t>(p + k * j)] = Value::from_float32(acc);
+    }
+  for (std::int64_t j = 0; j < n; ++j) {
+    float acc = 0.0f;
+    for (std::int64_t i = 0; i < m; ++i) acc += z(i, j);
+    db[static_cast<std::size_t>(j)] = Value::from_float32(acc);
+  }
+  const Carrier& like = *cot[0]->carrier();
+  return {Tensor(like.new_like(dx), Shape::of({m, k})), Tensor(like.new_like(dw), Shape::of({k, n})),
+          Tensor(like.new_like(db), Shape::of({n}))};
+}
+
+// ---------------------------------------------------------------- the kernels
+
+// A rank-2 operand's element strides (0 for a broadcast mode), read from its layout.
+struct View2 {
+  const float* base;
+  std::int64_t s0, s1;
+  float operator()(std::int64_t i, std::int64_t j) const { return base[i * s0 + j * s1]; }
+};
+std::int64_t stride_of(const Tensor& t, std::size_t axis) {
+  return t.shape().extent(axis) > 1 ? t.layout().mode_index(axis, 1) - t.layout().mode_index(axis, 0) : 0;
+}
+View2 view2(const Tensor& t) {
+  return {arena().data(block_of(*t.carrier())) + t.offset(), stride_of(t, 0), stride_of(t, 1)};
+}
+
+// Allocates the compact (m, n) result on the device and runs `body` on its slots.
+template <class Body>
+ext::ProviderResult launch(const op::ResolvedInvocation& inv, Body body) {
+  const auto [m, k, n] = dims_of(inv);
+  const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+  const Tensor& w = std::get<Tensor>(inv.operands()[1]);
+  const Tensor& b = std::get<Tensor>(inv.operands()[2]);
+  const View2 xv = view2(x), wv = view2(w);
+  const float* bb = arena().data(block_of(*b.carrier())) + b.offset();
+  const std::int64_t bs = stride_of(b, 0);
+  std::shared_ptr<Device> out = ext::create<Device>(m * n, DType::Float32());
+  body(arena().data(out->block), xv, wv, bb, bs, m, k, n);
+  return ext::ProviderResult({Tensor(out, Shape::of({m, n}))});
+}
+
+// acme.generic: one output element at a time.
+void generic_body(float* y, const View2& x, const View2& w, const float* b, std::int64_t bs, std::int64_t m,
+                  std::int64_t k, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < m; ++i) {
+      float acc = 0.0f;
+      for (std::int64_t p = 0; p < k; ++p) acc += x(i, p) * w(p, j);
+      y[i + m * j] = relu(acc + b[j * bs]);
+    }
+}
+
+// acme.tiled: 2x2 register tiles (m and n even), four accumulators per p.
+void tiled_body(float* y, const View2& x, const View2& w, const float* b, std::int64_t bs, std::int64_t m,
+                std::int64_t k, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; j += 2)
+    for (std::int64_t i = 0; i < m; i += 2) {
+      float a00 = 0, a01 = 0, a10 = 0, a11 = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        const float x0 = x(i, p), x1 = x(i + 1, p), w0 = w(p, j), w1 = w(p, j + 1);
+        a00 += x0 * w0;
+        a10 += x1 * w0;
+        a01 += x0 * w1;
+        a11 += x1 * w1;
+      }
+      y[i + m * j] = relu(a00 + b[j * bs]);
+      y[i + 1 + m * j] = relu(a10 + b[j * bs]);
+      y[i + m * (j + 1)] = relu(a01 + b[(j + 1) * bs]);
+      y[i + 1 + m * (j + 1)] = relu(a11 + b[(j + 1) * bs]);
+    }
+}
+
+std::shared_ptr<const op::OperationDefinition>& definition_slot() {
+  static std::shared_ptr<const op::OperationDefinition> d;
+  return d;
+}
+
+void register_once() {
+  const auto d = op::define_operation(
+      "acme.fused_linear",
+      op::OperationSchema({op::OperandSpec("x", op::OperandKind::TENSOR, true),
+                           op::OperandSpec("w", op::OperandKind::TENSOR, true),
+                           op::OperandSpec("b", op::OperandKind::TENSOR, true)}),
+      resolve, op::ReferenceFn(reference), op::VjpFn(vjp));
+  definition_slot() = d;
+  const SimpleDType& f = DType::Float32();
+  const OperationCapability plan = OperationCapability::from_plan(
+      OperationPlan(d->name(), {OperandPlan::tensor(f), OperandPlan::tensor(f), OperandPlan::tensor(f)},
+                    Arithmetic::BINARY32, std::nullopt, nullptr, f));
+  ext::KernelPattern tiled(
+      d, {plan}, "acme.tiled",
+      [](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface&) -> ext::KernelPattern::Prepared {
+        const auto [m, k, n] = dims_of(inv);
+        if (m % 2 != 0 || n % 2 != 0)
+          return ext::Unsupported(fmt::format("acme.tiled needs even m and n for its 2x2 tiles (m={}, n={})", m, n));
+        return ext::PreparedKernel(queue(), [&inv]() -> ext::ResultSubmission { return launch(inv, tiled_body); });
+      },
+      /*preference=*/10);
+  ext::KernelPattern generic(
+      d, {plan}, "acme.generic",
+      [](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface&) -> ext::KernelPattern::Prepared {
+        // Submitted asynchronously: the result arrives through a completion.
+        return ext::PreparedKernel(queue(), [&inv]() -> ext::ResultSubmission {
+          return ext::ProviderCompletion<ext::ProviderResult>::deferred([&inv] { return launch(inv, generic_body); });
+        });
+      },
+      /*preference=*/0);
+  ext::register_carrier_definition(carrier_class<Device>(),
+                                   ext::CarrierDefinition(device_storage(), ext::KernelProvider(queue())));
+  ext::register_kernel_pack(ext::KernelPack("acme", "1.0", carrier_class<Device>(), queue(), {tiled, generic}));
+  // What `strideweave check --operation acme.fused_linear` checks: one
+  // sample with odd m and n (acme.tiled declines), one with even ones; each
+  // symbolic dimension has its own extent, so every one is emptied in turn.
+  op::register_opcheck_inputs(
+      *d,
+      {op::OpcheckSample{{op::SampleTensor{&f, Shape::of({3, 4})}, op::SampleTensor{&f, Shape::of({4, 5})},
+                          op::SampleTensor{&f, Shape::of({5})}},
+                         {}, "odd m, n"},
+       op::OpcheckSample{{op::SampleTensor{&f, Shape::of({2, 3})}, op::SampleTensor{&f, Shape::of({3, 4})},
+                          op::SampleTensor{&f, Shape::of({4})}},
+                         {}, "even m, n"}},
+      {ext::create<Device>(0, f)});
+}
+
+}  // namespace
+
+void register_acme() {
+  static std::once_flag once;
+  std::call_once(once, register_once);
+}
+
+std::shared_ptr<const op::OperationDefinition> fused_linear() {
+  register_acme();
+  return definition_slot();
+}
+
+Tensor device_tensor(const std::vector<float>& values, const Shape& shape) {
+  register_acme();
+  std::shared_ptr<Device> d = ext::create<Device>(static_cast<std::int64_t>(values.size()), DType::Float32());
+  std::copy(values.begin(), values.end(), arena().data(d->block));
+  return Tensor(d, shape);
+}
+
+std::size_t live_blocks() { return arena().live(); }
+
+}  // namespace acme
+
+extern "C" void strideweave_plugin_init() { acme::register_acme(); }
