@@ -9,6 +9,11 @@
 
 namespace strideweave::formats {
 
+// The largest .npy header text accepted (a ValueError beyond): 1 MiB, far
+// above any real array's header (numpy's own reader stops at 10000 bytes
+// unless told otherwise).
+inline constexpr std::int64_t kMaxNpyHeaderBytes = std::int64_t{1} << 20;
+
 inline std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) noexcept {
   std::int64_t out = 0;
   if (__builtin_mul_overflow(a, b, &out)) return std::nullopt;

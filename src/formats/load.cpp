@@ -86,7 +86,7 @@ FileHeader read_header(const ReadFile& file, bool npy) {
   if (npy && prefix.size() >= 12) {
     const int major = static_cast<int>(prefix[6]);
     const std::uint64_t length = major == 1 ? formats::little_endian(prefix, 8, 2) : formats::little_endian(prefix, 8, 4);
-    needed = (major == 1 ? 10 : 12) + static_cast<std::int64_t>(length);
+    if (length <= static_cast<std::uint64_t>(formats::kMaxNpyHeaderBytes)) needed = (major == 1 ? 10 : 12) + static_cast<std::int64_t>(length);
   } else if (!npy && prefix.size() >= 8) {
     const std::uint64_t length = formats::little_endian(prefix, 0, 8);
     if (length <= static_cast<std::uint64_t>(kMaxSafetensorsHeaderBytes)) needed = 8 + static_cast<std::int64_t>(length);

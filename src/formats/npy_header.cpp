@@ -139,7 +139,9 @@ FileHeader parse_npy_header(std::span<const std::byte> bytes, std::int64_t file_
   if (bytes.size() < prelude)
     fail(fmt::format("truncated header: {} bytes, the version {}.0 preamble needs {}", bytes.size(), major, prelude));
   const std::uint64_t header_length = formats::little_endian(bytes, 8, length_bytes);
-  const std::uint64_t data_offset = prelude + header_length;  // < 2^33: no overflow
+  if (header_length > static_cast<std::uint64_t>(formats::kMaxNpyHeaderBytes))
+    fail(fmt::format("header length {} exceeds the limit of {} bytes", header_length, formats::kMaxNpyHeaderBytes));
+  const std::uint64_t data_offset = prelude + header_length;
   if (data_offset > bytes.size())
     fail(fmt::format("truncated header: it declares {} bytes of header text but only {} bytes follow the preamble",
                      header_length, bytes.size() - prelude));

@@ -115,6 +115,10 @@ TEST(Formats_NpyHeader, TruncatedPreamble) {
   expect_value_error([&] { parse_npy(std::string("\x93NUMPY\x01\x00\x10", 9)); }, "truncated header");
 }
 
+TEST(Formats_NpyHeader, HeaderLengthOverLimit) {
+  expect_value_error([&] { parse_npy(std::string("\x93NUMPY\x02\x00\x00\x00\x00\x01", 12)); }, "exceeds the limit");
+}
+
 TEST(Formats_NpyHeader, TruncatedHeaderText) {
   const std::string f = npy(kF32, 0);
   expect_value_error([&] { parse_npy(f.substr(0, 40)); }, "truncated header");
