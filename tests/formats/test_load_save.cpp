@@ -29,6 +29,7 @@
 
 #include <unistd.h>
 
+#include "carriers/file_backed/file_io.h"
 #include "formats/format_io.h"
 
 namespace sw = strideweave;
@@ -482,7 +483,79 @@ TEST(Formats_SaveFaults, DirectorySyncFailureAfterRenameReportsWithNewFileComple
   }
 }
 
+TEST(Formats_SaveFaults, DirectoryCloseFailureIsReportedAfterTheRename) {
+  TempDir dir;
+  write_all(dir / "c.npy", "old");
+  FaultyIo io("close", EIO, 1);  // close #0 is the temporary file's, #1 the directory's
+  sw::formats::ScopedFormatIo scope(io);
+  try {
+    sw::save_npy(dir / "c.npy", f32({6}, sw::Shape::of({1})));
+    ADD_FAILURE();
+  } catch (const sw::OSError& e) {
+    EXPECT_EQ(e.error_number(), EIO);
+    EXPECT_EQ(fs::path(e.filename()), dir.path());
+  }
+  EXPECT_EQ(floats(sw::load_npy(dir / "c.npy")), (std::vector<float>{6}));
+  EXPECT_EQ(dir.names(), (std::vector<std::string>{"c.npy"}));
+}
+
+// The clean-up's own failure (unlink of the temporary file) never hides the
+// error that caused it; the temporary file then stays (nothing else can
+// remove it), and the destination is still untouched.
+TEST(Formats_SaveFaults, FailedCleanUpKeepsTheOriginalError) {
+  struct TwoFaults : FaultyIo {
+    TwoFaults() : FaultyIo("write", EIO) {}
+    int remove_file(const std::string&) noexcept override { return EACCES; }
+  } io;
+  TempDir dir;
+  write_all(dir / "u.npy", "old");
+  {
+    sw::formats::ScopedFormatIo scope(io);
+    try {
+      sw::save_npy(dir / "u.npy", f32({1}, sw::Shape::of({1})));
+      ADD_FAILURE();
+    } catch (const sw::OSError& e) {
+      EXPECT_EQ(e.error_number(), EIO);
+    }
+  }
+  EXPECT_EQ(read_all(dir / "u.npy"), "old");
+  EXPECT_EQ(dir.names().size(), 2u);  // u.npy and the temporary file unlink could not remove
+}
+
 // ---- fault injection: every call site of the loaders
+
+TEST(Formats_LoadFaults, CloseFailureOfAReadOnlyFileIsIgnored) {
+  TempDir dir;
+  sw::save_npy(dir / "c.npy", f32({1, 2}, sw::Shape::of({2})));
+  FaultyIo io("close", EIO, 0);
+  sw::formats::ScopedFormatIo scope(io);
+  EXPECT_EQ(floats(sw::load_npy(dir / "c.npy")), (std::vector<float>{1, 2}));
+  EXPECT_EQ(io.calls("close"), 1);
+}
+
+// Mapping goes through FileBacked::open, whose system calls go through
+// FileBacked's own replaceable interface: a failing mmap is an OSError
+// naming the user's file, which stays as it was.
+TEST(Formats_LoadFaults, MappingFailureIsOSErrorNamingTheUsersFile) {
+  struct FailingMap : sw::carriers::file_backed::FileIo {
+    int map(int, std::int64_t, std::size_t, bool, void*&) noexcept override { return ENOMEM; }
+  } io;
+  TempDir dir;
+  const fs::path file = dir / "m.npy";
+  sw::save_npy(file, f32({1, 2}, sw::Shape::of({2})));
+  const std::string before = read_all(file);
+  sw::carriers::file_backed::ScopedFileIo scope(io);
+  sw::LoadOptions o;
+  o.carrier = sw::LoadTarget::FileBacked;
+  try {
+    sw::load_npy(file, o);
+    ADD_FAILURE();
+  } catch (const sw::OSError& e) {
+    EXPECT_EQ(e.error_number(), ENOMEM);
+    EXPECT_EQ(fs::path(e.filename()), file);
+  }
+  EXPECT_EQ(read_all(file), before);
+}
 
 TEST(Formats_LoadFaults, OpenFstatAndReadFailuresAreOSErrors) {
   TempDir dir;
