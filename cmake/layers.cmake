@@ -11,6 +11,9 @@ set(STRIDEWEAVE_LAYER_LIBS_carriers hwy::hwy strideweave_dnnl)
 if(STRIDEWEAVE_OPENMP)
   list(APPEND STRIDEWEAVE_LAYER_LIBS_carriers OpenMP::OpenMP_CXX)
 endif()
+# The formats layer parses safetensors' JSON header with nlohmann-json
+# (header-only).
+set(STRIDEWEAVE_LAYER_LIBS_formats nlohmann_json::nlohmann_json)
 
 file(STRINGS ${PROJECT_SOURCE_DIR}/cmake/layers.txt strideweave_layer_lines)
 set(strideweave_section "")

@@ -16,7 +16,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 INTERNAL = ("strideweave::frontend::", "strideweave::storage::", "strideweave::policy::",
-            "strideweave::capability_registry::", "strideweave::carriers::")
+            "strideweave::capability_registry::", "strideweave::carriers::",
+            "strideweave::formats::")
 PREFIXES = ("typeinfo for ", "typeinfo name for ", "vtable for ", "guard variable for ", "VTT for ")
 # A few public entry points that must be there (one per layer).
 REQUIRED = ("strideweave::add(", "strideweave::resolve_operation_plan(", "strideweave::Tensor::to_string",

@@ -56,6 +56,8 @@ Command add_run_command(CLI::App& app);      // cmd_run.cpp
 Command add_caps_command(CLI::App& app);     // cmd_caps.cpp
 Command add_check_command(CLI::App& app);    // cmd_check.cpp (and --gradients)
 Command add_explain_command(CLI::App& app);  // cmd_explain.cpp
+Command add_inspect_command(CLI::App& app);  // cmd_formats.cpp
+Command add_convert_command(CLI::App& app);  // cmd_formats.cpp
 
 // The tour (also what `strideweave` alone runs).
 int run_tour();

@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "strideweave " STRIDEWEAVE_VERSION_TEXT);
   const std::vector<Command> commands = {add_tour_command(app), add_plans_command(app), add_resolve_command(app),
                                          add_run_command(app),  add_caps_command(app),  add_check_command(app),
-                                         add_explain_command(app)};
+                                         add_explain_command(app), add_inspect_command(app),
+                                         add_convert_command(app)};
   // After the subcommands, which would otherwise inherit it.
   app.footer(
       "Without a subcommand: the tour. 'strideweave SUBCOMMAND --help' describes each one; docs/cli.md is the "

@@ -13,6 +13,7 @@
 #include <strideweave/explain.h>
 #include <strideweave/extension.h>
 #include <strideweave/factory.h>
+#include <strideweave/formats.h>
 #include <strideweave/int128.h>
 #include <strideweave/layout.h>
 #include <strideweave/autograd.h>

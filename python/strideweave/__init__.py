@@ -101,6 +101,14 @@ from ._core import (
     # autograd
     Node,
     grad,
+    # file formats (docs/storage.md, "File formats")
+    load_npy,
+    save_npy,
+    load_safetensors,
+    save_safetensors,
+    inspect_file,
+    parse_npy_header,
+    parse_safetensors_header,
     # threads
     num_threads,
     set_num_threads,

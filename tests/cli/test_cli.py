@@ -237,7 +237,7 @@ check("check --gradients --operation of an unknown name",
 # CLI11 generates every --help: it exits 0, prints the usage on stdout and
 # nothing on stderr. A usage error exits 2 with one line on stderr that names
 # the problem, and prints nothing on stdout (not even with --json).
-SUBCOMMANDS = ["tour", "plans", "resolve", "run", "caps", "check"]
+SUBCOMMANDS = ["tour", "plans", "resolve", "run", "caps", "check", "inspect", "convert"]
 rc, out, err = run("--help")
 check("--help exits 0", rc == 0 and err == "", (rc, err))
 check("--help shows the usage", out.startswith("strideweave ") and "Usage: strideweave" in out, out[:200])
