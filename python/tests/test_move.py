@@ -361,3 +361,23 @@ def test_unsupported_falls_back_only_when_both_definitions_permit():
     raises_exactly(NotImplementedError, sw.move, sw.Tensor(b, 0, sw.Layout.compact(sw.Shape(2))), sw.CPU(2),
                    match="not today")
     assert not b.is_released()
+
+
+def test_a_move_operation_without_copy_is_not_implemented_and_changes_nothing():
+    Source = make_carrier_class("NoCopy")
+
+    class NoCopy(sw.MoveOperation):
+        pass
+
+    class ReturnsSomething(sw.MoveOperation):
+        def _copy(self, tensor, destination, output, element_count):
+            return 1
+
+    c = Source([1.0])
+    x = sw.Tensor(c, 0, sw.Layout.compact(sw.Shape(1)))
+    dest = sw.CPU(1)
+    with registered_move_operation(Source, sw.CPU, NoCopy):
+        raises_exactly(NotImplementedError, sw.move, x, dest, match="NoCopy._copy")
+    with registered_move_operation(Source, sw.CPU, ReturnsSomething):
+        raises_exactly(TypeError, sw.move, x, dest, match="must return None")
+    assert not c.is_released() and dest.version == 0

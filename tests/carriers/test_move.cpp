@@ -763,6 +763,47 @@ TEST(Storage_MoveAsync, AFailedCompletionRollsBackAndEveryWaitRethrowsTheSameErr
   EXPECT_EQ(dest->version(), dv);
 }
 
+TEST(Storage_MoveAsync, PollingDoneWhileOthersWaitSeesOneOutcome) {
+  auto op = std::make_shared<PendingMove>();
+  ScopedMoveOperation scope(carrier_class<VecCarrier<16>>(), carrier_class<CPU>(), op);
+  std::shared_ptr<VecCarrier<16>> c;
+  const Tensor x = vec_tensor<16>({1, 2, 3}, &c);
+  AwaitMove<Tensor> pending = move_async(x, CPU::create(3));
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  std::vector<std::optional<Tensor>> waited(2);
+  for (auto& w : waited) threads.emplace_back([&w, &pending, &go] {
+    while (!go.load()) std::this_thread::yield();
+    w = pending.wait();
+  });
+  threads.emplace_back([&pending, &go] {
+    while (!go.load()) std::this_thread::yield();
+    while (!pending.done()) std::this_thread::yield();
+  });
+  op->finish_copy();
+  op->promise->set_value();
+  go = true;
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(waited[0]->is(*waited[1]));
+  EXPECT_TRUE(c->is_released());
+  EXPECT_EQ(c->version(), 0u);
+}
+
+TEST(Storage_MoveAsync, DroppingThePendingHandleNeitherCancelsNorBlocks) {
+  auto op = std::make_shared<PendingMove>();
+  ScopedMoveOperation scope(carrier_class<VecCarrier<17>>(), carrier_class<CPU>(), op);
+  std::shared_ptr<VecCarrier<17>> c;
+  const Tensor x = vec_tensor<17>({5, 6}, &c);
+  auto dest = CPU::create(2);
+  { AwaitMove<Tensor> dropped = move_async(x, dest); }  // returns at once: nothing waits here
+  EXPECT_FALSE(c->is_released());
+  op->finish_copy();
+  op->promise->set_value();
+  while (!c->is_released()) std::this_thread::yield();  // the detached waiter commits
+  while (dest->version() != 1) std::this_thread::yield();
+  EXPECT_EQ(slots(*dest), (std::vector<float>{5, 6}));
+}
+
 TEST(Storage_MoveAsync, ASynchronousRouteIsSettledWhenMoveAsyncReturns) {
   const Tensor x = cpu_tensor({1, 2});
   AwaitMove<Tensor> m = move_async(x, empty_file());
