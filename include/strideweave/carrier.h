@@ -56,6 +56,9 @@ class Layout;
 class OperationCapability;
 class OperationPlan;
 class Tensor;
+namespace detail {
+struct MoveAccess;  // src/movement: the move transaction's un-versioned access
+}  // namespace detail
 
 // The identity of T (carrier-class.h): for any T, so that registries can
 // reject a type that is not a carrier. The traits come from the type.
@@ -192,12 +195,23 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // then raises NotImplementedError naming the class, before any check.
   virtual bool implements_carrier_scatter() const noexcept { return true; }
 
+  // Movement (core-concepts.md 7.1, "an empty allocatable destination is
+  // sized to layout.cosize"): a class whose empty instances (size() == 0)
+  // can establish storage answers true, allocate_empty_storage(slots) gives the
+  // live, empty, mutable instance exactly `slots` slots (zero; version
+  // unchanged; on failure nothing changed), and discard_allocation() takes
+  // it back to empty (a failed move's rollback). Default: no allocation.
+  virtual bool supports_allocation() const noexcept { return false; }
+  virtual void allocate_empty_storage(std::int64_t slots);
+  virtual void discard_allocation() noexcept {}
+
   // For composites (Evictable, TiledEvictable) that take ownership.
   void set_owned(bool owned) noexcept { owned_.store(owned); }
 
 
  private:
   friend class DependentCarrier;
+  friend struct detail::MoveAccess;
   struct DependentTag {};
   // DependentCarrier's constructors: the only way to mark an instance
   // dependent, so a subclass cannot send the capability gate into a

@@ -16,6 +16,9 @@
 #include <strideweave/formats.h>
 #include <strideweave/int128.h>
 #include <strideweave/layout.h>
+#include <strideweave/move.h>
+#include <strideweave/move_operation.h>
+#include <strideweave/completion.h>
 #include <strideweave/autograd.h>
 #include <strideweave/call.h>
 #include <strideweave/capability.h>

@@ -71,6 +71,7 @@ void bind_operations(py::module_& m);  // operations.cpp
 void bind_operation(py::module_& m);   // operation.cpp (strideweave.operation)
 void bind_interop(py::module_& m);     // interop.cpp
 void bind_formats(py::module_& m);     // formats.cpp (.npy and safetensors)
+void bind_move(py::module_& m);       // move.cpp (after carriers and tensors)
 void bind_extension(py::module_& m);   // extension.cpp, extension_records.cpp (after carriers and tensors)
 
 // ---- enums (enums.cpp): the Python enum.Enum classes made from the C++

@@ -523,6 +523,7 @@ py::object carrier_class_object(const CarrierClass& cls) {
   if (cls == carrier_class<DependentCarrier>()) return dependent_carrier_type();
   if (cls == carrier_class<Generic>()) return py::type::of<Generic>();
   if (cls == carrier_class<CPU>()) return py::type::of<CPU>();
+  if (cls == carrier_class<FileBacked>()) return py::type::of<FileBacked>();
   auto it = python_classes().find(cls);
   if (it != python_classes().end()) {
     py::object type = it->second();  // the weak reference's target

@@ -49,6 +49,8 @@ void translate(std::exception_ptr error) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (const IndexError& e) {
     PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const KeyError& e) {
+    PyErr_SetString(PyExc_KeyError, e.what());
   } catch (const LookupError& e) {
     PyErr_SetString(PyExc_LookupError, e.what());
   } catch (const TypeError& e) {

@@ -133,6 +133,17 @@ from .operation import (
     NON_DIFFERENTIABLE,
     ResultSpec,
 )
+# interop-movement: move, MoveOperation and the concrete operation classes
+# are top-level names (the registry functions live in strideweave.carriers.move).
+from .carriers.move import (
+    AwaitMove,
+    CpuToFileBackedMoveOperation,
+    ElementwiseMoveOperation,
+    FileBackedToCpuMoveOperation,
+    MoveOperation,
+    move,
+    move_async,
+)
 from .carriers.extension import (
     # carrier-extension R1: the top-level exports (the same objects)
     CarrierDefinition,

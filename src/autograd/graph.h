@@ -65,5 +65,6 @@ void add_unary_vjps(VjpTable& table);        // vjps_unary.cpp
 void add_reduction_vjps(VjpTable& table);    // vjps_reductions.cpp
 void add_structured_vjps(VjpTable& table);   // vjps_structured.cpp
 void add_view_vjps(VjpTable& table);         // vjps_views.cpp
+void add_move_vjps(VjpTable& table);         // move.cpp
 
 }  // namespace strideweave::autograd

@@ -17,6 +17,7 @@ const VjpTable& table() {
     add_reduction_vjps(out);
     add_structured_vjps(out);
     add_view_vjps(out);
+    add_move_vjps(out);
     return out;
   }();
   return t;

@@ -174,6 +174,11 @@ void Carrier::bump_version() {
   version_.fetch_add(1);
 }
 
+void Carrier::allocate_empty_storage(std::int64_t) {
+  throw NotImplementedError(fmt::format("{}: this carrier class does not allocate storage for an empty instance",
+                                        class_name()));
+}
+
 void Carrier::release() {
   if (is_owned())
     throw RuntimeError(fmt::format("Carrier.release: the {} carrier is owned by a composite", class_name()));

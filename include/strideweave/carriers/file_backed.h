@@ -50,6 +50,7 @@
 #include <string_view>
 
 #include <strideweave/carrier.h>
+#include <strideweave/move_operation.h>
 #include <strideweave/export.h>
 
 STRIDEWEAVE_PUBLIC_BEGIN
@@ -102,6 +103,9 @@ class FileBacked final : public Carrier {
   const std::filesystem::path& path() const noexcept { return path_; }
   // True for a file create() made (removed at release), false for open()'s.
   bool owns_file() const noexcept { return owns_file_; }
+  // The byte offset in the file of slot 0 (0 for a created file; open()'s
+  // `offset`). Movement's bulk routes read and write the file there.
+  std::int64_t slot_file_offset() const noexcept { return file_offset_ + lead_bytes_; }
   // The residency window in bytes, as rounded up to whole pages.
   std::int64_t residency_bytes() const noexcept { return residency_bytes_; }
   // Writes the mapping's modified pages back to the file and waits (msync):
@@ -123,6 +127,13 @@ class FileBacked final : public Carrier {
   void release_storage() noexcept override;
   std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                      bool empty) const override;
+  // An empty created file (size 0) is sized by a move (core-concepts.md
+  // 7.1): the file is extended (its blocks reserved: ENOSPC is an OSError
+  // here) and mapped; discard_allocation() truncates it back to empty. An
+  // open()ed file is the user's and is never resized.
+  bool supports_allocation() const noexcept override;
+  void allocate_empty_storage(std::int64_t slots) override;
+  void discard_allocation() noexcept override;
   // Carrier scatter is a NotImplementedError (core-concepts.md 1.7).
   bool implements_carrier_scatter() const noexcept override { return false; }
 
@@ -167,6 +178,41 @@ class FileBacked final : public Carrier {
   bool closed_ = false;  // close_storage() ran
   mutable std::mutex window_mutex_;
   mutable std::int64_t window_start_ = -1;  // mapping-relative; -1: no window yet
+};
+
+// The built-in bulk routes of the move registry (interop-movement, "Move
+// dispatches on the exact carrier class pair"), registered for (CPU,
+// FileBacked) and (FileBacked, CPU) by FileBacked's own folder. Each copies
+// the tensor's whole physical span (layout holes included) with one
+// pwrite(2) / pread(2) per window of MoveOptions::window_bytes between the
+// CPU memory and the file (short transfers are continued), through the
+// replaceable I/O interface; a failing call is an OSError naming the call,
+// the file and the byte offset, and the move rolls back. Their before-image
+// of the destination is one bulk read too.
+class STRIDEWEAVE_EXPORT CpuToFileBackedMoveOperation final : public MoveOperation {
+ public:
+  std::string name() const override { return "CpuToFileBackedMoveOperation"; }
+  std::optional<CarrierClass> source_class() const override;
+  std::optional<CarrierClass> destination_class() const override;
+
+ protected:
+  MoveSubmission _copy(const Tensor& tensor, Carrier& destination, const Tensor& output, std::int64_t element_count,
+                       MoveContext& context) const override;
+  MoveRestore _save_destination(Carrier& destination, std::int64_t element_count,
+                                MoveContext& context) const override;
+};
+
+class STRIDEWEAVE_EXPORT FileBackedToCpuMoveOperation final : public MoveOperation {
+ public:
+  std::string name() const override { return "FileBackedToCpuMoveOperation"; }
+  std::optional<CarrierClass> source_class() const override;
+  std::optional<CarrierClass> destination_class() const override;
+
+ protected:
+  MoveSubmission _copy(const Tensor& tensor, Carrier& destination, const Tensor& output, std::int64_t element_count,
+                       MoveContext& context) const override;
+  MoveRestore _save_destination(Carrier& destination, std::int64_t element_count,
+                                MoveContext& context) const override;
 };
 
 }  // namespace strideweave

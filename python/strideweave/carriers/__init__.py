@@ -5,10 +5,12 @@ is its own exact class; docs/python.md, "Carriers defined in Python");
 Generic and CPU are the shipped, final carriers that compute; FileBacked is
 the shipped, final storage-only carrier (docs/storage.md). The
 definition-backed extension surface is strideweave.carriers.extension
-(carrier-extension.md).
+(carrier-extension.md); moving tensors between carriers and the move
+registry are strideweave.carriers.move (docs/storage.md, "Movement").
 """
 
 from .._core import CPU, Carrier, DependentCarrier, FileBacked, Generic
 from . import extension
+from . import move
 
 __all__ = ["Carrier", "DependentCarrier", "Generic", "CPU", "FileBacked"]

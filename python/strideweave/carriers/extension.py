@@ -14,9 +14,10 @@ objects); TransferProvider, PreparedKernel, PreparedTransfer,
 PreparedComposite, ProviderResult, ProviderCompletion and TransferRequest
 live here only (R1).
 
-Not built yet: executing an operation on a definition-backed carrier (the
-capability gate answers; an admitted call raises NotImplementedError), moves
-through TransferRoutes, and handing a ResolvedInvocation to a Python
+Moves of definition-backed tensors run through their TransferRoutes
+(strideweave.move). Not built yet: executing an operation on a
+definition-backed carrier (the capability gate answers; an admitted call
+raises NotImplementedError), and handing a ResolvedInvocation to a Python
 KernelPattern.prepare or CompositeProvider (strideweave.operation is not
 bound): those callbacks raise NotImplementedError saying so.
 """

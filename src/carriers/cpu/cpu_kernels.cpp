@@ -9,6 +9,7 @@
 #include "carriers/cpu/strided.h"
 #include "carriers/kernel_axes.h"
 #include "execution/kernel_table.h"
+#include "movement/host_memory.h"
 
 namespace strideweave {
 
@@ -16,6 +17,9 @@ using namespace carriers;
 using namespace carriers::cpu;
 
 void CPU::register_kernels() {
+  // Movement's bulk routes reach CPU memory through the host-memory seam.
+  detail::declare_host_memory_class(carrier_class<CPU>(),
+                                    [](const Carrier& c) { return static_cast<const CPU&>(c).data<std::byte>(); });
   KernelTable table;
   for (const OperationPlan& plan : executable_plan_set()) {
     for (KernelFn (*family)(const OperationPlan&) : {arithmetic_kernel, unary_kernel, reduction_kernel, structured_kernel}) {

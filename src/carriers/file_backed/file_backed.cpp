@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "carriers/file_backed/file_io.h"
+#include "carriers/file_backed/moves.h"
 #include "execution/kernel_table.h"
 
 namespace strideweave {
@@ -366,6 +367,64 @@ std::shared_ptr<Carrier> FileBacked::make_like(std::int64_t size, bool mutable_,
   return create(std::nullopt, dtype, mutable_, size, residency_bytes_);
 }
 
-void FileBacked::register_kernels() { register_kernel_table(carrier_class<FileBacked>(), KernelTable{}); }
+bool FileBacked::supports_allocation() const noexcept { return owns_file_ && size_ == 0 && !closed_; }
+
+void FileBacked::allocate_empty_storage(std::int64_t slots) {
+  const std::int64_t bytes = checked_bytes(slots, "FileBacked (allocation by a move)");
+  std::lock_guard lock(window_mutex_);
+  if (!owns_file_ || size_ != 0 || closed_)
+    throw RuntimeError(fmt::format("FileBacked: only an empty created file is allocated ('{}')", path_.string()));
+  if (bytes == 0) return;
+  FileIo& io = file_io();
+  const std::string path = path_.string();
+  int fd = -1;
+  if (const int error = io.open_existing(path, true, fd)) throw_os_error(error, "open", path, std::nullopt);
+  Mapping m;
+  try {
+    if (const int error = io.reserve(fd, bytes))
+      throw_os_error(error, fmt::format("posix_fallocate of {} bytes", bytes), path, std::int64_t{0});
+    m = map_range(fd, path, 0, bytes, true);
+    const int to_close = fd;
+    fd = -1;
+    if (const int error = io.close(to_close)) throw_os_error(error, "close", path, std::nullopt);
+  } catch (...) {
+    if (m.base) io.unmap(m.base, m.mapped_bytes);
+    if (fd < 0) io.open_existing(path, true, fd);
+    if (fd >= 0) {
+      io.truncate(fd, 0);
+      io.close(fd);
+    }
+    rethrow_with_memory_error("FileBacked", path);
+  }
+  base_ = m.base;
+  mapped_bytes_ = m.mapped_bytes;
+  lead_bytes_ = m.lead_bytes;
+  file_offset_ = m.file_offset;
+  size_ = m.size;
+  window_start_ = -1;
+}
+
+void FileBacked::discard_allocation() noexcept {
+  std::lock_guard lock(window_mutex_);
+  if (closed_ || !owns_file_ || size_ == 0) return;
+  FileIo& io = file_io();
+  if (base_) io.unmap(base_, mapped_bytes_);
+  base_ = nullptr;
+  mapped_bytes_ = 0;
+  lead_bytes_ = 0;
+  file_offset_ = 0;
+  size_ = 0;
+  window_start_ = -1;
+  int fd = -1;
+  if (io.open_existing(path_.string(), true, fd) == 0) {
+    io.truncate(fd, 0);
+    io.close(fd);
+  }
+}
+
+void FileBacked::register_kernels() {
+  register_kernel_table(carrier_class<FileBacked>(), KernelTable{});
+  carriers::file_backed::register_moves();  // (CPU, FileBacked) and (FileBacked, CPU): moves.cpp
+}
 
 }  // namespace strideweave

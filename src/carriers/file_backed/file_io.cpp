@@ -65,6 +65,33 @@ int FileIo::sync(void* address, std::size_t bytes) noexcept {
 
 int FileIo::close(int fd) noexcept { return ::close(fd) == 0 ? 0 : errno; }
 
+int FileIo::read_at(int fd, void* buffer, std::size_t bytes, std::int64_t offset, std::size_t& done) noexcept {
+  for (;;) {
+    const ssize_t n = ::pread(fd, buffer, bytes, static_cast<off_t>(offset));
+    if (n >= 0) {
+      done = static_cast<std::size_t>(n);
+      return 0;
+    }
+    if (errno != EINTR) return errno;
+  }
+}
+
+int FileIo::write_at(int fd, const void* buffer, std::size_t bytes, std::int64_t offset,
+                     std::size_t& done) noexcept {
+  for (;;) {
+    const ssize_t n = ::pwrite(fd, buffer, bytes, static_cast<off_t>(offset));
+    if (n >= 0) {
+      done = static_cast<std::size_t>(n);
+      return 0;
+    }
+    if (errno != EINTR) return errno;
+  }
+}
+
+int FileIo::truncate(int fd, std::int64_t bytes) noexcept {
+  return ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+}
+
 int FileIo::remove_file(const std::string& path) noexcept { return ::unlink(path.c_str()) == 0 ? 0 : errno; }
 
 namespace {

@@ -50,6 +50,16 @@ class STRIDEWEAVE_TEST_API FileIo {
   virtual int sync(void* address, std::size_t bytes) noexcept;
   // close(2).
   virtual int close(int fd) noexcept;
+  // pread(2) of at most `bytes` at file `offset` into `buffer`: `done` is the
+  // count read (0 at the end of the file; fewer than asked is a short read
+  // the caller continues). Movement's bulk routes (moves.cpp).
+  virtual int read_at(int fd, void* buffer, std::size_t bytes, std::int64_t offset, std::size_t& done) noexcept;
+  // pwrite(2) of at most `bytes` from `buffer` at file `offset`: `done` is
+  // the count written (fewer than asked is a short write).
+  virtual int write_at(int fd, const void* buffer, std::size_t bytes, std::int64_t offset,
+                       std::size_t& done) noexcept;
+  // ftruncate(2): a failed move's rollback of an allocation.
+  virtual int truncate(int fd, std::int64_t bytes) noexcept;
   // unlink(2).
   virtual int remove_file(const std::string& path) noexcept;
 };

@@ -1,0 +1,264 @@
+// The definition-free move registry, MoveContext and the elementwise
+// fallback (move_operation.h; docs/storage.md, "Movement").
+#include <strideweave/errors.h>
+#include <strideweave/move_operation.h>
+
+#include <cxxabi.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <typeinfo>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "movement/host_memory.h"
+#include "movement/move_access.h"
+
+namespace strideweave {
+namespace {
+
+struct PairKey {
+  CarrierClass source;
+  CarrierClass destination;
+  friend bool operator==(const PairKey&, const PairKey&) = default;
+};
+struct PairHash {
+  std::size_t operator()(const PairKey& k) const noexcept { return k.source.hash() * 31 + k.destination.hash(); }
+};
+
+struct Registry {
+  std::shared_mutex mutex;
+  std::unordered_map<PairKey, std::shared_ptr<const MoveOperation>, PairHash> entries;
+};
+Registry& registry() {
+  static Registry* r = new Registry();  // lives for the process (used during exit)
+  return *r;
+}
+
+// The bootstrap registers the built-in pairs (each carrier's folder); a call
+// made by the bootstrap itself does not wait for it.
+void bootstrap() {
+  if (!detail::bootstrapping()) detail::ensure_bootstrapped();
+}
+
+void require_carrier_class(const CarrierClass& cls, const char* who, const char* what) {
+  if (!cls.traits().derives_carrier)
+    throw TypeError(fmt::format("{}: {} must be a Carrier class, got {}", who, what, cls.name()));
+  if (cls.traits().is_root)
+    throw TypeError(fmt::format("{}: {} must be a Carrier subclass, not the Carrier root", who, what));
+}
+
+void refuse_definition_backed(const CarrierClass& source, const CarrierClass& destination, const char* who) {
+  for (const CarrierClass* cls : {&source, &destination})
+    if (cls->traits().storage_provider)
+      throw RuntimeError(fmt::format(
+          "{}: ({}, {}) names the definition-backed class {}; definition-backed classes move through their "
+          "CarrierDefinition's TransferRoutes, not the move registry",
+          who, source.name(), destination.name(), cls->name()));
+}
+
+std::string demangled(const std::type_info& type) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string out = status == 0 && name ? name : type.name();
+  std::free(name);
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- MoveContext
+
+MoveContext::MoveContext(std::int64_t element_count, std::int64_t element_bytes, const MoveOptions& options)
+    : element_count_(element_count),
+      element_bytes_(element_bytes),
+      window_elements_(std::max<std::int64_t>(1, options.window_bytes / std::max<std::int64_t>(1, element_bytes))),
+      reports_(static_cast<bool>(options.progress) &&
+               element_count * element_bytes >= options.progress_threshold_bytes),
+      progress_(options.progress) {
+  if (options.window_bytes < 1)
+    throw ValueError(fmt::format("move: window_bytes must be at least 1, got {}", options.window_bytes));
+  if (options.progress_threshold_bytes < 0)
+    throw ValueError(
+        fmt::format("move: progress_threshold_bytes must be non-negative, got {}", options.progress_threshold_bytes));
+}
+
+void MoveContext::advance(std::int64_t slots) {
+  if (slots <= 0) return;
+  if (!reports_) {
+    done_.fetch_add(slots);
+    return;
+  }
+  std::lock_guard lock(progress_mutex_);
+  const std::int64_t now = std::min(element_count_, done_.fetch_add(slots) + slots);
+  progress_(MoveProgress{now * element_bytes_, element_count_ * element_bytes_});
+}
+
+Value MoveContext::read(const Carrier& carrier, std::int64_t index) {
+  if (index < 0 || index >= carrier.size())
+    throw IndexError(fmt::format("move: slot {} outside [0, {}) of the {} carrier", index, carrier.size(),
+                                 carrier.class_name()));
+  return detail::MoveAccess::read(carrier, index);
+}
+
+void MoveContext::write(Carrier& carrier, std::int64_t index, const Value& value) {
+  if (index < 0 || index >= carrier.size())
+    throw IndexError(fmt::format("move: slot {} outside [0, {}) of the {} carrier", index, carrier.size(),
+                                 carrier.class_name()));
+  detail::MoveAccess::write(carrier, index, value);
+}
+
+// ---------------------------------------------------------------- operations
+
+std::string MoveOperation::name() const { return demangled(typeid(*this)); }
+
+MoveRestore MoveOperation::_save_destination(Carrier& destination, std::int64_t element_count, MoveContext&) const {
+  std::vector<Value> before;
+  before.reserve(static_cast<std::size_t>(element_count));
+  for (std::int64_t k = 0; k < element_count; ++k) before.push_back(MoveContext::read(destination, k));
+  return [&destination, image = std::move(before)] {
+    for (std::size_t k = 0; k < image.size(); ++k)
+      MoveContext::write(destination, static_cast<std::int64_t>(k), image[k]);
+  };
+}
+
+const std::shared_ptr<const ElementwiseMoveOperation>& ElementwiseMoveOperation::instance() {
+  static const auto* one = new std::shared_ptr<const ElementwiseMoveOperation>(
+      std::make_shared<const ElementwiseMoveOperation>());
+  return *one;
+}
+
+MoveSubmission ElementwiseMoveOperation::_copy(const Tensor& tensor, Carrier& destination, const Tensor& output,
+                                               std::int64_t, MoveContext& context) const {
+  const Carrier& source = *tensor.carrier();
+  const Layout& layout = tensor.layout();
+  const std::int64_t n = tensor.size(), offset = tensor.offset(), out_offset = output.offset();
+  const std::int64_t window = context.window_elements();
+  for (std::int64_t start = 0; start < n; start += window) {
+    const std::int64_t stop = std::min(n, start + window);
+    for (std::int64_t key = start; key < stop; ++key) {
+      const std::int64_t index = layout(key);
+      MoveContext::write(destination, out_offset + index, MoveContext::read(source, offset + index));
+    }
+    // Progress counts logical values here, scaled to the physical span.
+    const std::int64_t target =
+        stop == n ? context.element_count()
+                  : std::min(context.element_count(),
+                             static_cast<std::int64_t>(static_cast<long double>(stop) / static_cast<long double>(n) *
+                                                       static_cast<long double>(context.element_count())));
+    context.advance(target - context.slots_done());
+  }
+  return std::monostate{};
+}
+
+// ---------------------------------------------------------------- the registry
+
+void register_move_operation(CarrierClass source_class, CarrierClass destination_class,
+                             std::shared_ptr<const MoveOperation> operation) {
+  constexpr const char* who = "register_move_operation";
+  require_carrier_class(source_class, who, "source_class");
+  require_carrier_class(destination_class, who, "destination_class");
+  if (!operation) throw TypeError("register_move_operation: operation_class must be a MoveOperation (got null)");
+  refuse_definition_backed(source_class, destination_class, who);
+  bootstrap();
+  Registry& r = registry();
+  std::unique_lock lock(r.mutex);
+  auto [it, inserted] = r.entries.try_emplace(PairKey{source_class, destination_class}, std::move(operation));
+  if (!inserted)
+    throw ValueError(fmt::format("register_move_operation: a move operation ({}) is already registered for ({}, {}); "
+                                 "unregister it first",
+                                 it->second->name(), source_class.name(), destination_class.name()));
+}
+
+std::shared_ptr<const MoveOperation> unregister_move_operation(CarrierClass source_class,
+                                                               CarrierClass destination_class) {
+  constexpr const char* who = "unregister_move_operation";
+  require_carrier_class(source_class, who, "source_class");
+  require_carrier_class(destination_class, who, "destination_class");
+  refuse_definition_backed(source_class, destination_class, who);
+  bootstrap();
+  Registry& r = registry();
+  std::unique_lock lock(r.mutex);
+  auto it = r.entries.find(PairKey{source_class, destination_class});
+  if (it == r.entries.end())
+    throw KeyError(fmt::format("unregister_move_operation: no move operation is registered for ({}, {})",
+                               source_class.name(), destination_class.name()));
+  std::shared_ptr<const MoveOperation> removed = std::move(it->second);
+  r.entries.erase(it);
+  return removed;
+}
+
+std::shared_ptr<const MoveOperation> registered_move_operation_for(CarrierClass source_class,
+                                                                   CarrierClass destination_class) {
+  bootstrap();
+  Registry& r = registry();
+  std::shared_lock lock(r.mutex);
+  auto it = r.entries.find(PairKey{source_class, destination_class});
+  return it == r.entries.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const MoveOperation> dispatch_move(CarrierClass source_class, CarrierClass destination_class) {
+  if (auto op = registered_move_operation_for(source_class, destination_class)) return op;
+  return ElementwiseMoveOperation::instance();
+}
+
+ScopedMoveOperation::ScopedMoveOperation(CarrierClass source_class, CarrierClass destination_class,
+                                         std::shared_ptr<const MoveOperation> operation)
+    : source_(source_class), destination_(destination_class), operation_(operation) {
+  register_move_operation(source_class, destination_class, std::move(operation));
+}
+
+ScopedMoveOperation::~ScopedMoveOperation() {
+  try {
+    unregister_move_operation(source_, destination_);
+  } catch (...) {  // already unregistered by the caller: nothing left to undo
+  }
+}
+
+}  // namespace strideweave
+
+// ---------------------------------------------------------------- host memory
+
+namespace strideweave::detail {
+namespace {
+struct HostMemory {
+  std::mutex mutex;
+  std::optional<CarrierClass> cls;
+  HostBytesFn bytes = nullptr;
+};
+HostMemory& host_memory() {
+  static HostMemory* h = new HostMemory();
+  return *h;
+}
+}  // namespace
+
+void declare_host_memory_class(CarrierClass cls, HostBytesFn bytes) {
+  HostMemory& h = host_memory();
+  std::lock_guard lock(h.mutex);
+  if (h.cls) throw RuntimeError(fmt::format("move: the host-memory class is already {}", h.cls->name()));
+  h.cls = cls;
+  h.bytes = bytes;
+}
+
+CarrierClass host_memory_class() {
+  HostMemory& h = host_memory();
+  std::lock_guard lock(h.mutex);
+  if (!h.cls) throw RuntimeError("move: no host-memory carrier class has been declared (the CPU carrier declares it)");
+  return *h.cls;
+}
+
+std::byte* host_memory_bytes(const Carrier& carrier) {
+  HostMemory& h = host_memory();
+  std::lock_guard lock(h.mutex);
+  if (!h.cls || !(carrier.exact_class() == *h.cls))
+    throw TypeError(fmt::format("move: a {} carrier is not host memory", carrier.class_name()));
+  return h.bytes(carrier);
+}
+
+}  // namespace strideweave::detail
