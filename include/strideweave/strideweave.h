@@ -20,6 +20,7 @@
 #include <strideweave/call.h>
 #include <strideweave/capability.h>
 #include <strideweave/dependent_carrier.h>
+#include <strideweave/dlpack.h>
 #include <strideweave/operation.h>
 #include <strideweave/ops.h>
 #include <strideweave/policy.h>
