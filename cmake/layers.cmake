@@ -7,7 +7,11 @@
 
 # Third-party libraries by layer: only the CPU carrier uses Highway, oneDNN
 # and OpenMP.
-set(STRIDEWEAVE_LAYER_LIBS_carriers hwy::hwy strideweave_dnnl)
+# liburing (BlockDevice's submission queue) and xxHash (storage checksums)
+# belong to the storage carriers.
+find_library(STRIDEWEAVE_URING_LIBRARY NAMES uring REQUIRED)      # Debian liburing-dev
+find_library(STRIDEWEAVE_XXHASH_LIBRARY NAMES xxhash REQUIRED)    # Debian libxxhash-dev
+set(STRIDEWEAVE_LAYER_LIBS_carriers hwy::hwy strideweave_dnnl ${STRIDEWEAVE_URING_LIBRARY} ${STRIDEWEAVE_XXHASH_LIBRARY})
 if(STRIDEWEAVE_OPENMP)
   list(APPEND STRIDEWEAVE_LAYER_LIBS_carriers OpenMP::OpenMP_CXX)
 endif()

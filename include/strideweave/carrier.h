@@ -164,6 +164,11 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // Throws RuntimeError naming `what` unless publicly mutable and live.
   void require_writable(const char* what) const;
 
+  // Whether this carrier may be a tier of an Evictable composite. True
+  // unless its class refuses the role: BlockDeviceCarrier answers false
+  // (core-concepts.md 8.5), and Evictable's construction will check it.
+  virtual bool can_be_evictable_tier() const noexcept { return true; }
+
  protected:
   // Subclass constructors validate `dtype` with check_storage_dtype first.
   Carrier(const SimpleDType& dtype, bool mutable_) noexcept : dtype_(&dtype), intrinsic_mutable_(mutable_) {}

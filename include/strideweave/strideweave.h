@@ -3,6 +3,7 @@
 
 #include <strideweave/carrier.h>
 #include <strideweave/carrier_class.h>
+#include <strideweave/carriers/block_device.h>
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/carriers/file_backed.h>
 #include <strideweave/carriers/generic.h>
@@ -24,6 +25,7 @@
 #include <strideweave/capability.h>
 #include <strideweave/dependent_carrier.h>
 #include <strideweave/opcheck.h>
+#include <strideweave/dlpack.h>
 #include <strideweave/operation.h>
 #include <strideweave/ops.h>
 #include <strideweave/policy.h>

@@ -65,6 +65,7 @@ void bind_policy(py::module_& m);      // policy.cpp
 void bind_capability(py::module_& m);  // capability.cpp
 void bind_carriers(py::module_& m);    // carriers.cpp
 void bind_file_backed(py::module_& m); // file_backed.cpp
+void bind_block_device(py::module_& m); // block_device.cpp
 void bind_tensor(py::module_& m);      // tensor.cpp
 void bind_autograd(py::module_& m);    // autograd.cpp
 void bind_operations(py::module_& m);  // operations.cpp

@@ -499,6 +499,7 @@ CarrierClass carrier_class_arg(py::handle cls, const char* what) {
     if (t == typeid(Generic)) return carrier_class<Generic>();
     if (t == typeid(CPU)) return carrier_class<CPU>();
     if (t == typeid(FileBacked)) return carrier_class<FileBacked>();
+    if (t == typeid(BlockDeviceCarrier)) return carrier_class<BlockDeviceCarrier>();
   } else if (is_subclass(cls, carrier_type())) {
     return python_class_identity(cls);
   }
@@ -566,6 +567,9 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
            "Identity-based, allocation-free and state-independent; TypeError for a non-DType.")
       .def("is_mutable", &Carrier::is_mutable, "Intrinsic mutability and not owned by a composite.")
       .def("is_owned", &Carrier::is_owned, "Owned by a composite carrier (then not publicly mutable).")
+      .def("can_be_evictable_tier", &Carrier::can_be_evictable_tier,
+           "Whether this carrier may be a tier of an Evictable composite (False for BlockDeviceCarrier, "
+           "core-concepts.md 8.5).")
       .def("release", [](Carrier& c) {
              require_no_exports(c, "Carrier.release");
              c.release();

@@ -4,7 +4,8 @@
 //    "f", Int32 "i", Bool "?"), so numpy.asarray(tensor) and memoryview(tensor)
 //    view it; the view is writable when the carrier is publicly mutable and
 //    the layout injective (a broadcast view is read-only).
-//  - CPU tensors export DLPack (Debian libdlpack-dev, DLPack 0.6):
+//  - CPU tensors export DLPack through the C++ entry point to_dlpack
+//    (<strideweave/dlpack.h>; Debian libdlpack-dev, DLPack 0.6):
 //    __dlpack__() / __dlpack_device__() == (1, 0), Float32 and Int32 only
 //    (core-concepts.md 7.5); numpy.from_dlpack(tensor) views it.
 //  - strideweave.asarray(obj) wraps the memory of any object exporting the
@@ -169,18 +170,20 @@ void tensor_releasebuffer(PyObject*, Py_buffer* view) {
   delete ex;
 }
 
-// ---- DLPack
+// ---- DLPack: the C++ entry point strideweave::to_dlpack (<strideweave/dlpack.h>),
+// wrapped so that the export is counted while the capsule or its consumer
+// holds it (release() refuses meanwhile).
 
-struct DLPackExport {
-  DLManagedTensor managed{};
-  std::shared_ptr<Carrier> carrier;
-  std::vector<std::int64_t> shape;
-  std::vector<std::int64_t> strides;
+struct CountedExport {
+  DLManagedTensor outer{};
+  DLManagedTensor* inner = nullptr;  // to_dlpack's, which owns the arrays and the carrier reference
+  const Carrier* carrier = nullptr;
 };
 
-void dlpack_deleter(DLManagedTensor* self) {
-  auto* ex = static_cast<DLPackExport*>(self->manager_ctx);
-  remove_export(ex->carrier.get());
+void counted_deleter(DLManagedTensor* self) {
+  auto* ex = static_cast<CountedExport*>(self->manager_ctx);
+  remove_export(ex->carrier);
+  if (ex->inner->deleter) ex->inner->deleter(ex->inner);
   delete ex;
 }
 
@@ -195,38 +198,51 @@ void dlpack_capsule_destructor(PyObject* capsule) {
   }
 }
 
-py::capsule to_dlpack(const Tensor& t, py::handle stream) {
-  if (!stream.is_none())
-    throw BufferError("__dlpack__: a CPU tensor has no stream; stream must be None");
-  const Description d = describe(t, "__dlpack__");
-  DLDataType type{};
-  if (&t.dtype() == &DType::Float32()) {
-    type = DLDataType{static_cast<std::uint8_t>(kDLFloat), 32, 1};
-  } else if (&t.dtype() == &DType::Int32()) {
-    type = DLDataType{static_cast<std::uint8_t>(kDLInt), 32, 1};
-  } else {
-    throw BufferError(fmt::format("__dlpack__: only Float32 and Int32 tensors export DLPack (core-concepts.md 7.5), "
-                                  "not {}",
-                                  t.dtype().name()));
+// (device_type, device_id) from a Python pair: TypeError unless None, a
+// tuple or a list; ValueError unless two elements.
+std::optional<std::pair<long long, long long>> pair_arg(py::handle value, const char* what) {
+  if (value.is_none()) return std::nullopt;
+  if (!PyTuple_Check(value.ptr()) && !PyList_Check(value.ptr()))
+    throw TypeError(fmt::format("__dlpack__: {} must be None, a tuple or a list, got {}", what,
+                                py::repr(value).cast<std::string>()));
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(value);
+  if (py::len(seq) != 2)
+    throw ValueError(fmt::format("__dlpack__: {} must have two elements, got {}", what, py::len(seq)));
+  return std::pair<long long, long long>{seq[0].cast<long long>(), seq[1].cast<long long>()};
+}
+
+py::capsule to_dlpack_capsule(const Tensor& t, py::handle max_version, py::handle dl_device, py::handle copy) {
+  // The carrier's opt-in first (BufferError for a carrier that is not CPU).
+  const std::pair<int, int> device = dlpack_device(t);
+  if (auto v = pair_arg(max_version, "max_version")) {
+    if (v->first < 0 || v->second < 0)
+      throw ValueError("__dlpack__: max_version's components must be non-negative");
+    // Debian's dlpack.h is DLPack 0.6: the legacy structure is produced for
+    // every ceiling (docs/storage.md, "DLPack export").
   }
-  auto* ex = new DLPackExport;
-  ex->carrier = d.carrier;
-  ex->shape = d.shape;
-  ex->strides = d.strides;
-  DLTensor& dl = ex->managed.dl_tensor;
-  dl.data = d.data;
-  dl.device = DLDevice{kDLCPU, 0};
-  dl.ndim = static_cast<int>(ex->shape.size());
-  dl.dtype = type;
-  dl.shape = ex->shape.data();
-  dl.strides = ex->strides.data();
-  dl.byte_offset = 0;
-  ex->managed.manager_ctx = ex;
-  ex->managed.deleter = &dlpack_deleter;
-  add_export(ex->carrier.get());
-  PyObject* capsule = PyCapsule_New(&ex->managed, "dltensor", &dlpack_capsule_destructor);
+  if (auto d = pair_arg(dl_device, "dl_device")) {
+    if (d->first != device.first || d->second != device.second)
+      throw BufferError(fmt::format("__dlpack__: dl_device ({}, {}) is not the tensor's device ({}, {}); "
+                                    "cross-device export is not implemented",
+                                    d->first, d->second, device.first, device.second));
+  }
+  if (!copy.is_none() && py::bool_(py::reinterpret_borrow<py::object>(copy)))
+    throw BufferError("__dlpack__: copy=True is not implemented (export is zero-copy only)");
+  DLManagedTensor* inner = nullptr;
+  {
+    py::gil_scoped_release nogil;
+    inner = strideweave::to_dlpack(t);
+  }
+  auto* ex = new CountedExport;
+  ex->inner = inner;
+  ex->carrier = t.carrier().get();
+  ex->outer.dl_tensor = inner->dl_tensor;
+  ex->outer.manager_ctx = ex;
+  ex->outer.deleter = &counted_deleter;
+  add_export(ex->carrier);
+  PyObject* capsule = PyCapsule_New(&ex->outer, "dltensor", &dlpack_capsule_destructor);
   if (!capsule) {
-    dlpack_deleter(&ex->managed);
+    counted_deleter(&ex->outer);
     throw py::error_already_set();
   }
   return py::reinterpret_steal<py::capsule>(capsule);
@@ -415,14 +431,18 @@ void bind_interop(py::module_& m) {
   heap->as_buffer.bf_releasebuffer = &tensor_releasebuffer;
 
   py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(tensor);
-  cls.def("__dlpack__", [](const Tensor& t, py::handle stream) { return to_dlpack(t, stream); },
-          py::kw_only(), py::arg("stream") = py::none(),
-          "A DLPack capsule viewing this CPU tensor's memory (Float32, Int32): zero-copy; writes through it bypass "
-          "versioning. BufferError for another carrier or dtype.");
+  cls.def("__dlpack__", [](const Tensor& t, py::handle, py::handle max_version, py::handle dl_device,
+                           py::handle copy) { return to_dlpack_capsule(t, max_version, dl_device, copy); },
+          py::arg("stream") = py::none(), py::kw_only(), py::arg("max_version") = py::none(),
+          py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
+          "A DLPack capsule aliasing this CPU tensor's memory (Float32, Int32; strideweave::to_dlpack): zero-copy, "
+          "one dimension per leaf mode, byte_offset = offset * 4; writes through it bypass versioning. stream is "
+          "accepted and ignored; dl_device must be the tensor's; copy=True is a BufferError. BufferError for "
+          "another carrier or dtype.");
   cls.def("__dlpack_device__", [](const Tensor& t) {
-        cpu_carrier(t, "__dlpack_device__");
-        return py::make_tuple(static_cast<int>(kDLCPU), 0);
-      }, "(1, 0): kDLCPU, device 0. BufferError for a tensor that is not on CPU.");
+        const std::pair<int, int> d = dlpack_device(t);
+        return py::make_tuple(d.first, d.second);
+      }, "(1, 0): kDLCPU, device 0, for any CPU tensor. BufferError for a tensor that is not on CPU.");
 
   m.def("asarray", [](py::handle obj) -> py::object {
         if (is_tensor(obj)) return py::reinterpret_borrow<py::object>(obj);

@@ -88,6 +88,9 @@ from ._core import (
     Generic,
     CPU,
     FileBacked,
+    BlockDevice,
+    BlockDeviceCarrier,
+    BlockIoCompletion,
     # tensors
     Tensor,
     Output,

@@ -134,9 +134,59 @@ def test_dlpack_export_is_zero_copy(dtype, np_dtype):
     t.carrier.release()
 
 
-def test_dlpack_refuses_bool_and_streams():
-    raises_exactly(BufferError, sw.tensor([True]).__dlpack__)
-    raises_exactly(BufferError, sw.tensor([1.0]).__dlpack__, stream=1)
+def test_dlpack_refuses_bool_but_reports_its_device():
+    # interop-movement "Only Float32 and Int32 logical dtypes are exportable";
+    # "Report a device for a non-exportable dtype".
+    b = sw.tensor([True])
+    assert b.__dlpack_device__() == (1, 0)
+    raises_exactly(BufferError, b.__dlpack__)
+
+
+def test_dlpack_arguments():
+    # interop-movement "Export is zero-copy, same-device, and stream-agnostic"
+    # and "DLPack export produces version 1.0 or the legacy structure".
+    t = sw.tensor([1.0, 2.0])
+    for capsule in (t.__dlpack__(1), t.__dlpack__(stream=object()), t.__dlpack__(copy=False),
+                    t.__dlpack__(dl_device=(1, 0)), t.__dlpack__(dl_device=[1, 0])):
+        assert type(capsule).__name__ == "PyCapsule"
+    raises_exactly(BufferError, t.__dlpack__, copy=True)
+    raises_exactly(BufferError, t.__dlpack__, dl_device=(2, 0))
+    raises_exactly(TypeError, t.__dlpack__, dl_device=1)
+    raises_exactly(ValueError, t.__dlpack__, dl_device=(1, 0, 0))
+    raises_exactly(TypeError, t.__dlpack__, max_version=1)
+    raises_exactly(ValueError, t.__dlpack__, max_version=(1,))
+    raises_exactly(ValueError, t.__dlpack__, max_version=(1, -1))
+    assert type(t.__dlpack__(max_version=(0, 8))).__name__ == "PyCapsule"
+
+
+@pytest.mark.skipif(not hasattr(np, "from_dlpack"), reason="this numpy has no from_dlpack")
+def test_dlpack_numpy_sees_offsets_leaf_modes_and_broadcasts_without_a_copy():
+    # interop-movement "The exported buffer describes the layout's flattened
+    # leaf modes": byte_offset selects the window, nested modes flatten,
+    # stride-0 modes stay 0; export changes no version.
+    c = sw.CPU(32, dtype=I32)
+    for i in range(32):
+        c[i] = i
+    t = sw.Tensor(c, 5, sw.Layout(sw.Shape((2, 3), 4), sw.Stride((1, 2), 0)))
+    before = c.version
+    a = np.from_dlpack(t)
+    assert c.version == before  # export changes no version
+    assert a.shape == (2, 3, 4) and a.strides == (4, 8, 0)
+    assert a[1, 2, 3] == 5 + 1 + 4 and a[0, 0, 0] == 5
+    c[5] = 100  # the same memory
+    assert a[0, 0, 2] == 100
+    assert c.version == before + 1  # only the carrier's own write counted
+    del a
+    gc.collect()
+
+
+def test_dlpack_non_cpu_carriers_are_refused_for_both_calls():
+    # interop-movement "Reject a non-exporting carrier" (FileBacked here;
+    # BlockDeviceCarrier in tests/carriers/test_dlpack.cpp).
+    f = sw.FileBacked(dtype=F32, size=2)
+    t = sw.Tensor(f, 0, sw.Layout(sw.Shape(2), sw.Stride(1)))
+    raises_exactly(BufferError, t.__dlpack__)
+    raises_exactly(BufferError, t.__dlpack_device__)
 
 
 # ---- import: a CPU carrier over numpy memory

@@ -732,3 +732,50 @@ TEST(Storage_FaultInjection, DirectoryCreationFailureIsAnOSErrorNamingTheRoot) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// Storage_FileBackedChecksums (docs/storage.md, "Checksums"): a region that
+// changed behind the carrier while the window was elsewhere is an OSError
+// (EBADMSG) naming the file and the region's offset before any slot of it is
+// used; nothing changes.
+
+TEST(Storage_FileBackedChecksums, ARegionChangedBehindTheCarrierIsRefusedBeforeUse) {
+  const std::int64_t window = 4096;
+  auto c = FileBacked::create(std::nullopt, DType::Float32(), true, 3 * window / 4, window, true);
+  EXPECT_TRUE(c->checksums());
+  c->set_value(1, F(2));
+  c->set_value(window / 4, F(3));  // the window leaves region 0: its hash is recorded
+  {
+    const int fd = ::open(c->path().c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    const float bad = 99.0f;
+    ASSERT_EQ(::pwrite(fd, &bad, sizeof bad, 4), static_cast<ssize_t>(sizeof bad));
+    ::close(fd);
+  }
+  try {
+    c->get_value(1);
+    ADD_FAILURE() << "a changed region was read";
+  } catch (const sw::OSError& e) {
+    EXPECT_EQ(e.error_number(), EBADMSG);
+    EXPECT_EQ(e.filename(), c->path().string());
+    EXPECT_EQ(e.offset(), 0);
+  }
+  EXPECT_THROW_EXACTLY(c->set_value(0, F(1)), sw::OSError);
+  EXPECT_EQ(c->version(), 2u);
+  EXPECT_EQ(c->get_value(window / 4), F(3));  // another region verifies
+  // Without checksums the same change is read as a value.
+  auto plain = FileBacked::create(std::nullopt, DType::Float32(), true, 2 * window / 4, window);
+  plain->set_value(1, F(2));
+  plain->set_value(window / 4, F(3));
+  const int fd = ::open(plain->path().c_str(), O_WRONLY);
+  const float bad = 99.0f;
+  ASSERT_EQ(::pwrite(fd, &bad, sizeof bad, 4), static_cast<ssize_t>(sizeof bad));
+  ::close(fd);
+  EXPECT_EQ(plain->get_value(1), F(99.0f));
+}
+
+TEST(Storage_FileBackedChecksums, NewLikeKeepsTheChoice) {
+  auto c = FileBacked::create(std::nullopt, DType::Int32(), true, 4, 4096, true);
+  EXPECT_TRUE(std::static_pointer_cast<FileBacked>(c->allocate_like(4))->checksums());
+  EXPECT_FALSE(FileBacked::create(std::nullopt, DType::Int32(), true, 4)->checksums());
+}

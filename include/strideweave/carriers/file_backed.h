@@ -48,6 +48,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <strideweave/carrier.h>
 #include <strideweave/move_operation.h>
@@ -77,7 +78,8 @@ class FileBacked final : public Carrier {
   // its reservation (ENOSPC) or its mapping failed; nothing is left behind.
   static std::shared_ptr<FileBacked> create(std::optional<std::string> filename, const DType& dtype,
                                             bool mutable_ = true, std::int64_t size = 0,
-                                            std::int64_t residency_bytes = default_residency_bytes);
+                                            std::int64_t residency_bytes = default_residency_bytes,
+                                            bool checksums = false);
   // Maps `size` slots of the existing file `path` starting at byte `offset`
   // (a multiple of 4; ValueError otherwise); nullopt size = every whole slot
   // from `offset` to the end (ValueError unless the remaining bytes are a
@@ -89,7 +91,8 @@ class FileBacked final : public Carrier {
   static std::shared_ptr<FileBacked> open(const std::filesystem::path& path, const DType& dtype,
                                           bool mutable_ = false, std::int64_t offset = 0,
                                           std::optional<std::int64_t> size = std::nullopt,
-                                          std::int64_t residency_bytes = default_residency_bytes);
+                                          std::int64_t residency_bytes = default_residency_bytes,
+                                          bool checksums = false);
   // A fresh temporary file holding `values` (the central carrier list's
   // factory): TypeError for a value of another dtype.
   static std::shared_ptr<FileBacked> from_values(std::span<const Value> values, const DType& dtype,
@@ -108,6 +111,14 @@ class FileBacked final : public Carrier {
   std::int64_t slot_file_offset() const noexcept { return file_offset_ + lead_bytes_; }
   // The residency window in bytes, as rounded up to whole pages.
   std::int64_t residency_bytes() const noexcept { return residency_bytes_; }
+  // Per-window checksums (create/open's `checksums`, docs/storage.md,
+  // "Checksums"): when the window leaves a region, the region's xxHash
+  // (XXH3-64) is recorded; when it comes back, the region is verified
+  // before any slot of it is read or written, and a mismatch (the file
+  // changed behind the carrier) is an OSError with errno EBADMSG naming the
+  // file and the region's byte offset. A region's first visit records its
+  // hash (trust on first use).
+  bool checksums() const noexcept { return checksums_; }
   // Writes the mapping's modified pages back to the file and waits (msync):
   // OSError (EIO, ...) naming the file when write-back fails; RuntimeError
   // after release. Release itself never reports write-back errors: call
@@ -156,6 +167,7 @@ class FileBacked final : public Carrier {
     std::int64_t size = 0;            // slots
     std::int64_t residency_bytes = 0; // page multiple
     long creator_pid = 0;             // only this process removes the file
+    bool checksums = false;
   };
   FileBacked(Token, const SimpleDType& dtype, bool mutable_, Mapping mapping) noexcept;
 
@@ -178,6 +190,11 @@ class FileBacked final : public Carrier {
   bool closed_ = false;  // close_storage() ran
   mutable std::mutex window_mutex_;
   mutable std::int64_t window_start_ = -1;  // mapping-relative; -1: no window yet
+  bool checksums_ = false;
+  // Per window (window_start_ / residency_bytes_): its recorded hash, and
+  // whether one is recorded. Under window_mutex_.
+  mutable std::vector<std::uint64_t> window_sums_;
+  mutable std::vector<std::uint8_t> window_known_;
 };
 
 // The built-in bulk routes of the move registry (interop-movement, "Move

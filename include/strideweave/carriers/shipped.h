@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include <strideweave/carrier.h>
+#include <strideweave/carriers/block_device.h>
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/carriers/file_backed.h>
 #include <strideweave/carriers/generic.h>
@@ -40,7 +41,7 @@ struct CarrierTypeList {};
 // The shipped carriers, in registration order (Generic, the reference, first).
 using ShippedCarrierTypes = CarrierTypeList<Generic, CPU>;
 // The shipped storage-only carriers, registered after the ones above.
-using ShippedStorageCarrierTypes = CarrierTypeList<FileBacked>;
+using ShippedStorageCarrierTypes = CarrierTypeList<FileBacked, BlockDeviceCarrier>;
 
 // The run-time record of one shipped carrier, derived from the list.
 struct ShippedCarrier {

@@ -2,15 +2,16 @@
 
 Carrier and DependentCarrier are open for subclassing in Python (a subclass
 is its own exact class; docs/python.md, "Carriers defined in Python");
-Generic and CPU are the shipped, final carriers that compute; FileBacked is
-the shipped, final storage-only carrier (docs/storage.md). The
+Generic and CPU are the shipped, final carriers that compute; FileBacked and
+BlockDeviceCarrier (made by BlockDevice.allocate) are the shipped, final
+storage-only carriers (docs/storage.md). The
 definition-backed extension surface is strideweave.carriers.extension
 (carrier-extension.md); moving tensors between carriers and the move
 registry are strideweave.carriers.move (docs/storage.md, "Movement").
 """
 
-from .._core import CPU, Carrier, DependentCarrier, FileBacked, Generic
+from .._core import CPU, BlockDevice, BlockDeviceCarrier, Carrier, DependentCarrier, FileBacked, Generic
 from . import extension
 from . import move
 
-__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU", "FileBacked"]
+__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU", "FileBacked", "BlockDevice", "BlockDeviceCarrier"]

@@ -4,6 +4,7 @@
 #include <strideweave/errors.h>
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -197,7 +198,15 @@ FileBacked::FileBacked(Token, const SimpleDType& dtype, bool mutable_, Mapping m
       file_offset_(m.file_offset),
       size_(m.size),
       residency_bytes_(m.residency_bytes),
-      creator_pid_(m.creator_pid) {}
+      creator_pid_(m.creator_pid),
+      checksums_(m.checksums) {
+  if (checksums_ && mapped_bytes_ > 0) {
+    const auto windows =
+        static_cast<std::size_t>((static_cast<std::int64_t>(mapped_bytes_) + residency_bytes_ - 1) / residency_bytes_);
+    window_sums_.assign(windows, 0);
+    window_known_.assign(windows, 0);
+  }
+}
 
 FileBacked::~FileBacked() { close_storage(); }
 
@@ -208,7 +217,8 @@ std::filesystem::path FileBacked::session_directory() {
 }
 
 std::shared_ptr<FileBacked> FileBacked::create(std::optional<std::string> filename, const DType& dtype,
-                                               bool mutable_, std::int64_t size, std::int64_t residency_bytes) {
+                                               bool mutable_, std::int64_t size, std::int64_t residency_bytes,
+                                               bool checksums) {
   const SimpleDType& d = check_storage_dtype(dtype, "FileBacked", &FileBacked::supports);
   if (filename) check_bare_name(*filename);
   const std::int64_t bytes = checked_bytes(size, "FileBacked");
@@ -237,6 +247,7 @@ std::shared_ptr<FileBacked> FileBacked::create(std::optional<std::string> filena
       throw_os_error(error, fmt::format("posix_fallocate of {} bytes", bytes), path, std::int64_t{0});
     m = map_range(fd, path, 0, bytes, true);  // read-write: new_like fills an immutable result too
     finish_mapping(fd, m, true, residency);
+    m.checksums = checksums;
     return std::make_shared<FileBacked>(Token{}, d, mutable_, std::move(m));
   } catch (...) {
     abandon_created(fd, path, m.base, m.mapped_bytes);
@@ -247,7 +258,7 @@ std::shared_ptr<FileBacked> FileBacked::create(std::optional<std::string> filena
 
 std::shared_ptr<FileBacked> FileBacked::open(const std::filesystem::path& file, const DType& dtype, bool mutable_,
                                              std::int64_t offset, std::optional<std::int64_t> size,
-                                             std::int64_t residency_bytes) {
+                                             std::int64_t residency_bytes, bool checksums) {
   const SimpleDType& d = check_storage_dtype(dtype, "FileBacked.open", &FileBacked::supports);
   const std::string path = file.string();
   if (offset < 0 || offset % kSlotBytes != 0)
@@ -280,6 +291,7 @@ std::shared_ptr<FileBacked> FileBacked::open(const std::filesystem::path& file, 
     }
     m = map_range(fd, path, offset, bytes, mutable_);
     finish_mapping(fd, m, false, residency);
+    m.checksums = checksums;
     return std::make_shared<FileBacked>(Token{}, d, mutable_, std::move(m));
   } catch (...) {
     if (m.base) io.unmap(m.base, m.mapped_bytes);
@@ -304,13 +316,39 @@ std::byte* FileBacked::slot_address(std::int64_t index) const {
   const std::int64_t at = lead_bytes_ + index * kSlotBytes;  // mapping-relative
   std::lock_guard lock(window_mutex_);
   if (window_start_ < 0 || at < window_start_ || at >= window_start_ + residency_bytes_) {
+    const auto window_length = [&](std::int64_t start) {
+      return std::min(residency_bytes_, static_cast<std::int64_t>(mapped_bytes_) - start);
+    };
     if (window_start_ >= 0) {
-      const std::int64_t length = std::min(residency_bytes_, static_cast<std::int64_t>(mapped_bytes_) - window_start_);
+      const std::int64_t length = window_length(window_start_);
+      // The region leaving the window: its hash, with this carrier's writes.
+      const std::uint64_t sum =
+          checksums_ ? XXH3_64bits(base_ + window_start_, static_cast<std::size_t>(length)) : 0;
       if (const int error = file_io().drop_pages(base_ + window_start_, static_cast<std::size_t>(length)))
         throw_os_error(error, "madvise(MADV_DONTNEED) of the residency window", path_.string(),
                        file_offset_ + window_start_);
+      if (checksums_) {
+        const auto k = static_cast<std::size_t>(window_start_ / residency_bytes_);
+        window_sums_[k] = sum;
+        window_known_[k] = 1;
+      }
     }
-    window_start_ = at / residency_bytes_ * residency_bytes_;
+    const std::int64_t start = at / residency_bytes_ * residency_bytes_;
+    if (checksums_) {
+      // Verified before any slot of the region is used; a mismatch leaves no
+      // window (the next access verifies again).
+      window_start_ = -1;
+      const auto k = static_cast<std::size_t>(start / residency_bytes_);
+      const std::uint64_t sum = XXH3_64bits(base_ + start, static_cast<std::size_t>(window_length(start)));
+      if (window_known_[k] && window_sums_[k] != sum)
+        throw OSError(fmt::format("FileBacked: xxHash checksum mismatch in the {}-byte region at byte offset {} of "
+                                  "'{}': the file changed behind the carrier",
+                                  window_length(start), file_offset_ + start, path_.string()),
+                      EBADMSG, path_.string(), file_offset_ + start);
+      window_sums_[k] = sum;
+      window_known_[k] = 1;
+    }
+    window_start_ = start;
   }
   return base_ + at;
 }
@@ -363,8 +401,9 @@ void FileBacked::release_storage() noexcept { close_storage(); }
 std::shared_ptr<Carrier> FileBacked::make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                                bool) const {
   // Always zeroed (the reserved blocks read as zero); a fresh temporary file
-  // with this carrier's residency budget, also from an open()ed prototype.
-  return create(std::nullopt, dtype, mutable_, size, residency_bytes_);
+  // with this carrier's residency budget and checksum choice, also from an
+  // open()ed prototype.
+  return create(std::nullopt, dtype, mutable_, size, residency_bytes_, checksums_);
 }
 
 bool FileBacked::supports_allocation() const noexcept { return owns_file_ && size_ == 0 && !closed_; }
