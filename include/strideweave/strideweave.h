@@ -1,6 +1,9 @@
 // strideweave/strideweave.h — the umbrella header of the public API.
 #pragma once
 
+#include <strideweave/autograd.h>
+#include <strideweave/call.h>
+#include <strideweave/capability.h>
 #include <strideweave/carrier.h>
 #include <strideweave/carrier_class.h>
 #include <strideweave/carriers/block_device.h>
@@ -8,6 +11,9 @@
 #include <strideweave/carriers/file_backed.h>
 #include <strideweave/carriers/generic.h>
 #include <strideweave/carriers/shipped.h>
+#include <strideweave/completion.h>
+#include <strideweave/dependent_carrier.h>
+#include <strideweave/dlpack.h>
 #include <strideweave/dtype.h>
 #include <strideweave/errors.h>
 #include <strideweave/execution.h>
@@ -19,13 +25,7 @@
 #include <strideweave/layout.h>
 #include <strideweave/move.h>
 #include <strideweave/move_operation.h>
-#include <strideweave/completion.h>
-#include <strideweave/autograd.h>
-#include <strideweave/call.h>
-#include <strideweave/capability.h>
-#include <strideweave/dependent_carrier.h>
 #include <strideweave/opcheck.h>
-#include <strideweave/dlpack.h>
 #include <strideweave/operation.h>
 #include <strideweave/ops.h>
 #include <strideweave/policy.h>
