@@ -11,6 +11,7 @@
 
 #include "frontend/autograd_hooks.h"
 #include "frontend/call_support.h"
+#include "frontend/dispatch.h"
 #include "extension/registry.h"
 #include "frontend/pipeline.h"
 #include "storage/gate.h"
@@ -118,6 +119,21 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
                                         "operation '{}' (its capability declaration names the plan, but only a "
                                         "definition-backed carrier's kernel pattern can execute it)",
                                         definition.name(), prototype.class_name(), definition.name()));
+}
+
+Tensor call_builtin_definition(std::string_view name, std::vector<CallOperand> operands, operation::OptionMap options,
+                               const Output& out) {
+  const std::shared_ptr<const OperationDefinition> definition = operation::get_definition(name);
+  return std::move(dispatch_definition(*definition, std::move(operands), std::move(options), out).front());
+}
+
+operation::OptionMap execution_option_map(const std::optional<OperationExecutionOptions>& options) {
+  operation::OptionMap out;
+  if (!options) return out;
+  if (const DType* accumulator = options->accumulator_dtype()) out.emplace("accumulator_dtype", accumulator);
+  if (const std::optional<Arithmetic> arithmetic = options->arithmetic())
+    out.emplace("arithmetic", std::string(value_of(*arithmetic)));
+  return out;
 }
 
 }  // namespace strideweave::frontend

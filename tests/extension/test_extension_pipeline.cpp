@@ -546,19 +546,18 @@ TEST(DefinitionPipeline_Builtins, ABuiltInCallAttachesItsNodeAndItsBackwardSaysW
   EXPECT_FALSE(a.grad().has_value());
 }
 
-TEST(DefinitionPipeline_Builtins, TypedFunctionSaysItDoesNotReachTheCarrierYet) {
+TEST(DefinitionPipeline_Builtins, TypedFunctionReachesTheCarrierThroughTheBuiltInDefinition) {
   std::atomic<int> prepares{0};
   register_accel_add<41>(prepares);
   const Tensor a = accel_tensor<41>({1, 2});
-  try {
-    (void)add(a, a);
-    FAIL() << "expected NotImplementedError";
-  } catch (const UnsupportedOperationPlan&) {
-    FAIL() << "the gate admits the plan";
-  } catch (const NotImplementedError& e) {
-    EXPECT_NE(std::string(e.what()).find("get_definition"), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(prepares.load(), 0);
+  const Tensor r = add(a, a);
+  EXPECT_EQ(floats(r), (std::vector<float>{2, 4}));
+  EXPECT_EQ(r.carrier()->exact_class(), carrier_class<Accel<41>>());
+  EXPECT_EQ(floats(a + a), (std::vector<float>{2, 4}));
+  EXPECT_EQ(prepares.load(), 2);
+  // A plan without a pattern: the gate's UnsupportedOperationPlan, before prepare.
+  EXPECT_THROW((void)sub(a, a), UnsupportedOperationPlan);
+  EXPECT_EQ(prepares.load(), 2);
 }
 
 }  // namespace

@@ -1,0 +1,226 @@
+// Typed functions on definition-backed carriers (issue 11 step 4: "Definition-
+// free carriers enter the same front and leave it at their kernel table";
+// carrier-extension R11.3-R11.5; docs/extension.md, "Typed functions on
+// definition-backed carriers"): a typed C++ function or operator whose
+// operands live on a definition-backed carrier runs the built-in's
+// OperationDefinition through the definition-backed pipeline, so its result
+// is the one calling by definition gives.
+#include <strideweave/strideweave.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace strideweave;
+namespace ext = strideweave::extension;
+namespace op = strideweave::operation;
+
+// A definition-backed accelerator whose storage is a separate arena.
+template <int N>
+class RefAccel final : public ext::DefinedCarrier {
+ public:
+  explicit RefAccel(ext::Construction key) : DefinedCarrier(std::move(key)) {}
+  std::vector<Value> arena;
+};
+
+template <int N>
+ext::StorageProvider arena_storage() {
+  using A = RefAccel<N>;
+  return ext::StorageProvider(
+      [](const Carrier&, const DType& d) {
+        return &d == &DType::Float32() || &d == &DType::Int32() || &d == &DType::Bool();
+      },
+      [](const Carrier& c) { return static_cast<std::int64_t>(static_cast<const A&>(c).arena.size()); },
+      [](Carrier& c, std::int64_t n) {
+        static_cast<A&>(c).arena.assign(static_cast<std::size_t>(n), *storage_zero(c.dtype()));
+      },
+      [](Carrier& c) { static_cast<A&>(c).arena.clear(); },
+      [](const Carrier& c, std::int64_t i) { return static_cast<const A&>(c).arena[static_cast<std::size_t>(i)]; },
+      [](Carrier& c, std::int64_t i, const Value& v) { static_cast<A&>(c).arena[static_cast<std::size_t>(i)] = v; });
+}
+
+class RefIface final : public ext::KernelExecutionInterface {
+ public:
+  using KernelExecutionInterface::KernelExecutionInterface;
+};
+
+// The plans the test kernel pack covers: every one of the built-ins the
+// forward tests and the built-in VJPs of add, mul, relu, matmul and
+// reduce_sum call (relu's VJP: lt and select; broadcasting: reduce_sum).
+std::map<std::string, std::vector<OperationPlan>> covered_plans() {
+  const PlanOperand f(DType::Float32());
+  std::map<std::string, std::vector<OperationPlan>> out;
+  for (const char* name : {"add", "elementwise_mul", "div", "maximum", "lt"})
+    out[name] = {resolve_operation_plan(name, {f, f})};
+  out["mul"] = {resolve_operation_plan("mul", {f, f}), resolve_operation_plan("mul", {f, PlanOperand(WeakScalar(2.5))})};
+  for (const char* name : {"relu", "neg", "exp", "leaky_relu", "reduce_sum", "reduce_max", "argmax", "cumsum"})
+    out[name] = {resolve_operation_plan(name, {f})};
+  out["matmul"] = {resolve_operation_plan("matmul", {f, f})};
+  out["select"] = {resolve_operation_plan("select", {PlanOperand(DType::Bool()), f, f})};
+  out["clamp"] = {resolve_operation_plan("clamp", {f, PlanOperand(WeakScalar(0.5)), PlanOperand(WeakScalar(1.5))})};
+  out["gather"] = {resolve_operation_plan("gather", {f, PlanOperand(DType::Int32())})};
+  return out;
+}
+
+// One kernel pattern per covered built-in: it runs the built-in's reference
+// (operation::execute_reference) and publishes the values as fresh compact
+// RefAccel<N> storage of the ResultSpec. `prepares` counts every prepare.
+template <int N>
+void register_ref_accel(std::atomic<int>& prepares) {
+  std::vector<ext::KernelPattern> patterns;
+  for (const auto& [name, plans] : covered_plans()) {
+    std::vector<OperationCapability> caps;
+    for (const OperationPlan& p : plans) caps.push_back(OperationCapability::from_plan(p));
+    patterns.emplace_back(
+        op::get_definition(name), caps, "ref_" + name,
+        [&prepares](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+          ++prepares;
+          auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+          return ext::PreparedKernel(self, [inv = &inv]() -> ext::ResultSubmission {
+            const std::vector<Tensor> reference = op::execute_reference(inv->definition(), *inv);
+            std::vector<Tensor> outputs;
+            for (std::size_t r = 0; r < reference.size(); ++r) {
+              const op::ResultSpec& spec = inv->results()[r];
+              auto c = ext::create<RefAccel<N>>(spec.shape().size(), spec.dtype());
+              const std::vector<Value> values = reference[r].values();
+              for (std::size_t k = 0; k < values.size(); ++k) c->set_value(static_cast<std::int64_t>(k), values[k]);
+              outputs.emplace_back(c, 0, spec.layout());
+            }
+            return ext::ProviderResult(std::move(outputs));
+          });
+        });
+  }
+  ext::register_carrier_definition(
+      carrier_class<RefAccel<N>>(),
+      ext::CarrierDefinition(arena_storage<N>(), ext::KernelProvider(std::make_shared<RefIface>("1"), patterns)));
+}
+
+// A tensor of `shape` on RefAccel<N> (or CPU with N < 0) holding `values`.
+template <int N>
+Tensor on(std::vector<float> values, Shape shape) {
+  auto c = ext::create<RefAccel<N>>(static_cast<std::int64_t>(values.size()), DType::Float32());
+  for (std::size_t i = 0; i < values.size(); ++i) c->set_value(static_cast<std::int64_t>(i), Value::from_float32(values[i]));
+  return Tensor(c, 0, Layout::compact(shape));
+}
+template <int N>
+Tensor on_bool(std::vector<bool> values, Shape shape) {
+  auto c = ext::create<RefAccel<N>>(static_cast<std::int64_t>(values.size()), DType::Bool());
+  for (std::size_t i = 0; i < values.size(); ++i) c->set_value(static_cast<std::int64_t>(i), Value::from_bool(values[i]));
+  return Tensor(c, 0, Layout::compact(shape));
+}
+template <int N>
+Tensor on_int(std::vector<std::int32_t> values, Shape shape) {
+  auto c = ext::create<RefAccel<N>>(static_cast<std::int64_t>(values.size()), DType::Int32());
+  for (std::size_t i = 0; i < values.size(); ++i) c->set_value(static_cast<std::int64_t>(i), Value::from_int32(values[i]));
+  return Tensor(c, 0, Layout::compact(shape));
+}
+
+// Same class, dtype, shape and element values (bitwise through Value ==).
+void expect_same(const Tensor& typed, const Tensor& by_definition, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(typed.carrier()->exact_class(), by_definition.carrier()->exact_class());
+  EXPECT_EQ(&typed.dtype(), &by_definition.dtype());
+  EXPECT_EQ(typed.shape(), by_definition.shape());
+  const std::vector<Value> a = typed.values(), b = by_definition.values();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i] == b[i]) << "element " << i;
+}
+
+Tensor by_definition(const char* name, std::vector<op::CallOperand> operands, op::OptionMap options = {}) {
+  return (*op::get_definition(name))(std::move(operands), std::move(options))[0];
+}
+
+TEST(TypedDefinitionRoute_Step4, EveryCoveredBuiltInTypedCallEqualsTheCallByDefinition) {
+  std::atomic<int> prepares{0};
+  register_ref_accel<60>(prepares);
+  const Tensor a = on<60>({1, -2, 3, -4, 5, -6}, Shape{2, 3});
+  const Tensor b = on<60>({0.5f, 7, -1, 2, -3, 4}, Shape{2, 3});
+  const Tensor row = on<60>({10, 20, 30}, Shape{3});
+  const Tensor m = on<60>({1, 2, 3, 4, 5, 6}, Shape{3, 2});
+  const Tensor v = on<60>({1, -1}, Shape{2});
+  const Tensor cond = on_bool<60>({true, false, true, false, false, true}, Shape{2, 3});
+  const Tensor idx = on_int<60>({2, 0, 1, 1, 0, 2}, Shape{2, 3});
+  struct Case {
+    std::string what;
+    Tensor typed;
+    Tensor definition;
+  };
+  const std::vector<Case> cases = {
+      {"add", add(a, b), by_definition("add", {a, b})},
+      {"add broadcast", add(a, row), by_definition("add", {a, row})},
+      {"operator+", a + b, by_definition("add", {a, b})},
+      {"elementwise_mul", elementwise_mul(a, b), by_definition("elementwise_mul", {a, b})},
+      {"mul", mul(a, b), by_definition("mul", {a, b})},
+      {"operator* scalar", a * 2.5, by_definition("mul", {a, WeakScalar(2.5)})},
+      {"scalar operator*", 2.5 * a, by_definition("mul", {WeakScalar(2.5), a})},
+      {"div", div(a, b), by_definition("div", {a, b})},
+      {"operator/", a / b, by_definition("div", {a, b})},
+      {"maximum", maximum(a, b), by_definition("maximum", {a, b})},
+      {"lt", lt(a, b), by_definition("lt", {a, b})},
+      {"operator<", a < b, by_definition("lt", {a, b})},
+      {"select", select(cond, a, b), by_definition("select", {cond, a, b})},
+      {"clamp", clamp(a, WeakScalar(0.5), WeakScalar(1.5)), by_definition("clamp", {a, WeakScalar(0.5), WeakScalar(1.5)})},
+      {"relu", relu(a), by_definition("relu", {a})},
+      {"neg", neg(a), by_definition("neg", {a})},
+      {"unary operator-", -a, by_definition("neg", {a})},
+      {"exp", exp(a), by_definition("exp", {a})},
+      {"leaky_relu", leaky_relu(a, 0.25), by_definition("leaky_relu", {a}, {{"negative_slope", 0.25}})},
+      {"reduce_sum all", reduce_sum(a), by_definition("reduce_sum", {a})},
+      {"reduce_sum axis", reduce_sum(a, Axes{1}, true),
+       by_definition("reduce_sum", {a}, {{"axes", std::vector<std::int64_t>{1}}, {"keepdims", true}})},
+      {"reduce_max", reduce_max(a, Axes{0}), by_definition("reduce_max", {a}, {{"axes", std::vector<std::int64_t>{0}}})},
+      {"argmax", argmax(a, std::int64_t{1}), by_definition("argmax", {a}, {{"axis", std::int64_t{1}}})},
+      {"cumsum", cumsum(a, 1), by_definition("cumsum", {a}, {{"axis", std::int64_t{1}}})},
+      {"matmul", matmul(a, m), by_definition("matmul", {a, m})},
+      {"matmul vector", matmul(a.permute({1, 0}), v), by_definition("matmul", {a.permute({1, 0}), v})},
+      {"gather", gather(a, idx, 1), by_definition("gather", {a, idx}, {{"axis", std::int64_t{1}}})},
+  };
+  for (const Case& c : cases) expect_same(c.typed, c.definition, c.what);
+  // Every typed call ran the pattern (one prepare each, like the call by
+  // definition).
+  EXPECT_EQ(prepares.load(), 2 * static_cast<int>(cases.size()));
+  // The values are the built-in's (spot checks against CPU arithmetic).
+  EXPECT_EQ(add(a, row).values()[0], Value::from_float32(11));
+  EXPECT_EQ(matmul(a, m).shape(), (Shape{2, 2}));
+  EXPECT_EQ(matmul(a.permute({1, 0}), v).shape(), (Shape{3}));
+}
+
+TEST(TypedDefinitionRoute_Step4, APlanWithoutAPatternIsTheStructuredUnsupportedOperationPlanBeforeAnyPrepare) {
+  std::atomic<int> prepares{0};
+  register_ref_accel<61>(prepares);
+  const Tensor a = on<61>({1, 2}, Shape{2});
+  // sub has no pattern: the gate refuses the plan.
+  try {
+    (void)sub(a, a);
+    FAIL() << "expected UnsupportedOperationPlan";
+  } catch (const UnsupportedOperationPlan& e) {
+    ASSERT_TRUE(e.plan());
+    EXPECT_EQ(e.plan()->operation(), "sub");
+  }
+  EXPECT_THROW((void)(a - a), NotImplementedError);  // UnsupportedOperationPlan is a NotImplementedError
+  // Int32 add: the pack covers Float32 only.
+  const Tensor i = on_int<61>({1, 2}, Shape{2});
+  EXPECT_THROW((void)add(i, i), UnsupportedOperationPlan);
+  EXPECT_EQ(prepares.load(), 0);
+  // An operand on another class stays the TypeError of the typed function.
+  EXPECT_THROW((void)add(a, make_tensor<CPU>({1.0f, 2.0f}, Shape{2})), TypeError);
+}
+
+TEST(TypedDefinitionRoute_Step4, ACallerProvidedOutputIsRefusedWholeWithoutAnyPrepare) {
+  std::atomic<int> prepares{0};
+  register_ref_accel<62>(prepares);
+  const Tensor a = on<62>({1, 2}, Shape{2});
+  const Tensor out = on<62>({0, 0}, Shape{2});
+  const std::uint64_t version = out.carrier()->version();
+  EXPECT_THROW((void)add(a, a, Output(out)), NotImplementedError);
+  EXPECT_EQ(prepares.load(), 0);
+  EXPECT_EQ(out.carrier()->version(), version);
+  EXPECT_EQ(out.values()[0], Value::from_float32(0));
+}
+
+}  // namespace
