@@ -3,7 +3,8 @@
 at their kernel table"; carrier-extension R11.3-R11.5; docs/extension.md,
 "Typed functions on definition-backed carriers"): `a + b`, `a @ b`,
 `sw.relu(a)` and the rest reach the class's kernel patterns through the
-built-in's OperationDefinition, with the result calling by definition gives.
+built-in's OperationDefinition, with the result calling by definition gives;
+the built-in gradients run on the class and equal those on CPU.
 """
 
 import itertools
@@ -111,3 +112,18 @@ def test_step4_a_plan_without_a_pattern_is_unsupported_operation_plan_before_any
     assert isinstance(error, NotImplementedError)
     raises_exactly(sw.UnsupportedOperationPlan, lambda: a < a)
     assert d.ran == []
+
+
+def test_step4_builtin_gradients_on_a_python_definition_backed_carrier_equal_cpu():
+    d = device()
+    x_values, w_values = [1.0, -2.0, 3.0], [0.5, 4.0, -1.0]
+    xa, wa = d.tensor(x_values), d.tensor(w_values)
+    xc, wc = sw.tensor(x_values), sw.tensor(w_values)
+    for t in (xa, wa, xc, wc):
+        t.requires_grad = True
+    ya = sw.reduce_sum(xa * wa + xa * 2.5 - wa)
+    yc = sw.reduce_sum(xc * wc + xc * 2.5 - wc)
+    ya.backward()
+    yc.backward()
+    assert type(xa.grad.carrier) is d.cls and type(wa.grad.carrier) is d.cls
+    assert values(xa.grad) == values(xc.grad) and values(wa.grad) == values(wc.grad)

@@ -136,4 +136,23 @@ operation::OptionMap execution_option_map(const std::optional<OperationExecution
   return out;
 }
 
+Tensor run_builtin_recorded(const BuiltinEntry& entry, const BoundCall& call) {
+  Lowered lowered = entry.lower(call);
+  const Carrier& prototype = *lowered.prototype;
+  if (!prototype.exact_class().traits().storage_provider ||
+      !extension::detail::find_definition_fast(prototype.exact_class()))
+    return run(std::move(lowered), Output{});
+  const auto invocation = std::make_shared<const ResolvedInvocation>(call.definition().resolve()(call));
+  const Tensor published = run_definition_backed_without_node(invocation, prototype).front();
+  // The published result is compact (the built-in's ResultSpec), so the
+  // kernel-shaped result (extent-1 axes the lowering squeezes away) is the
+  // same storage in its compact layout.
+  const Tensor kernel_result =
+      lowered.squeeze.empty() ? published
+                              : Tensor(published.carrier(), published.offset(), Layout::compact(lowered.kernel_shape));
+  autograd_hooks().record_operation(lowered.plan, lowered.operands, lowered.attributes, kernel_result);
+  if (lowered.squeeze.empty()) return kernel_result;
+  return kernel_result.squeeze(lowered.squeeze);
+}
+
 }  // namespace strideweave::frontend

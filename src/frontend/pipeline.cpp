@@ -318,4 +318,10 @@ BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall
   return BuiltinOutcome{invocation->plan(), std::move(results.front())};
 }
 
+std::vector<Tensor> run_definition_backed_without_node(const std::shared_ptr<const ResolvedInvocation>& invocation,
+                                                       const Carrier& prototype) {
+  storage::gate(prototype, invocation->plan());
+  return run_gated(Call{invocation, false}, prototype, nullptr);
+}
+
 }  // namespace strideweave::frontend

@@ -62,4 +62,11 @@ struct BuiltinOutcome {
 BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall& call, const Carrier& prototype,
                                              const Output& out);
 
+// The built-in VJPs' forward re-run (src/builtins/definitions.cpp) on a
+// definition-backed carrier: the built-in's definition through the pipeline
+// WITHOUT its definition node (that node's VJP is what is running); the
+// caller records the kernel-level node, as execute() does on a kernel table.
+std::vector<Tensor> run_definition_backed_without_node(
+    const std::shared_ptr<const operation::ResolvedInvocation>& invocation, const Carrier& prototype);
+
 }  // namespace strideweave::frontend

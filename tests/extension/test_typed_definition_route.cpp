@@ -4,7 +4,9 @@
 // definition-backed carriers"): a typed C++ function or operator whose
 // operands live on a definition-backed carrier runs the built-in's
 // OperationDefinition through the definition-backed pipeline, so its result
-// is the one calling by definition gives.
+// is the one calling by definition gives; and the built-in VJPs, written with
+// the typed functions, run there too (operation-semantics.md, "Automatic
+// differentiation belongs to the semantic definition").
 #include <strideweave/strideweave.h>
 
 #include <gtest/gtest.h>
@@ -221,6 +223,80 @@ TEST(TypedDefinitionRoute_Step4, ACallerProvidedOutputIsRefusedWholeWithoutAnyPr
   EXPECT_EQ(prepares.load(), 0);
   EXPECT_EQ(out.carrier()->version(), version);
   EXPECT_EQ(out.values()[0], Value::from_float32(0));
+}
+
+// ---------------------------------------------------------------- gradients
+
+// The same computation on RefAccel<N> and on CPU: every gradient equal.
+template <int N>
+void expect_gradients_equal_cpu(const std::vector<std::vector<float>>& values, const std::vector<Shape>& shapes,
+                                Tensor (*f)(const std::vector<Tensor>&)) {
+  std::vector<Tensor> accel, cpu;
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    accel.push_back(on<N>(values[k], shapes[k]));
+    cpu.push_back(make_tensor<CPU>(std::span<const float>(values[k]), shapes[k]));
+    accel.back().set_requires_grad(true);
+    cpu.back().set_requires_grad(true);
+  }
+  const Tensor ya = f(accel), yc = f(cpu);
+  ASSERT_TRUE(ya.grad_fn());
+  EXPECT_EQ(ya.carrier()->exact_class(), carrier_class<RefAccel<N>>());
+  ya.backward();
+  yc.backward();
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    SCOPED_TRACE(k);
+    ASSERT_TRUE(accel[k].grad());
+    ASSERT_TRUE(cpu[k].grad());
+    EXPECT_EQ(accel[k].grad()->carrier()->exact_class(), carrier_class<RefAccel<N>>());
+    EXPECT_EQ(accel[k].grad()->shape(), cpu[k].grad()->shape());
+    const std::vector<Value> ga = accel[k].grad()->values(), gc = cpu[k].grad()->values();
+    ASSERT_EQ(ga.size(), gc.size());
+    for (std::size_t i = 0; i < ga.size(); ++i) EXPECT_EQ(ga[i].f, gc[i].f) << "element " << i;
+  }
+}
+
+TEST(TypedDefinitionRoute_Step4, BuiltInGradientsOnADefinitionBackedCarrierEqualThoseOnCpu) {
+  std::atomic<int> prepares{0};
+  register_ref_accel<63>(prepares);
+  const std::vector<std::vector<float>> values = {
+      {1, -2, 3, -4, 5, -6}, {0.5f, 1.5f, -2, 3, 0.25f, -1}, {2, -1, 0.5f, 3, -2, 1}, {1, -3}};
+  const std::vector<Shape> shapes = {Shape{2, 3}, Shape{3, 2}, Shape{2, 3}, Shape{2}};
+  // add (with broadcasting), mul (tensor and scalar), relu, matmul, reduce_sum.
+  expect_gradients_equal_cpu<63>(values, shapes, [](const std::vector<Tensor>& t) {
+    const Tensor h = relu(matmul(t[0] * t[2] * 2.5, t[1]) + t[3]);
+    return reduce_sum(h * h);
+  });
+  // Each one alone.
+  expect_gradients_equal_cpu<63>({{1, -2, 3}, {4, 5, -6}}, {Shape{3}, Shape{3}},
+                                 [](const std::vector<Tensor>& t) { return reduce_sum(add(t[0], t[1])); });
+  expect_gradients_equal_cpu<63>({{1, -2, 3}, {4, 5, -6}}, {Shape{3}, Shape{3}}, [](const std::vector<Tensor>& t) {
+    return reduce_sum(mul(mul(t[0], t[1]), t[1]));
+  });
+  expect_gradients_equal_cpu<63>({{1, -2, 3, 0}}, {Shape{4}},
+                                 [](const std::vector<Tensor>& t) { return reduce_sum(mul(relu(t[0]), 3.0)); });
+  expect_gradients_equal_cpu<63>({{1, 2, 3, 4, 5, 6}, {1, -1, 2}}, {Shape{2, 3}, Shape{3}},
+                                 [](const std::vector<Tensor>& t) { return reduce_sum(matmul(t[0], t[1])); });
+  expect_gradients_equal_cpu<63>({{1, 2, 3, 4, 5, 6}}, {Shape{2, 3}}, [](const std::vector<Tensor>& t) {
+    return reduce_sum(mul(reduce_sum(t[0], Axes{1}), reduce_sum(t[0], Axes{1})));
+  });
+}
+
+TEST(TypedDefinitionRoute_Step4, ABuiltInCalledByDefinitionBacksPropagatesLikeTheTypedCall) {
+  std::atomic<int> prepares{0};
+  register_ref_accel<64>(prepares);
+  Tensor a = on<64>({1, 2, 3}, Shape{3});
+  const Tensor b = on<64>({10, 20, 30}, Shape{3});
+  a.set_requires_grad(true);
+  const Tensor y = by_definition("mul", {a, b});
+  ASSERT_TRUE(y.grad_fn());
+  EXPECT_EQ(y.grad_fn()->name(), "mul");
+  y.backward(on<64>({1, 2, 3}, Shape{3}));
+  ASSERT_TRUE(a.grad());
+  EXPECT_EQ(a.grad()->carrier()->exact_class(), carrier_class<RefAccel<64>>());
+  const std::vector<Value> g = a.grad()->values();
+  EXPECT_EQ(g[0].f, 10);
+  EXPECT_EQ(g[1].f, 40);
+  EXPECT_EQ(g[2].f, 90);
 }
 
 }  // namespace
