@@ -127,3 +127,15 @@ def test_step4_builtin_gradients_on_a_python_definition_backed_carrier_equal_cpu
     yc.backward()
     assert type(xa.grad.carrier) is d.cls and type(wa.grad.carrier) is d.cls
     assert values(xa.grad) == values(xc.grad) and values(wa.grad) == values(wc.grad)
+
+
+def test_out_on_a_python_definition_backed_carrier_is_written_after_validation():
+    d = device()
+    a, b = d.tensor([1, 2]), d.tensor([10, 20])
+    out = d.tensor([0, 0])
+    version = out.carrier.version
+    assert sw.add(a, b, out=out) is out
+    assert values(out) == [11.0, 22.0] and out.carrier.version == version + 1
+    raises_exactly(ValueError, sw.add, a, b, out=d.tensor([0, 0, 0]))
+    raises_exactly(TypeError, sw.add, a, b, out=sw.tensor([0.0, 0.0]))
+    assert values(out) == [11.0, 22.0] and out.carrier.version == version + 1

@@ -13,6 +13,7 @@
 
 #include "extension/registry.h"
 #include "frontend/autograd_hooks.h"
+#include "frontend/definition_output.h"
 #include "storage/gate.h"
 
 namespace strideweave::frontend {
@@ -293,12 +294,13 @@ bool graph_would_attach(const ResolvedInvocation& invocation) {
 
 std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
                                               const Carrier& prototype, const Output& out, PipelineTrace* trace) {
-  const std::string& name = invocation->operation();
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
-  if (out)
-    throw NotImplementedError(fmt::format("{}: a caller-provided output on the definition-backed carrier {} is not "
-                                          "supported yet; use the returned result",
-                                          name, prototype.class_name()));
+  if (out) {
+    const bool graph = graph_would_attach(*invocation);
+    admit_definition_output(*invocation, prototype, out, graph);
+    const std::vector<Tensor> results = run_gated(Call{invocation, false}, prototype, trace);
+    return {write_definition_output(*invocation, results.front(), out)};
+  }
   return run_gated(Call{invocation, graph_would_attach(*invocation)}, prototype, trace);
 }
 

@@ -41,9 +41,11 @@ std::vector<Tensor> run_definition_backed(const std::shared_ptr<const operation:
 // a differentiable Tensor operand that requires grad.
 bool graph_would_attach(const operation::ResolvedInvocation& invocation);
 
-// The gate, then what this build cannot do yet refused whole before any
-// provider callback (a caller-provided output), then the pipeline as
-// run_definition_backed.
+// The gate, then the pipeline as run_definition_backed. With a
+// caller-provided output (definition_output.h): the output is admitted
+// before any provider callback, the call builds no graph, and after
+// publication validation the result is written into `out`, which is the
+// one result returned.
 std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const operation::ResolvedInvocation>& invocation,
                                               const Carrier& prototype, const Output& out,
                                               PipelineTrace* trace = nullptr);

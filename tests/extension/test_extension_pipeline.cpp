@@ -350,13 +350,21 @@ TEST(DefinitionPipeline_Completion, ASubmitFailureThroughTheCompletionIsTerminal
   EXPECT_EQ(x.carrier()->version(), before);
 }
 
-TEST(DefinitionPipeline_NotYetBuilt, CallerOutputsAreRefusedBeforeAnyWork) {
+TEST(DefinitionPipeline_Out, AUserDefinedOperationWritesIntoACallerOutputAfterValidation) {
   Counters counters;
   register_accel<22>(counters, std::make_shared<Iface>("1"));
-  const Tensor x = accel_tensor<22>({1});
-  const Tensor out = accel_tensor<22>({0});
-  EXPECT_THROW((*double_op())({x}, {}, into(out)), NotImplementedError);
-  EXPECT_EQ(counters.prepare_fast.load(), 0);
+  const Tensor x = accel_tensor<22>({1, 2});
+  const Tensor out = accel_tensor<22>({0, 0});
+  const auto before = out.carrier()->version();
+  const std::vector<Tensor> r = (*double_op())({x}, {}, into(out));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].is(out));
+  EXPECT_EQ(floats(out), (std::vector<float>{2, 4}));
+  EXPECT_EQ(out.carrier()->version(), before + 1);
+  // A wrong shape is refused before any prepare.
+  const int prepared = counters.prepare_fast.load();
+  EXPECT_THROW((*double_op())({x}, {}, into(accel_tensor<22>({0}))), ValueError);
+  EXPECT_EQ(counters.prepare_fast.load(), prepared);
 }
 
 TEST(DefinitionPipeline_Autograd, TheLastStageAttachesOneNodeAfterPublication) {

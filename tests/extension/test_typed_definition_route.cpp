@@ -213,16 +213,89 @@ TEST(TypedDefinitionRoute_Step4, APlanWithoutAPatternIsTheStructuredUnsupportedO
   EXPECT_THROW((void)add(a, make_tensor<CPU>({1.0f, 2.0f}, Shape{2})), TypeError);
 }
 
-TEST(TypedDefinitionRoute_Step4, ACallerProvidedOutputIsRefusedWholeWithoutAnyPrepare) {
+// ---------------------------------------------------------------- caller-provided outputs
+
+TEST(TypedDefinitionRoute_Out, TheValidatedResultIsWrittenIntoOutWhichAdvancesOneVersion) {
   std::atomic<int> prepares{0};
   register_ref_accel<62>(prepares);
-  const Tensor a = on<62>({1, 2}, Shape{2});
-  const Tensor out = on<62>({0, 0}, Shape{2});
+  const Tensor a = on<62>({1, 2, 3, 4}, Shape{2, 2});
+  const Tensor b = on<62>({10, 20, 30, 40}, Shape{2, 2});
+  const Tensor out = on<62>({0, 0, 0, 0}, Shape{2, 2});
   const std::uint64_t version = out.carrier()->version();
-  EXPECT_THROW((void)add(a, a, Output(out)), NotImplementedError);
-  EXPECT_EQ(prepares.load(), 0);
+  const Tensor r = add(a, b, into(out));
+  EXPECT_TRUE(r.is(out));
+  EXPECT_EQ(out.carrier()->version(), version + 1);
+  expect_same(out, add(a, b), "overwrite");
+  // Accumulate adds to what is there; a strided output (a transposed view)
+  // receives each element at its own slot.
+  const Tensor acc = on<62>({1, 1, 1, 1}, Shape{2, 2});
+  (void)add(a, b, accumulate_into(acc));
+  expect_same(acc, add(add(a, b), on<62>({1, 1, 1, 1}, Shape{2, 2})), "accumulate");
+  const Tensor backing = on<62>({0, 0, 0, 0}, Shape{2, 2});
+  const Tensor transposed = backing.permute({1, 0});
+  (void)matmul(a, b, std::nullopt, into(transposed));
+  expect_same(transposed, matmul(a, b), "strided");
+  // By definition and by name, the same.
+  const Tensor by_def = on<62>({0, 0, 0, 0}, Shape{2, 2});
+  const std::vector<Tensor> d = (*op::get_definition("mul"))({a, b}, {}, into(by_def));
+  EXPECT_TRUE(d[0].is(by_def));
+  expect_same(by_def, mul(a, b), "by definition");
+  const Tensor by_name = on<62>({0, 0, 0, 0}, Shape{2, 2});
+  ExecutionRequest request;
+  request.out = into(by_name);
+  const std::vector<CallOperand> operands{a, b};
+  (void)call_operation("elementwise_mul", operands, {}, request);
+  expect_same(by_name, mul(a, b), "by name");
+}
+
+TEST(TypedDefinitionRoute_Out, ABadOutputIsRefusedBeforeAnyPrepareAndNothingChanges) {
+  std::atomic<int> prepares{0};
+  register_ref_accel<66>(prepares);
+  const Tensor a = on<66>({1, 2}, Shape{2});
+  const Tensor out = on<66>({7, 7}, Shape{2});
+  const std::uint64_t version = out.carrier()->version();
+  EXPECT_THROW((void)add(a, a, into(on<66>({0, 0, 0}, Shape{3}))), ValueError);            // shape
+  EXPECT_THROW((void)lt(a, a, into(out)), TypeError);                                       // dtype
+  EXPECT_THROW((void)add(a, a, into(make_tensor<CPU>({0.0f, 0.0f}, Shape{2}))), TypeError);  // class
+  EXPECT_THROW((void)add(a, out, into(out)), ValueError);                                  // shares an operand
+  EXPECT_THROW((void)add(a, a, into(on<66>({0}, Shape{1}).broadcast_to(Shape{2}))), ValueError);  // not injective
+  Tensor g = on<66>({1, 2}, Shape{2});
+  g.set_requires_grad(true);
+  EXPECT_THROW((void)add(g, a, into(out)), RuntimeError);  // would record a graph
+  {
+    NoGradGuard no_grad;
+    (void)add(g, a, into(out));  // under no_grad it writes
+  }
+  EXPECT_EQ(out.carrier()->version(), version + 1);
+  EXPECT_EQ(prepares.load(), 1);
+}
+
+// add on RefAccel<N> fails in submit: the output stays as it was.
+template <int N>
+void register_failing_add() {
+  auto p = ext::KernelPattern(
+      op::get_definition("add"),
+      {OperationCapability::from_plan(resolve_operation_plan("add", {PlanOperand(DType::Float32()),
+                                                                     PlanOperand(DType::Float32())}))},
+      "failing_add", [](const op::ResolvedInvocation&, const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+        auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+        return ext::PreparedKernel(self, []() -> ext::ResultSubmission { throw RuntimeError("device lost"); });
+      });
+  ext::register_carrier_definition(
+      carrier_class<RefAccel<N>>(),
+      ext::CarrierDefinition(arena_storage<N>(), ext::KernelProvider(std::make_shared<RefIface>("1"), {p})));
+}
+
+TEST(TypedDefinitionRoute_Out, AProviderFailureLeavesTheOutputAndItsVersionUnchanged) {
+  register_failing_add<67>();
+  const Tensor a = on<67>({1, 2}, Shape{2});
+  const Tensor out = on<67>({7, 8}, Shape{2});
+  const std::uint64_t version = out.carrier()->version();
+  EXPECT_THROW((void)add(a, a, into(out)), RuntimeError);
+  EXPECT_THROW((void)add(a, a, accumulate_into(out)), RuntimeError);
   EXPECT_EQ(out.carrier()->version(), version);
-  EXPECT_EQ(out.values()[0], Value::from_float32(0));
+  EXPECT_EQ(out.values()[0], Value::from_float32(7));
+  EXPECT_EQ(out.values()[1], Value::from_float32(8));
 }
 
 // ---------------------------------------------------------------- gradients
