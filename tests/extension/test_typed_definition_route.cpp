@@ -298,6 +298,60 @@ TEST(TypedDefinitionRoute_Out, AProviderFailureLeavesTheOutputAndItsVersionUncha
   EXPECT_EQ(out.values()[1], Value::from_float32(8));
 }
 
+// A dependent definition-backed carrier: its CompositeProvider runs the
+// built-in add's reference and publishes the result on CPU.
+template <int N>
+class RefPair final : public ext::DefinedDependentCarrier {
+ public:
+  explicit RefPair(ext::Construction key) : DefinedDependentCarrier(std::move(key)) {}
+  std::vector<Value> arena;
+};
+
+template <int N>
+ext::StorageProvider pair_storage() {
+  using P = RefPair<N>;
+  return ext::StorageProvider(
+      [](const Carrier&, const DType& d) { return &d == &DType::Float32(); },
+      [](const Carrier& c) { return static_cast<std::int64_t>(static_cast<const P&>(c).arena.size()); },
+      [](Carrier& c, std::int64_t n) { static_cast<P&>(c).arena.assign(static_cast<std::size_t>(n), Value::from_float32(0)); },
+      [](Carrier& c) { static_cast<P&>(c).arena.clear(); },
+      [](const Carrier& c, std::int64_t i) { return static_cast<const P&>(c).arena[static_cast<std::size_t>(i)]; },
+      [](Carrier& c, std::int64_t i, const Value& v) { static_cast<P&>(c).arena[static_cast<std::size_t>(i)] = v; });
+}
+
+TEST(TypedDefinitionRoute_Step4, ADependentCarrierEntersThroughItsCompositeProvider) {
+  using P = RefPair<68>;
+  std::atomic<int> prepares{0};
+  const OperationPlan add_plan =
+      resolve_operation_plan("add", {PlanOperand(DType::Float32()), PlanOperand(DType::Float32())});
+  ext::CompositeProvider composite(
+      [add_plan](const Carrier&) { return std::vector{OperationCapability::from_plan(add_plan)}; },
+      [](const Carrier&, const op::ResolvedInvocation& inv) {
+        return std::vector<CarrierClass>(inv.results().size(), carrier_class<CPU>());
+      },
+      [&prepares](const Carrier&, const op::ResolvedInvocation& inv) -> ext::CompositeProvider::Prepared {
+        ++prepares;
+        return ext::PreparedComposite([inv = &inv]() -> ext::ResultSubmission {
+          const Tensor reference = op::execute_reference(inv->definition(), *inv)[0];
+          std::vector<float> v;
+          for (const Value& e : reference.values()) v.push_back(e.f);
+          return ext::ProviderResult({make_tensor<CPU>(std::span<const float>(v), inv->results()[0].shape())});
+        });
+      });
+  ext::register_carrier_definition(carrier_class<P>(), ext::CarrierDefinition(pair_storage<68>(), std::nullopt, {}, composite));
+  auto c = ext::create<P>(3, DType::Float32());
+  for (std::int64_t i = 0; i < 3; ++i) c->set_value(i, Value::from_float32(static_cast<float>(i + 1)));
+  const Tensor x(c, 0, Layout::compact(Shape{3}));
+  const Tensor typed = add(x, x), operator_form = x + x;
+  expect_same(typed, by_definition("add", {x, x}), "typed");
+  expect_same(operator_form, typed, "operator");
+  EXPECT_EQ(typed.carrier()->exact_class(), carrier_class<CPU>());
+  EXPECT_EQ(typed.values()[2], Value::from_float32(6));
+  EXPECT_EQ(prepares.load(), 3);
+  EXPECT_THROW((void)sub(x, x), UnsupportedOperationPlan);
+  EXPECT_EQ(prepares.load(), 3);
+}
+
 // ---------------------------------------------------------------- gradients
 
 // The same computation on RefAccel<N> and on CPU: every gradient equal.
@@ -354,7 +408,7 @@ TEST(TypedDefinitionRoute_Step4, BuiltInGradientsOnADefinitionBackedCarrierEqual
   });
 }
 
-TEST(TypedDefinitionRoute_Step4, ABuiltInCalledByDefinitionBacksPropagatesLikeTheTypedCall) {
+TEST(TypedDefinitionRoute_Step4, ABuiltInCalledByDefinitionBackpropagatesOnTheCarrier) {
   std::atomic<int> prepares{0};
   register_ref_accel<64>(prepares);
   Tensor a = on<64>({1, 2, 3}, Shape{3});
