@@ -286,6 +286,91 @@ void register_failing_add() {
       ext::CarrierDefinition(arena_storage<N>(), ext::KernelProvider(std::make_shared<RefIface>("1"), {p})));
 }
 
+// add on RefRogue<N>: the pattern publishes a result of the wrong shape
+// (ProviderContractError "shape") when `wrong_shape`; the storage's write
+// callback fails once, after `fail_writes_after` more writes succeeded
+// (negative: never).
+template <int N>
+class RefRogue final : public ext::DefinedCarrier {
+ public:
+  explicit RefRogue(ext::Construction key) : DefinedCarrier(std::move(key)) {}
+  std::vector<Value> arena;
+  static inline int fail_writes_after = -1;
+  static inline bool wrong_shape = false;
+};
+
+template <int N>
+void register_rogue_add() {
+  using R = RefRogue<N>;
+  ext::StorageProvider storage(
+      [](const Carrier&, const DType& d) { return &d == &DType::Float32(); },
+      [](const Carrier& c) { return static_cast<std::int64_t>(static_cast<const R&>(c).arena.size()); },
+      [](Carrier& c, std::int64_t n) { static_cast<R&>(c).arena.assign(static_cast<std::size_t>(n), Value::from_float32(0)); },
+      [](Carrier& c) { static_cast<R&>(c).arena.clear(); },
+      [](const Carrier& c, std::int64_t i) { return static_cast<const R&>(c).arena[static_cast<std::size_t>(i)]; },
+      [](Carrier& c, std::int64_t i, const Value& v) {
+        if (R::fail_writes_after == 0) {
+          R::fail_writes_after = -1;  // one failure
+          throw RuntimeError("storage write failed");
+        }
+        if (R::fail_writes_after > 0) --R::fail_writes_after;
+        static_cast<R&>(c).arena[static_cast<std::size_t>(i)] = v;
+      });
+  auto p = ext::KernelPattern(
+      op::get_definition("add"),
+      {OperationCapability::from_plan(resolve_operation_plan("add", {PlanOperand(DType::Float32()),
+                                                                     PlanOperand(DType::Float32())}))},
+      "rogue_add", [](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+        auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+        return ext::PreparedKernel(self, [inv = &inv]() -> ext::ResultSubmission {
+          const Tensor& a = std::get<Tensor>(inv->operands()[0]);
+          const std::int64_t n = R::wrong_shape ? a.size() + 1 : a.size();
+          auto c = ext::create<R>(n, DType::Float32());
+          for (std::int64_t k = 0; k < a.size(); ++k)
+            static_cast<R&>(*c).arena[static_cast<std::size_t>(k)] = Value::from_float32(2 * a.values()[static_cast<std::size_t>(k)].f);
+          return ext::ProviderResult({Tensor(c, 0, Layout::compact(Shape{n}))});
+        });
+      });
+  ext::register_carrier_definition(
+      carrier_class<R>(), ext::CarrierDefinition(storage, ext::KernelProvider(std::make_shared<RefIface>("1"), {p})));
+}
+
+TEST(TypedDefinitionRoute_Out, APublicationValidationFailureLeavesTheOutputUnchanged) {
+  using R = RefRogue<69>;
+  register_rogue_add<69>();
+  auto a_storage = ext::create<R>(2, DType::Float32());
+  auto out_storage = ext::create<R>(2, DType::Float32());
+  out_storage->set_value(0, Value::from_float32(7));
+  const Tensor a(a_storage, 0, Layout::compact(Shape{2})), out(out_storage, 0, Layout::compact(Shape{2}));
+  const std::uint64_t version = out.carrier()->version();
+  R::wrong_shape = true;
+  try {
+    (void)add(a, a, into(out));
+    FAIL() << "expected ProviderContractError";
+  } catch (const ProviderContractError& e) {
+    EXPECT_EQ(e.field(), "shape");
+  }
+  R::wrong_shape = false;
+  EXPECT_EQ(out.carrier()->version(), version);
+  EXPECT_EQ(out.values()[0], Value::from_float32(7));
+}
+
+TEST(TypedDefinitionRoute_Out, AStorageWriteFailingPartWayIsWrittenBackBeforeTheErrorPropagates) {
+  using R = RefRogue<70>;
+  register_rogue_add<70>();
+  auto a_storage = ext::create<R>(3, DType::Float32());
+  auto out_storage = ext::create<R>(3, DType::Float32());
+  for (std::int64_t i = 0; i < 3; ++i) {
+    a_storage->set_value(i, Value::from_float32(static_cast<float>(i + 1)));
+    out_storage->set_value(i, Value::from_float32(-1));
+  }
+  const Tensor a(a_storage, 0, Layout::compact(Shape{3})), out(out_storage, 0, Layout::compact(Shape{3}));
+  R::fail_writes_after = 1;  // the first element is written, the second write fails
+  EXPECT_THROW((void)add(a, a, into(out)), RuntimeError);
+  EXPECT_EQ(R::fail_writes_after, -1);  // the failure happened
+  for (const Value& v : out.values()) EXPECT_EQ(v, Value::from_float32(-1));
+}
+
 TEST(TypedDefinitionRoute_Out, AProviderFailureLeavesTheOutputAndItsVersionUnchanged) {
   register_failing_add<67>();
   const Tensor a = on<67>({1, 2}, Shape{2});
