@@ -93,21 +93,12 @@ std::string int_hint(const WeakScalar& s) {
 
 // A typed call of two operands, each a tensor or a real number (at least
 // one tensor); NotImplemented for any other operand.
-// A tensor on a definition-backed carrier: the typed C++ functions lower to
-// definition-free kernel tables, so such calls go by name (through the
-// built-in definition and the class's kernel patterns; docs/extension.md).
-bool on_definition_backed_carrier(py::handle h) {
-  return is_tensor(h) && tensor_arg(h, "operand").carrier()->exact_class().traits().storage_provider;
-}
-py::object call_by_name(std::string_view name, std::initializer_list<py::handle> operands);
-
+// A tensor on a definition-backed carrier takes the same typed C++ function,
+// which reaches the class's kernel patterns through the built-in's
+// definition (docs/extension.md, "Typed functions on definition-backed
+// carriers").
 py::object typed_binary(const Typed& op, py::handle a, py::handle b) {
   const bool ta = is_tensor(a), tb = is_tensor(b);
-  if (on_definition_backed_carrier(a) || on_definition_backed_carrier(b)) {
-    if ((!ta && !is_real_number(a)) || (!tb && !is_real_number(b)))
-      return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-    return call_by_name(op.name, {a, b});
-  }
   if ((!ta && !is_real_number(a)) || (!tb && !is_real_number(b)) || (!ta && !tb))
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   std::optional<Tensor> result;
@@ -140,7 +131,6 @@ py::object typed_binary(const Typed& op, py::handle a, py::handle b) {
 }
 
 py::object typed_unary(const Typed& op, py::handle x) {
-  if (on_definition_backed_carrier(x)) return call_by_name(op.name, {x});
   const Tensor& t = tensor_arg(x, op.name.data());
   std::optional<Tensor> result;
   {
@@ -246,15 +236,6 @@ py::object run(const CallableOperation& op, Call& call) {
     return sort_result_type()(std::move(result.results[0]), std::move(result.results[1]));
   if (call.out) return call.out;
   return tensor_object(std::move(result.results.front()));
-}
-
-py::object call_by_name(std::string_view name, std::initializer_list<py::handle> operands) {
-  const CallableOperation* op = find_callable(name);
-  if (!op) throw NotImplementedError(fmt::format("no public operation named '{}'", name));
-  Call call;
-  std::vector<py::handle> handles(operands);
-  add_operands(op->name, call, handles.data(), handles.size());
-  return run(*op, call);
 }
 
 py::object call_operation_object(const CallableOperation& op, const Typed* fast, const py::args& args,

@@ -61,7 +61,7 @@ operation::ResolveFn resolve_of(const BuiltinEntry* e) {
 Tensor rerun(const BuiltinEntry& e, const ResolvedInvocation& invocation, std::vector<CallOperand> operands) {
   const std::shared_ptr<const BoundOperationCall> call =
       operation::bind(invocation.definition(), std::move(operands), invocation.options());
-  return frontend::run(e.lower(*call), Output{});
+  return frontend::run_builtin_recorded(e, *call);
 }
 
 operation::VjpFn vjp_of(const BuiltinEntry* e) {
@@ -89,13 +89,10 @@ operation::VjpFn vjp_of(const BuiltinEntry* e) {
       slot_of_input.push_back(d);
     }
     if (inputs.empty()) return out;
-    // The lowering and the kernel-level VJPs are typed calls, which reach
-    // definition-free carriers only (docs/extension.md).
-    if (extension::carrier_definition(inputs.front().carrier()->exact_class()))
-      throw NotImplementedError(fmt::format(
-          "backward: the gradient of the built-in '{}' on the definition-backed carrier {} is not built yet (its VJP "
-          "runs the typed functions, which do not reach definition-backed carriers)",
-          invocation.operation(), inputs.front().carrier()->class_name()));
+    // On a definition-backed carrier the re-run goes through the built-in's
+    // definition without its node and records the kernel-level node; the
+    // kernel-level VJPs' typed calls reach the carrier through their
+    // definitions (docs/extension.md).
     const Tensor y = rerun(*e, invocation, std::move(operands));
     std::vector<std::optional<Tensor>> grads = grad(y, inputs, cotangents[0]);
     for (std::size_t k = 0; k < grads.size(); ++k) out[slot_of_input[k]] = std::move(grads[k]);

@@ -86,39 +86,55 @@ Tensor elementwise_mul(const Tensor& a, const Tensor& b, const Output& out) {
 }
 Tensor mul(const Tensor& a, const Tensor& b, const Output& out) { return binary("mul", a, b, out); }
 Tensor mul(const Tensor& a, WeakScalar b, const Output& out) { return tensor_scalar("mul", a, b, out); }
-Tensor mul(WeakScalar a, const Tensor& b, const Output& out) { return tensor_scalar("mul", b, a, out); }
+Tensor mul(WeakScalar a, const Tensor& b, const Output& out) {
+  // mul's registry has no (scalar, tensor) overload: the plan is resolved
+  // with the operands swapped; the definition is called as written.
+  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("mul", {a, b}, {}, o); };
+  return tensor_scalar("mul", b, a, Execute{out, frontend::by_definition(by_name)});
+}
 Tensor div(const Tensor& a, const Tensor& b, const Output& out) { return binary("div", a, b, out); }
 Tensor pow(const Tensor& base, const Tensor& exponent, const Output& out) { return binary("pow", base, exponent, out); }
 Tensor pow(const Tensor& base, WeakScalar exponent, const Output& out) {
   return tensor_scalar("pow", base, exponent, out);
 }
 Tensor pow(WeakScalar base, const Tensor& exponent, const Output& out) {
-  return scalar_tensor("pow", base, exponent, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    return frontend::call_builtin_definition("pow", {base, exponent}, {}, o);
+  };
+  return scalar_tensor("pow", base, exponent, Execute{out, frontend::by_definition(by_name)});
 }
 Tensor rem(const Tensor& a, const Tensor& b, const Output& out) { return binary("rem", a, b, out); }
 Tensor maximum(const Tensor& a, const Tensor& b, const Output& out) { return binary("maximum", a, b, out); }
 Tensor minimum(const Tensor& a, const Tensor& b, const Output& out) { return binary("minimum", a, b, out); }
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi, const Output& out) {
-  return ternary("clamp", &x, &lo, &hi, Execute{out});
+  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
+  return ternary("clamp", &x, &lo, &hi, Execute{out, frontend::by_definition(by_name)});
 }
 Tensor clamp(const Tensor& x, const Tensor& lo, WeakScalar hi, const Output& out) {
-  return ternary("clamp", &x, &lo, hi, Execute{out});
+  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
+  return ternary("clamp", &x, &lo, hi, Execute{out, frontend::by_definition(by_name)});
 }
 Tensor clamp(const Tensor& x, WeakScalar lo, const Tensor& hi, const Output& out) {
-  return ternary("clamp", &x, lo, &hi, Execute{out});
+  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
+  return ternary("clamp", &x, lo, &hi, Execute{out, frontend::by_definition(by_name)});
 }
 Tensor clamp(const Tensor& x, WeakScalar lo, WeakScalar hi, const Output& out) {
-  return ternary("clamp", &x, lo, hi, Execute{out});
+  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
+  return ternary("clamp", &x, lo, hi, Execute{out, frontend::by_definition(by_name)});
 }
 Tensor eq(const Tensor& a, const Tensor& b, const Output& out) { return binary("eq", a, b, out); }
 Tensor ne(const Tensor& a, const Tensor& b, const Output& out) { return binary("ne", a, b, out); }
 Tensor lt(const Tensor& a, const Tensor& b, const Output& out) { return binary("lt", a, b, out); }
 Tensor le(const Tensor& a, const Tensor& b, const Output& out) { return binary("le", a, b, out); }
 
-Tensor logical_not(const Tensor& x, const Output& out) { return logical_not_call(x, Execute{out}); }
+Tensor logical_not(const Tensor& x, const Output& out) {
+  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("logical_not", {x}, {}, o); };
+  return logical_not_call(x, Execute{out, frontend::by_definition(by_name)});
+}
 
 Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b, const Output& out) {
-  return ternary("select", &cond, &a, &b, Execute{out});
+  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("select", {cond, a, b}, {}, o); };
+  return ternary("select", &cond, &a, &b, Execute{out, frontend::by_definition(by_name)});
 }
 
 namespace frontend {

@@ -11,6 +11,7 @@
 
 #include "frontend/autograd_hooks.h"
 #include "frontend/call_support.h"
+#include "frontend/dispatch.h"
 #include "extension/registry.h"
 #include "frontend/pipeline.h"
 #include "storage/gate.h"
@@ -118,6 +119,40 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
                                         "operation '{}' (its capability declaration names the plan, but only a "
                                         "definition-backed carrier's kernel pattern can execute it)",
                                         definition.name(), prototype.class_name(), definition.name()));
+}
+
+Tensor call_builtin_definition(std::string_view name, std::vector<CallOperand> operands, operation::OptionMap options,
+                               const Output& out) {
+  const std::shared_ptr<const OperationDefinition> definition = operation::get_definition(name);
+  return std::move(dispatch_definition(*definition, std::move(operands), std::move(options), out).front());
+}
+
+operation::OptionMap execution_option_map(const std::optional<OperationExecutionOptions>& options) {
+  operation::OptionMap out;
+  if (!options) return out;
+  if (const DType* accumulator = options->accumulator_dtype()) out.emplace("accumulator_dtype", accumulator);
+  if (const std::optional<Arithmetic> arithmetic = options->arithmetic())
+    out.emplace("arithmetic", std::string(value_of(*arithmetic)));
+  return out;
+}
+
+Tensor run_builtin_recorded(const BuiltinEntry& entry, const BoundCall& call) {
+  Lowered lowered = entry.lower(call);
+  const Carrier& prototype = *lowered.prototype;
+  if (!prototype.exact_class().traits().storage_provider ||
+      !extension::detail::find_definition_fast(prototype.exact_class()))
+    return run(std::move(lowered), Output{});
+  const auto invocation = std::make_shared<const ResolvedInvocation>(call.definition().resolve()(call));
+  const Tensor published = run_definition_backed_without_node(invocation, prototype).front();
+  // The published result is compact (the built-in's ResultSpec), so the
+  // kernel-shaped result (extent-1 axes the lowering squeezes away) is the
+  // same storage in its compact layout.
+  const Tensor kernel_result =
+      lowered.squeeze.empty() ? published
+                              : Tensor(published.carrier(), published.offset(), Layout::compact(lowered.kernel_shape));
+  autograd_hooks().record_operation(lowered.plan, lowered.operands, lowered.attributes, kernel_result);
+  if (lowered.squeeze.empty()) return kernel_result;
+  return kernel_result.squeeze(lowered.squeeze);
 }
 
 }  // namespace strideweave::frontend

@@ -9,8 +9,6 @@
 #include <strideweave/errors.h>
 #include <strideweave/ops.h>
 
-#include <strideweave/extension.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -184,18 +182,24 @@ const Carrier& common_carrier(std::string_view operation, std::initializer_list<
 }
 
 Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
-               const Shape& result_shape, const Carrier& prototype, const Output& out) {
+               const Shape& result_shape, const Carrier& prototype, const Output& out, const DefinitionRoute* definition_route) {
   // The gate: an exact capability, before any allocation or kernel entry.
   const OperationCapability& cap = storage::gate(prototype, plan);
   const KernelTable* table = kernel_table(prototype.exact_class());
   const KernelFn* kernel = table ? table->find(plan) : nullptr;
   if (!kernel) {
-    if (!table && extension::carrier_definition(prototype.exact_class()))
-      throw NotImplementedError(fmt::format("{}: the typed C++ function does not reach the definition-backed carrier {} "
-                                            "yet; call the operation through its definition "
-                                            "(operation::get_definition(\"{}\")) or by name (call_operation), which "
-                                            "run its kernel patterns",
+    // A definition-backed class has no kernel table: the typed call leaves
+    // here for the definition-backed pipeline (docs/extension.md).
+    if (!table && prototype.exact_class().traits().storage_provider) {
+      if (definition_route && definition_route->call) {
+        definition_route->taken = true;
+        return definition_route->call(definition_route->closure, out);
+      }
+      throw NotImplementedError(fmt::format("{}: this call does not reach the definition-backed carrier {}; call the "
+                                            "operation through its definition (operation::get_definition(\"{}\")) "
+                                            "or by name (call_operation), which run its kernel patterns",
                                             plan.operation(), prototype.class_name(), plan.operation()));
+    }
     throw NotImplementedError(fmt::format("{} declares a capability for {} but registered no kernel for it",
                                           prototype.class_name(), plan.to_string()));
   }
@@ -282,7 +286,8 @@ Shape Lowered::published_shape() const {
 Tensor Execute::operator()(const OperationPlan& plan, std::vector<KernelOperand> operands,
                            const Attributes& attributes, const Shape& shape, const Carrier& prototype,
                            std::span<const std::int64_t> squeeze) const {
-  Tensor result = execute(plan, std::move(operands), attributes, shape, prototype, out);
+  Tensor result = execute(plan, std::move(operands), attributes, shape, prototype, out, &route);
+  if (route.taken) return result;  // the definition's published result
   if (out || squeeze.empty()) return result;  // the caller's output itself
   return result.squeeze(std::vector<std::int64_t>(squeeze.begin(), squeeze.end()));
 }

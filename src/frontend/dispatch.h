@@ -2,6 +2,7 @@
 #pragma once
 
 #include <strideweave/execution.h>
+#include <strideweave/operation.h>
 #include <strideweave/ops.h>
 #include <strideweave/output.h>
 
@@ -26,6 +27,32 @@ const Carrier& common_carrier(std::string_view operation, std::initializer_list<
 const OperationPlan& tensor_plan(std::string_view op, std::initializer_list<const DType*> dtypes,
                                  std::optional<OperationPlan>& scratch);
 
+// How a typed call reaches a carrier class that has no kernel table but a
+// CarrierDefinition (docs/extension.md, "Typed functions on definition-backed
+// carriers"): the typed function's own arguments, called through the
+// built-in's OperationDefinition, so the definition-backed pipeline runs
+// exactly the call `get_definition(name)(operands, options)` would. A route
+// is a function pointer and a pointer to the caller's closure (no
+// allocation): the per-call cost on definition-free carriers is two words.
+// execute() takes it only after its kernel lookup failed.
+struct DefinitionRoute {
+  Tensor (*call)(const void* closure, const Output& out) = nullptr;
+  const void* closure = nullptr;
+  // Set by execute() when it returned the route's (published) result.
+  mutable bool taken = false;
+};
+// A route over `f`, a callable `Tensor(const Output&)` that must outlive
+// the typed call (a lambda temporary of the same full expression does).
+template <class F>
+DefinitionRoute by_definition(const F& f) {
+  return DefinitionRoute{[](const void* c, const Output& out) { return (*static_cast<const F*>(c))(out); }, &f};
+}
+// The built-in `name` called through its definition (definition_dispatch.cpp).
+Tensor call_builtin_definition(std::string_view name, std::vector<operation::CallOperand> operands,
+                               operation::OptionMap options, const Output& out);
+// The options of reduce_sum and matmul as the schema's option entries.
+operation::OptionMap execution_option_map(const std::optional<OperationExecutionOptions>& options);
+
 // Steps 4-5 of ops.h: gate on the exact plan; then, following the entry's
 // execution axes (docs/capabilities.md): admit the operands (borrowed_input)
 // and either allocate the result in the canonical layout on the prototype's
@@ -33,8 +60,13 @@ const OperationPlan& tensor_plan(std::string_view op, std::initializer_list<cons
 // strided_output, accumulation); run the kernel; record autograd. Every
 // refusal comes before any allocation; a FallbackCopy is counted
 // (execution_fallback_copies).
+//
+// A class without a kernel table whose definition is present (its traits
+// say storage_provider) takes `definition_route` when one is given; without a route
+// the typed function does not reach it (NotImplementedError).
 Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
-               const Shape& result_shape, const Carrier& prototype, const Output& out);
+               const Shape& result_shape, const Carrier& prototype, const Output& out,
+               const DefinitionRoute* definition_route = nullptr);
 
 // ---- Lowering: one call, decided before any capability check or allocation
 //
@@ -68,6 +100,7 @@ Tensor run(Lowered lowered, const Output& out);
 // output: it is returned as given).
 struct Execute {
   const Output& out;
+  DefinitionRoute route{};  // how the call reaches a definition-backed carrier
   Tensor operator()(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
                     const Shape& shape, const Carrier& prototype, std::span<const std::int64_t> squeeze = {}) const;
 };
@@ -100,7 +133,8 @@ auto binary(std::string_view op, const Tensor& a, const Tensor& b, Finish&& fini
                 Attributes{}, shape, prototype);
 }
 inline Tensor binary(std::string_view op, const Tensor& a, const Tensor& b, const Output& out) {
-  return binary(op, a, b, Execute{out});
+  const auto by_name = [&](const Output& o) { return call_builtin_definition(op, {a, b}, {}, o); };
+  return binary(op, a, b, Execute{out, by_definition(by_name)});
 }
 
 // Tensor/weak-scalar elementwise; the result has the tensor's (flat) shape.
@@ -112,7 +146,8 @@ auto tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, Fi
                 prototype);
 }
 inline Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, const Output& out) {
-  return tensor_scalar(op, a, s, Execute{out});
+  const auto by_name = [&](const Output& o) { return call_builtin_definition(op, {a, s}, {}, o); };
+  return tensor_scalar(op, a, s, Execute{out, by_definition(by_name)});
 }
 // Normalised, sorted, duplicate-free axes (ValueError otherwise); nullopt =
 // every axis.

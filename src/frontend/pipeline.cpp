@@ -13,6 +13,7 @@
 
 #include "extension/registry.h"
 #include "frontend/autograd_hooks.h"
+#include "frontend/definition_output.h"
 #include "storage/gate.h"
 
 namespace strideweave::frontend {
@@ -305,12 +306,13 @@ bool graph_would_attach(const ResolvedInvocation& invocation) {
 
 std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
                                               const Carrier& prototype, const Output& out, PipelineTrace* trace) {
-  const std::string& name = invocation->operation();
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
-  if (out)
-    throw NotImplementedError(fmt::format("{}: a caller-provided output on the definition-backed carrier {} is not "
-                                          "supported yet; use the returned result",
-                                          name, prototype.class_name()));
+  if (out) {
+    const bool graph = graph_would_attach(*invocation);
+    admit_definition_output(*invocation, prototype, out, graph);
+    const std::vector<Tensor> results = run_gated(Call{invocation, false}, prototype, trace);
+    return {write_definition_output(*invocation, results.front(), out)};
+  }
   return run_gated(Call{invocation, graph_would_attach(*invocation)}, prototype, trace);
 }
 
@@ -328,6 +330,12 @@ BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall
   const auto invocation = std::make_shared<const ResolvedInvocation>(call.definition().resolve()(call));
   std::vector<Tensor> results = execute_definition_backed(invocation, prototype, out);
   return BuiltinOutcome{invocation->plan(), std::move(results.front())};
+}
+
+std::vector<Tensor> run_definition_backed_without_node(const std::shared_ptr<const ResolvedInvocation>& invocation,
+                                                       const Carrier& prototype) {
+  storage::gate(prototype, invocation->plan());
+  return run_gated(Call{invocation, false}, prototype, nullptr);
 }
 
 }  // namespace strideweave::frontend

@@ -64,9 +64,11 @@ class PinnedKernelPattern {
 // a differentiable Tensor operand that requires grad.
 bool graph_would_attach(const operation::ResolvedInvocation& invocation);
 
-// The gate, then what this build cannot do yet refused whole before any
-// provider callback (a caller-provided output), then the pipeline as
-// run_definition_backed.
+// The gate, then the pipeline as run_definition_backed. With a
+// caller-provided output (definition_output.h): the output is admitted
+// before any provider callback, the call builds no graph, and after
+// publication validation the result is written into `out`, which is the
+// one result returned.
 std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const operation::ResolvedInvocation>& invocation,
                                               const Carrier& prototype, const Output& out,
                                               PipelineTrace* trace = nullptr);
@@ -84,5 +86,12 @@ struct BuiltinOutcome {
 };
 BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall& call, const Carrier& prototype,
                                              const Output& out);
+
+// The built-in VJPs' forward re-run (src/builtins/definitions.cpp) on a
+// definition-backed carrier: the built-in's definition through the pipeline
+// WITHOUT its definition node (that node's VJP is what is running); the
+// caller records the kernel-level node, as execute() does on a kernel table.
+std::vector<Tensor> run_definition_backed_without_node(
+    const std::shared_ptr<const operation::ResolvedInvocation>& invocation, const Carrier& prototype);
 
 }  // namespace strideweave::frontend

@@ -17,6 +17,8 @@ namespace strideweave {
 using frontend::common_carrier;
 using frontend::execute;
 using frontend::Execute;
+using frontend::by_definition;
+using frontend::call_builtin_definition;
 using frontend::Lower;
 using frontend::Lowered;
 using frontend::flat;
@@ -179,31 +181,67 @@ auto cumsum_call(const Tensor& x, std::int64_t axis, Finish&& finish) {
   return finish(plan, {x}, attributes, flat(x.shape()), prototype);
 }
 
+
+// The axes and keepdims options of a reduction called by definition.
+operation::OptionMap reduction_options(const Axes& axes, bool keepdims) {
+  operation::OptionMap options;
+  if (axes.list()) options.emplace("axes", *axes.list());
+  options.emplace("keepdims", keepdims);
+  return options;
+}
+
 }  // namespace
 
 Tensor reduce_sum(const Tensor& x, Axes requested, bool keepdims, const std::optional<OperationExecutionOptions>& options,
                   const Output& out) {
-  return reduce_sum_call(x, requested, keepdims, options, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    operation::OptionMap map = frontend::execution_option_map(options);
+    map.merge(reduction_options(requested, keepdims));
+    return call_builtin_definition("reduce_sum", {x}, std::move(map), o);
+  };
+  return reduce_sum_call(x, requested, keepdims, options, Execute{out, by_definition(by_name)});
 }
 
 Tensor reduce_prod(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
-  return reduce("reduce_prod", x, axes, keepdims, true, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    return call_builtin_definition("reduce_prod", {x}, reduction_options(axes, keepdims), o);
+  };
+  return reduce("reduce_prod", x, axes, keepdims, true, Execute{out, by_definition(by_name)});
 }
 Tensor reduce_max(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
-  return reduce("reduce_max", x, axes, keepdims, false, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    return call_builtin_definition("reduce_max", {x}, reduction_options(axes, keepdims), o);
+  };
+  return reduce("reduce_max", x, axes, keepdims, false, Execute{out, by_definition(by_name)});
 }
 Tensor reduce_min(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
-  return reduce("reduce_min", x, axes, keepdims, false, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    return call_builtin_definition("reduce_min", {x}, reduction_options(axes, keepdims), o);
+  };
+  return reduce("reduce_min", x, axes, keepdims, false, Execute{out, by_definition(by_name)});
 }
 
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
-  return arg_reduce("argmax", x, axis, keepdims, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    operation::OptionMap options{{"keepdims", keepdims}};
+    if (axis) options.emplace("axis", *axis);
+    return call_builtin_definition("argmax", {x}, std::move(options), o);
+  };
+  return arg_reduce("argmax", x, axis, keepdims, Execute{out, by_definition(by_name)});
 }
 Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
-  return arg_reduce("argmin", x, axis, keepdims, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    operation::OptionMap options{{"keepdims", keepdims}};
+    if (axis) options.emplace("axis", *axis);
+    return call_builtin_definition("argmin", {x}, std::move(options), o);
+  };
+  return arg_reduce("argmin", x, axis, keepdims, Execute{out, by_definition(by_name)});
 }
 
-Tensor cumsum(const Tensor& x, std::int64_t axis, const Output& out) { return cumsum_call(x, axis, Execute{out}); }
+Tensor cumsum(const Tensor& x, std::int64_t axis, const Output& out) {
+  const auto by_name = [&](const Output& o) { return call_builtin_definition("cumsum", {x}, {{"axis", axis}}, o); };
+  return cumsum_call(x, axis, Execute{out, by_definition(by_name)});
+}
 
 SortResult sort(const Tensor& x, std::int64_t axis, bool descending) {
   return line_pair("sort", x, "_sort_values", "_sort_indices", [&] { return sort_call(x, axis, descending); });

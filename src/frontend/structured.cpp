@@ -59,7 +59,10 @@ auto matmul_call(const Tensor& a, const Tensor& b, const std::optional<Operation
 
 Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options,
               const Output& out) {
-  return matmul_call(a, b, options, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    return frontend::call_builtin_definition("matmul", {a, b}, frontend::execution_option_map(options), o);
+  };
+  return matmul_call(a, b, options, Execute{out, frontend::by_definition(by_name)});
 }
 
 // ---- conv_general
@@ -151,7 +154,14 @@ auto conv_general_call(const Tensor& input, const Tensor& weight, const ConvOpti
 }  // namespace
 
 Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions& options, const Output& out) {
-  return conv_general_call(input, weight, options, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    operation::OptionMap map{{"groups", options.groups}};
+    if (options.stride) map.emplace("stride", *options.stride);
+    if (options.padding) map.emplace("padding", *options.padding);
+    if (options.dilation) map.emplace("dilation", *options.dilation);
+    return frontend::call_builtin_definition("conv_general", {input, weight}, std::move(map), o);
+  };
+  return conv_general_call(input, weight, options, Execute{out, frontend::by_definition(by_name)});
 }
 
 // ---- gather, scatter, scatter_add
@@ -218,16 +228,25 @@ auto gather_call(const Tensor& data, const Tensor& indices, std::int64_t axis, F
 }  // namespace
 
 Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis, const Output& out) {
-  return gather_call(data, indices, axis, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    return frontend::call_builtin_definition("gather", {data, indices}, {{"axis", axis}}, o);
+  };
+  return gather_call(data, indices, axis, Execute{out, frontend::by_definition(by_name)});
 }
 
 Tensor scatter(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis, const Output& out) {
-  return scatter_like("scatter", data, indices, src, axis, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    return frontend::call_builtin_definition("scatter", {data, indices, src}, {{"axis", axis}}, o);
+  };
+  return scatter_like("scatter", data, indices, src, axis, Execute{out, frontend::by_definition(by_name)});
 }
 
 Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
                    const Output& out) {
-  return scatter_like("scatter_add", data, indices, src, axis, Execute{out});
+  const auto by_name = [&](const Output& o) {
+    return frontend::call_builtin_definition("scatter_add", {data, indices, src}, {{"axis", axis}}, o);
+  };
+  return scatter_like("scatter_add", data, indices, src, axis, Execute{out, frontend::by_definition(by_name)});
 }
 
 namespace frontend {

@@ -35,7 +35,8 @@ auto unary_call(const char* op, const Tensor& x, Finish&& finish, Options&& opti
   return finish(plan, {x}, attributes, flat(x.shape()), prototype);
 }
 Tensor unary_call(const char* op, const Tensor& x, const Output& out) {
-  return unary_call(op, x, Execute{out}, [] { return Attributes{}; });
+  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition(op, {x}, {}, o); };
+  return unary_call(op, x, Execute{out, frontend::by_definition(by_name)}, [] { return Attributes{}; });
 }
 
 // A real option as the binary32 value every kernel step uses (round to
@@ -92,16 +93,28 @@ Attributes softplus_attributes(double beta, double threshold) {
 }  // namespace
 
 Tensor elu(const Tensor& x, double alpha, const Output& out) {
-  return unary_call("elu", x, Execute{out}, [&] { return elu_attributes(alpha); });
+  const auto by_name = [&](const Output& o) {
+    return frontend::call_builtin_definition("elu", {x}, {{"alpha", alpha}}, o);
+  };
+  return unary_call("elu", x, Execute{out, frontend::by_definition(by_name)}, [&] { return elu_attributes(alpha); });
 }
 Tensor gelu(const Tensor& x, bool approximate, const Output& out) {
-  return unary_call("gelu", x, Execute{out}, [&] { return gelu_attributes(approximate); });
+  const auto by_name = [&](const Output& o) {
+    return frontend::call_builtin_definition("gelu", {x}, {{"approximate", approximate}}, o);
+  };
+  return unary_call("gelu", x, Execute{out, frontend::by_definition(by_name)}, [&] { return gelu_attributes(approximate); });
 }
 Tensor leaky_relu(const Tensor& x, double negative_slope, const Output& out) {
-  return unary_call("leaky_relu", x, Execute{out}, [&] { return leaky_relu_attributes(negative_slope); });
+  const auto by_name = [&](const Output& o) {
+    return frontend::call_builtin_definition("leaky_relu", {x}, {{"negative_slope", negative_slope}}, o);
+  };
+  return unary_call("leaky_relu", x, Execute{out, frontend::by_definition(by_name)}, [&] { return leaky_relu_attributes(negative_slope); });
 }
 Tensor softplus(const Tensor& x, double beta, double threshold, const Output& out) {
-  return unary_call("softplus", x, Execute{out}, [&] { return softplus_attributes(beta, threshold); });
+  const auto by_name = [&](const Output& o) {
+    return frontend::call_builtin_definition("softplus", {x}, {{"beta", beta}, {"threshold", threshold}}, o);
+  };
+  return unary_call("softplus", x, Execute{out, frontend::by_definition(by_name)}, [&] { return softplus_attributes(beta, threshold); });
 }
 
 Tensor neg(const Tensor& x, const Output& out) { return unary_call("neg", x, out); }
