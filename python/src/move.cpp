@@ -173,6 +173,21 @@ pread per window.)doc");
   from_file.def(py::init<>());
   from_file.attr("source_class") = py::type::of<FileBacked>();
   from_file.attr("destination_class") = py::type::of<CPU>();
+  py::class_<CpuToBlockDeviceMoveOperation, MoveOperation, std::shared_ptr<CpuToBlockDeviceMoveOperation>> to_device(
+      m, "CpuToBlockDeviceMoveOperation", py::is_final(), R"doc(
+The built-in bulk route for (CPU, BlockDeviceCarrier): asynchronous; the span
+staged in one aligned buffer, one aligned io_uring write per window.)doc");
+  to_device.def(py::init<>());
+  to_device.attr("source_class") = py::type::of<CPU>();
+  to_device.attr("destination_class") = py::type::of<BlockDeviceCarrier>();
+  py::class_<BlockDeviceToCpuMoveOperation, MoveOperation, std::shared_ptr<BlockDeviceToCpuMoveOperation>> from_device(
+      m, "BlockDeviceToCpuMoveOperation", py::is_final(), R"doc(
+The built-in bulk route for (BlockDeviceCarrier, CPU): asynchronous; one
+aligned io_uring read per window into a staging buffer, copied into the CPU
+carrier as each window completes.)doc");
+  from_device.def(py::init<>());
+  from_device.attr("source_class") = py::type::of<BlockDeviceCarrier>();
+  from_device.attr("destination_class") = py::type::of<CPU>();
 
   static const char* options_doc = R"doc(
 progress: None or a callable(bytes_done, bytes_total), called once per

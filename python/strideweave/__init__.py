@@ -140,6 +140,8 @@ from .operation import (
 # are top-level names (the registry functions live in strideweave.carriers.move).
 from .carriers.move import (
     AwaitMove,
+    BlockDeviceToCpuMoveOperation,
+    CpuToBlockDeviceMoveOperation,
     CpuToFileBackedMoveOperation,
     ElementwiseMoveOperation,
     FileBackedToCpuMoveOperation,

@@ -179,3 +179,57 @@ def test_file_backed_window_checksums(tmp_path):
     plain[window // 4] = 1.0
     corrupt(plain.path, 4, np.float32(9.0).tobytes())
     assert plain[1] == 9.0  # without checksums the change is read as a value
+
+
+# ---------------------------------------------------------------- the CPU <-> BlockDeviceCarrier move routes
+# (interop-movement "Move dispatches on the exact carrier class pair", "Move
+# relocates values and releases the source"; docs/storage.md "Movement").
+# The C++ suite (tests/carriers/test_block_device_move.cpp) injects EIO,
+# ENOSPC and short transfers and holds the I/O in flight; here: the Python
+# spellings, a checksum failure and progress.
+
+
+def test_move_routes_are_the_built_in_bulk_operations():
+    from strideweave.carriers.move import dispatch_move
+
+    assert dispatch_move(sw.CPU, sw.BlockDeviceCarrier) is sw.CpuToBlockDeviceMoveOperation
+    assert dispatch_move(sw.BlockDeviceCarrier, sw.CPU) is sw.BlockDeviceToCpuMoveOperation
+    assert sw.CpuToBlockDeviceMoveOperation.source_class is sw.CPU
+    assert sw.CpuToBlockDeviceMoveOperation.destination_class is sw.BlockDeviceCarrier
+    assert sw.BlockDeviceToCpuMoveOperation.source_class is sw.BlockDeviceCarrier
+    assert sw.BlockDeviceToCpuMoveOperation().name == "BlockDeviceToCpuMoveOperation"
+
+
+def test_move_to_the_device_and_back_with_progress_per_window(image):
+    device = sw.BlockDevice(image, size=16 * BLOCK)
+    n = 3 * PER_BLOCK + 5
+    values = [float(i) for i in range(n)]
+    x = sw.tensor(values)
+    dest = device.allocate(n)
+    v0 = dest.version
+    seen = []
+    pending = sw.move_async(x, dest, window_bytes=BLOCK, progress_threshold_bytes=1,
+                            progress=lambda done, total: seen.append((done, total)))
+    y = pending.wait()
+    assert pending.done and y.carrier is dest and x.carrier.is_released()
+    assert dest.version == v0 + 1
+    assert dest.read_aligned(0, 4 * PER_BLOCK)[:n].tolist() == values
+    assert [d for d, _ in seen] == [BLOCK, 2 * BLOCK, 3 * BLOCK, n * 4]
+    assert all(t == n * 4 for _, t in seen)
+    back = sw.move(y, sw.CPU(n))
+    assert back.tolist() == values and dest.is_released()
+
+
+def test_a_failed_move_from_the_device_leaves_both_carriers_as_they_were(image):
+    device = sw.BlockDevice(image, size=16 * BLOCK, checksums=True)
+    src = device.allocate(2 * PER_BLOCK)
+    on_device = sw.move(sw.tensor([1.0] * (2 * PER_BLOCK)), src)
+    corrupt(image, src.extent_offset + BLOCK + 8)  # behind the device's back
+    out = sw.CPU(2 * PER_BLOCK)
+    out[0] = 7.0
+    versions = (src.version, out.version)
+    error = raises_exactly(OSError, sw.move, on_device, out, window_bytes=BLOCK)
+    assert error.errno == errno.EBADMSG and error.filename == str(image)
+    assert error.offset == src.extent_offset + BLOCK
+    assert not src.is_released() and (src.version, out.version) == versions
+    assert out[0] == 7.0 and out[PER_BLOCK] == 0.0  # the first window's copy was rolled back

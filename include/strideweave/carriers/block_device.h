@@ -47,6 +47,7 @@
 
 #include <strideweave/carrier.h>
 #include <strideweave/export.h>
+#include <strideweave/move_operation.h>
 
 STRIDEWEAVE_PUBLIC_BEGIN
 
@@ -57,6 +58,8 @@ struct ShippedCarrierAccess;  // src/carriers/carrier_list.cpp
 }  // namespace detail
 
 class BlockDeviceCarrier;
+class CpuToBlockDeviceMoveOperation;
+class BlockDeviceToCpuMoveOperation;
 
 // The completion of an asynchronous bulk transfer. done() never blocks (it
 // reaps whatever the device finished); wait() blocks until the transfer is
@@ -190,6 +193,8 @@ class BlockDeviceCarrier final : public Carrier {
  private:
   friend struct detail::ShippedCarrierAccess;
   friend class BlockDevice;
+  friend class CpuToBlockDeviceMoveOperation;
+  friend class BlockDeviceToCpuMoveOperation;
   // Publishes the class's empty kernel table (its sealed empty capability
   // set), once, from the library bootstrap.
   static void register_kernels();
@@ -202,8 +207,10 @@ class BlockDeviceCarrier final : public Carrier {
 
  private:
   static const SimpleDType& checked_dtype(const DType& dtype);
+  // `versioned` false: a move route's write (the move framework steps the
+  // version once at commit, and a rollback's restore steps nothing).
   BlockIoCompletion transfer_async(bool write, std::int64_t first, float* buffer, std::int64_t slots,
-                                   const char* what) const;
+                                   const char* what, bool versioned = true) const;
   void check_range(std::int64_t first, const void* data, std::int64_t slots, const char* what) const;
   // Waits for the transfers in flight and gives the extent back; idempotent.
   void close_storage() noexcept;
@@ -216,6 +223,43 @@ class BlockDeviceCarrier final : public Carrier {
   mutable std::mutex io_mutex_;
   bool closed_ = false;  // the extent was given back
   mutable std::vector<std::weak_ptr<BlockIoCompletion::State>> in_flight_;
+};
+
+// The built-in bulk move routes between host memory (CPU) and a
+// BlockDeviceCarrier (docs/storage.md, "Movement", "Bulk aligned
+// transfers"), registered for (CPU, BlockDeviceCarrier) and
+// (BlockDeviceCarrier, CPU) by this carrier's own folder. Asynchronous: _copy
+// stages the span in one aligned buffer and submits one aligned request per
+// window (whole blocks) through the device's io_uring queue, then returns a
+// pending completion settled by a completion thread once every window is
+// on the image (or in host memory), so move_async returns before the I/O
+// completes. A failing, short or ENOSPC transfer is an OSError naming the
+// image and the byte offset, and the move rolls back (the destination's
+// before-image is one bulk aligned read; the source is never changed).
+class STRIDEWEAVE_EXPORT CpuToBlockDeviceMoveOperation final : public MoveOperation {
+ public:
+  std::string name() const override { return "CpuToBlockDeviceMoveOperation"; }
+  std::optional<CarrierClass> source_class() const override;
+  std::optional<CarrierClass> destination_class() const override;
+
+ protected:
+  MoveSubmission _copy(const Tensor& tensor, Carrier& destination, const Tensor& output, std::int64_t element_count,
+                       MoveContext& context) const override;
+  MoveRestore _save_destination(Carrier& destination, std::int64_t element_count,
+                                MoveContext& context) const override;
+};
+
+class STRIDEWEAVE_EXPORT BlockDeviceToCpuMoveOperation final : public MoveOperation {
+ public:
+  std::string name() const override { return "BlockDeviceToCpuMoveOperation"; }
+  std::optional<CarrierClass> source_class() const override;
+  std::optional<CarrierClass> destination_class() const override;
+
+ protected:
+  MoveSubmission _copy(const Tensor& tensor, Carrier& destination, const Tensor& output, std::int64_t element_count,
+                       MoveContext& context) const override;
+  MoveRestore _save_destination(Carrier& destination, std::int64_t element_count,
+                                MoveContext& context) const override;
 };
 
 }  // namespace strideweave

@@ -15,6 +15,8 @@ import contextlib as _contextlib
 
 from .._core import (
     AwaitMove,
+    BlockDeviceToCpuMoveOperation,
+    CpuToBlockDeviceMoveOperation,
     CpuToFileBackedMoveOperation,
     ElementwiseMoveOperation,
     FileBackedToCpuMoveOperation,
@@ -40,6 +42,8 @@ def registered_move_operation(source_class, destination_class, operation_class):
 
 __all__ = [
     "AwaitMove",
+    "BlockDeviceToCpuMoveOperation",
+    "CpuToBlockDeviceMoveOperation",
     "CpuToFileBackedMoveOperation",
     "ElementwiseMoveOperation",
     "FileBackedToCpuMoveOperation",

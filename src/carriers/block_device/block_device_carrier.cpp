@@ -10,6 +10,7 @@
 #include <new>
 
 #include "carriers/block_device/device_impl.h"
+#include "carriers/block_device/moves.h"
 #include "execution/kernel_table.h"
 
 namespace strideweave {
@@ -169,7 +170,7 @@ void BlockDeviceCarrier::check_range(std::int64_t first, const void* data, std::
 }
 
 BlockIoCompletion BlockDeviceCarrier::transfer_async(bool write, std::int64_t first, float* buffer,
-                                                     std::int64_t slots, const char* what) const {
+                                                     std::int64_t slots, const char* what, bool versioned) const {
   std::lock_guard lock(io_mutex_);
   if (write)
     require_writable(fmt::format("BlockDeviceCarrier.{}", what).c_str());
@@ -178,7 +179,7 @@ BlockIoCompletion BlockDeviceCarrier::transfer_async(bool write, std::int64_t fi
   check_range(first, buffer, slots, what);
   auto s = make_state(device_, write, reinterpret_cast<std::byte*>(buffer), extent_offset_ + first * 4, slots * 4,
                       what);
-  if (write) {
+  if (write && versioned) {
     // ONE versioned mutation, when the whole range is on the image.
     // (A weak reference: a carrier destroyed meanwhile finishes its transfers
     // in its destructor and needs no version.)
@@ -234,6 +235,7 @@ std::shared_ptr<Carrier> BlockDeviceCarrier::make_like(std::int64_t size, bool m
 
 void BlockDeviceCarrier::register_kernels() {
   register_kernel_table(carrier_class<BlockDeviceCarrier>(), KernelTable{});
+  carriers::block_device::register_moves();  // (CPU, BlockDeviceCarrier) and back: moves.cpp
 }
 
 }  // namespace strideweave
