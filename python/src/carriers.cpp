@@ -396,14 +396,20 @@ void init_defined_carrier(py::detail::value_and_holder& v_h, const CarrierClass&
     return extension::detail::ConstructionAccess::begin(carrier_class<Host>(), n, d, m, &make_like_python, identity);
   }();
   auto* host = new Host(std::move(key), self.ptr());
+  // The Python instance points at its host before the provider's callbacks
+  // run, so supports_dtype / allocate / physical_size may call the carrier's
+  // own methods (carrier.dtype(), carrier.is_mutable(), ...) on the instance
+  // they receive; a failed establishment detaches it again, leaving an
+  // uninitialised instance as any failed __init__ does.
+  v_h.value_ptr() = static_cast<Bound*>(host);
   try {
     extension::establish(*host);
   } catch (...) {
+    v_h.value_ptr() = nullptr;
     delete host;
     throw;
   }
   host->constructed();
-  v_h.value_ptr() = static_cast<Bound*>(host);
 }
 
 template <class ClassT, class Host, class DefinedHost>

@@ -1,6 +1,7 @@
 """strideweave.carriers.extension: carrier-extension.md R1-R13 as far as
 they are reachable without kernel execution (the definition-backed dispatch
-pipeline and moves through TransferRoutes are not built; docs/extension.md).
+pipeline has its own tests: test_operation_semantics.py,
+test_definition_autograd.py, test_typed_definition_route.py).
 Test names carry the requirement id. Every test makes fresh carrier classes:
 a definition is registered once per class and a class seals on first
 observation (R7)."""
@@ -64,9 +65,9 @@ class Recorder:
 
 
 def carrier_dtype(carrier):
-    # During construction the C++ instance is not exposed yet; the class
-    # attribute set by the tests says which dtype is being built.
-    return getattr(type(carrier), "building", F32)
+    # The instance a provider callback receives is usable during
+    # construction too (test_R3_provider_callbacks_see_the_carrier_being_built).
+    return carrier.dtype()
 
 
 def define(cls=None, recorder=None, **fields):
@@ -269,6 +270,23 @@ def test_R3_2_construction_checks_the_dtype_then_allocates_then_measures_on_one_
     assert r.names() == ["supports_dtype", "allocate", "physical_size"]
     assert all(carrier is c for _, carrier in r.log)
     assert c.size() == len(c) == 3 and c.dtype() is F32 and c.version == 0 and list(c) == [0.0, 0.0, 0.0]
+
+
+def test_R3_provider_callbacks_see_the_carrier_being_built():
+    # The instance supports_dtype, allocate and physical_size receive is the
+    # carrier under construction, and its own methods answer there: a
+    # provider sizes and types its storage from carrier.dtype().
+    seen = []
+
+    class Seeing(Recorder):
+        def allocate(self, carrier, slots):
+            seen.append((carrier.dtype(), carrier.is_mutable()))
+            super().allocate(carrier, slots)
+
+    cls, _ = define(recorder=Seeing())
+    c = cls(2, dtype=I32, mutable=False)
+    assert len(seen) == 1 and seen[0][0] is I32 and seen[0][1] is False
+    assert list(c) == [0, 0] and all(type(v) is int for v in c)
 
 
 def test_R3_2_supports_dtype_false_rejects_construction_before_allocation():
