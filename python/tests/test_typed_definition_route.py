@@ -12,7 +12,7 @@ import itertools
 import strideweave as sw
 from strideweave import operation as op
 from strideweave.carriers import extension as ext
-from conftest import F32, plan, raises_exactly
+from conftest import F32, I32, plan, raises_exactly
 
 _names = itertools.count()
 
@@ -30,7 +30,7 @@ class RefDevice:
         self.ran = []
         self.cls = type(f"RefDev{next(_names)}", (sw.Carrier,), {})
         provider = ext.StorageProvider(
-            lambda carrier, dtype: dtype is F32, lambda carrier: len(carrier.slots_),
+            lambda carrier, dtype: dtype is F32 or dtype is I32, lambda carrier: len(carrier.slots_),
             self._allocate, lambda carrier: None, lambda carrier, index: carrier.slots_[index], self._write)
         patterns = [ext.KernelPattern(op.get_definition(name), [sw.OperationCapability.from_plan(p) for p in ps],
                                       f"ref_{name}", self._prepare)
@@ -58,7 +58,7 @@ class RefDevice:
             self.ran.append(invocation.definition.name)
             outputs = []
             for spec, reference in zip(invocation.results, op.execute_reference(invocation.definition, invocation)):
-                c = self.cls(reference.size(), dtype=F32)
+                c = self.cls(reference.size(), dtype=spec.dtype)
                 for i, v in enumerate(values(reference)):
                     c.set_value(i, v)
                 outputs.append(sw.Tensor(c, 0, spec.layout))
@@ -139,3 +139,38 @@ def test_out_on_a_python_definition_backed_carrier_is_written_after_validation()
     raises_exactly(ValueError, sw.add, a, b, out=d.tensor([0, 0, 0]))
     raises_exactly(TypeError, sw.add, a, b, out=sw.tensor([0.0, 0.0]))
     assert values(out) == [11.0, 22.0] and out.carrier.version == version + 1
+
+
+SORT_PLANS = {name: [plan(name, F32)] for name in ("_sort_values", "_sort_indices", "_topk_values", "_topk_indices")}
+
+
+def test_step4_sort_and_topk_run_their_two_internal_definitions_and_equal_cpu():
+    # sort and topk run two plans; on a definition-backed carrier each runs
+    # its internal definition, so values and Int32 indices equal the calls by
+    # definition and CPU's (stable: equal elements keep their order).
+    d = RefDevice(SORT_PLANS)
+    data = [2.0, 1.0, 0.0, 1.0, 2.0, -3.0]
+    a = d.tensor(data)
+    cpu = sw.tensor(data)
+    get = sw.operation.get_definition
+    for typed, on_cpu, prefix, options in [
+            (sw.sort(a), sw.sort(cpu), "_sort", {}),
+            (sw.sort(a, descending=True), sw.sort(cpu, descending=True), "_sort", {"descending": True}),
+            (sw.topk(a, k=3), sw.topk(cpu, k=3), "_topk", {"k": 3}),
+            (sw.topk(a, k=4, largest=False), sw.topk(cpu, k=4, largest=False), "_topk", {"k": 4, "largest": False})]:
+        same(typed.values, get(prefix + "_values")(a, **options))
+        same(typed.indices, get(prefix + "_indices")(a, **options))
+        assert type(typed.values.carrier) is d.cls and typed.indices.dtype() is I32
+        assert values(typed.values) == values(on_cpu.values)
+        assert values(typed.indices) == values(on_cpu.indices)
+    assert values(sw.sort(a).indices) == [5, 2, 1, 3, 0, 4]
+    assert values(sw.sort(a, descending=True).indices) == [0, 4, 1, 3, 2, 5]
+    assert "_sort_values" in d.ran and "_topk_indices" in d.ran
+
+
+def test_step4_sort_without_its_indices_pattern_is_unsupported_before_either_kernel():
+    d = RefDevice({name: ps for name, ps in SORT_PLANS.items() if name != "_sort_indices"})
+    a = d.tensor([2, 1])
+    error = raises_exactly(sw.UnsupportedOperationPlan, sw.sort, a)
+    assert error.plan.operation == "_sort_indices"
+    assert d.ran == []

@@ -11,6 +11,7 @@
 #include "execution/kernel_table.h"
 #include "frontend/call_support.h"
 #include "frontend/dispatch.h"
+#include "storage/gate.h"
 
 namespace strideweave {
 
@@ -133,23 +134,39 @@ LineCall topk_call(const Tensor& x, std::int64_t k, std::int64_t axis, bool larg
 
 // Both plans pass the gate before either result is allocated: execute()
 // raises the gate's UnsupportedOperationPlan before it allocates or reads
-// any operand, so a plan without a kernel is sent through it first.
+// any operand, so a plan without a kernel is sent through it first. On a
+// definition-backed class (no kernel table, storage_provider) the gate is
+// the whole check: its capabilities are its kernel patterns', so both plans
+// are refused or admitted before either pattern is prepared.
 void gate_before_allocation(std::initializer_list<const OperationPlan*> plans, const Carrier& prototype) {
   const KernelTable* table = kernel_table(prototype.exact_class());
-  for (const OperationPlan* plan : plans)
-    if (!table || !table->find(*plan)) execute(*plan, {}, Attributes{}, Shape{}, prototype, Output{});
+  const bool definition_backed = !table && prototype.exact_class().traits().storage_provider;
+  for (const OperationPlan* plan : plans) {
+    if (definition_backed)
+      (void)storage::gate(prototype, *plan);
+    else if (!table || !table->find(*plan))
+      execute(*plan, {}, Attributes{}, Shape{}, prototype, Output{});
+  }
 }
 
-// sort/topk: resolve both plans -> validate -> carrier -> gate both -> run both.
+// sort/topk: resolve both plans -> validate -> carrier -> gate both -> run
+// both. On a definition-backed carrier each plan runs its own internal
+// definition (_sort_values and _sort_indices, _topk_values and
+// _topk_indices) with the call's options (docs/extension.md, "Typed
+// functions on definition-backed carriers").
 SortResult line_pair(std::string_view op, const Tensor& x, const char* values_op, const char* indices_op,
-                     const std::function<LineCall()>& validate) {
+                     const std::function<LineCall()>& validate, const operation::OptionMap& options) {
   const OperationPlan values_plan = resolve_operation_plan(values_op, {x.dtype()});
   const OperationPlan indices_plan = resolve_operation_plan(indices_op, {x.dtype()});
   const LineCall c = validate();
   const Carrier& prototype = common_carrier(op, {&x});
   gate_before_allocation({&values_plan, &indices_plan}, prototype);
-  Tensor values = execute(values_plan, {x}, c.attributes, c.shape, prototype, Output{});
-  Tensor indices = execute(indices_plan, {x}, c.attributes, c.shape, prototype, Output{});
+  const auto values_by_name = [&](const Output& o) { return call_builtin_definition(values_op, {x}, options, o); };
+  const auto indices_by_name = [&](const Output& o) { return call_builtin_definition(indices_op, {x}, options, o); };
+  const frontend::DefinitionRoute values_route = by_definition(values_by_name);
+  const frontend::DefinitionRoute indices_route = by_definition(indices_by_name);
+  Tensor values = execute(values_plan, {x}, c.attributes, c.shape, prototype, Output{}, &values_route);
+  Tensor indices = execute(indices_plan, {x}, c.attributes, c.shape, prototype, Output{}, &indices_route);
   return SortResult{std::move(values), std::move(indices)};
 }
 
@@ -244,11 +261,13 @@ Tensor cumsum(const Tensor& x, std::int64_t axis, const Output& out) {
 }
 
 SortResult sort(const Tensor& x, std::int64_t axis, bool descending) {
-  return line_pair("sort", x, "_sort_values", "_sort_indices", [&] { return sort_call(x, axis, descending); });
+  return line_pair("sort", x, "_sort_values", "_sort_indices", [&] { return sort_call(x, axis, descending); },
+                   {{"axis", axis}, {"descending", descending}});
 }
 
 SortResult topk(const Tensor& x, std::int64_t k, std::int64_t axis, bool largest) {
-  return line_pair("topk", x, "_topk_values", "_topk_indices", [&] { return topk_call(x, k, axis, largest); });
+  return line_pair("topk", x, "_topk_values", "_topk_indices", [&] { return topk_call(x, k, axis, largest); },
+                   {{"k", k}, {"axis", axis}, {"largest", largest}});
 }
 
 namespace frontend {

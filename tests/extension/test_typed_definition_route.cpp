@@ -66,6 +66,9 @@ std::map<std::string, std::vector<OperationPlan>> covered_plans() {
   out["select"] = {resolve_operation_plan("select", {PlanOperand(DType::Bool()), f, f})};
   out["clamp"] = {resolve_operation_plan("clamp", {f, PlanOperand(WeakScalar(0.5)), PlanOperand(WeakScalar(1.5))})};
   out["gather"] = {resolve_operation_plan("gather", {f, PlanOperand(DType::Int32())})};
+  // sort and topk: each of their two plans is its own internal definition.
+  for (const char* name : {"_sort_values", "_sort_indices", "_topk_values", "_topk_indices"})
+    out[name] = {resolve_operation_plan(name, {f})};
   return out;
 }
 
@@ -73,9 +76,10 @@ std::map<std::string, std::vector<OperationPlan>> covered_plans() {
 // (operation::execute_reference) and publishes the values as fresh compact
 // RefAccel<N> storage of the ResultSpec. `prepares` counts every prepare.
 template <int N>
-void register_ref_accel(std::atomic<int>& prepares) {
+void register_ref_accel(std::atomic<int>& prepares, const std::string& without = "") {
   std::vector<ext::KernelPattern> patterns;
   for (const auto& [name, plans] : covered_plans()) {
+    if (name == without) continue;
     std::vector<OperationCapability> caps;
     for (const OperationPlan& p : plans) caps.push_back(OperationCapability::from_plan(p));
     patterns.emplace_back(
@@ -211,6 +215,82 @@ TEST(TypedDefinitionRoute_Step4, APlanWithoutAPatternIsTheStructuredUnsupportedO
   EXPECT_EQ(prepares.load(), 0);
   // An operand on another class stays the TypeError of the typed function.
   EXPECT_THROW((void)add(a, make_tensor<CPU>({1.0f, 2.0f}, Shape{2})), TypeError);
+}
+
+// sort and topk run two plans: on a definition-backed carrier each plan runs
+// its internal definition (_sort_values/_sort_indices,
+// _topk_values/_topk_indices) through the pipeline, and the pair equals both
+// the calls by definition and CPU's sort/topk (values and Int32 indices; ties
+// keep their order: stable).
+TEST(TypedDefinitionRoute_Step4, SortAndTopkRunTheirTwoInternalDefinitionsAndEqualCpu) {
+  std::atomic<int> prepares{0};
+  register_ref_accel<70>(prepares);
+  const std::vector<float> data = {3, 1, 2, 1, 3, 0, -1, 5, 5, 2, -1, 5};
+  const Tensor a = on<70>(data, Shape{2, 6});
+  const Tensor cpu = make_tensor<CPU>(data, Shape{2, 6});
+  struct Case {
+    std::string what;
+    SortResult typed;
+    SortResult on_cpu;
+    const char* values_op;
+    op::OptionMap options;
+  };
+  const std::vector<Case> cases = {
+      {"sort", sort(a), sort(cpu), "_sort", {}},
+      {"sort descending axis 0", sort(a, 0, true), sort(cpu, 0, true), "_sort",
+       {{"axis", std::int64_t{0}}, {"descending", true}}},
+      {"sort descending", sort(a, -1, true), sort(cpu, -1, true), "_sort", {{"descending", true}}},
+      {"topk", topk(a, 3), topk(cpu, 3), "_topk", {{"k", std::int64_t{3}}}},
+      {"topk smallest", topk(a, 4, 1, false), topk(cpu, 4, 1, false), "_topk",
+       {{"k", std::int64_t{4}}, {"axis", std::int64_t{1}}, {"largest", false}}},
+      {"topk k=0", topk(a, 0), topk(cpu, 0), "_topk", {{"k", std::int64_t{0}}}},
+  };
+  for (const Case& c : cases) {
+    expect_same(c.typed.values, by_definition((std::string(c.values_op) + "_values").c_str(), {a}, c.options),
+                c.what + " values");
+    expect_same(c.typed.indices, by_definition((std::string(c.values_op) + "_indices").c_str(), {a}, c.options),
+                c.what + " indices");
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(c.typed.values.carrier()->exact_class(), carrier_class<RefAccel<70>>());
+    EXPECT_EQ(&c.typed.values.dtype(), &DType::Float32());
+    EXPECT_EQ(&c.typed.indices.dtype(), &DType::Int32());
+    EXPECT_EQ(c.typed.values.shape(), c.on_cpu.values.shape());
+    EXPECT_EQ(c.typed.values.values(), c.on_cpu.values.values());
+    EXPECT_EQ(c.typed.indices.values(), c.on_cpu.indices.values());
+  }
+  // Two patterns per typed call and two per pair of calls by definition.
+  EXPECT_EQ(prepares.load(), 4 * static_cast<int>(cases.size()));
+  // Stability on the carrier itself: equal elements keep their order, in
+  // both directions.
+  const Tensor line = on<70>({2, 1, 0, 1, 2}, Shape{5});
+  const auto ints = [](std::vector<std::int32_t> v) {
+    std::vector<Value> out;
+    for (std::int32_t i : v) out.push_back(Value::from_int32(i));
+    return out;
+  };
+  EXPECT_EQ(sort(line).indices.values(), ints({2, 1, 3, 0, 4}));
+  EXPECT_EQ(sort(line, 0, true).indices.values(), ints({0, 4, 1, 3, 2}));
+  EXPECT_EQ(topk(line, 2, 0, false).indices.values(), ints({2, 1}));
+  // Option errors stay the typed function's, before any prepare.
+  const int before = prepares.load();
+  EXPECT_THROW((void)topk(a, 7), ValueError);
+  EXPECT_THROW((void)sort(a, 2), ValueError);
+  EXPECT_EQ(prepares.load(), before);
+}
+
+TEST(TypedDefinitionRoute_Step4, SortWithoutItsIndicesPatternIsUnsupportedOperationPlanBeforeEitherPrepare) {
+  std::atomic<int> prepares{0};
+  register_ref_accel<71>(prepares, "_sort_indices");
+  const Tensor a = on<71>({2, 1}, Shape{2});
+  try {
+    (void)sort(a);
+    FAIL() << "expected UnsupportedOperationPlan";
+  } catch (const UnsupportedOperationPlan& e) {
+    ASSERT_TRUE(e.plan());
+    EXPECT_EQ(e.plan()->operation(), "_sort_indices");
+  }
+  EXPECT_EQ(prepares.load(), 0);  // the values pattern was not prepared either
+  EXPECT_EQ(topk(a, 1).values.values()[0], Value::from_float32(2));
 }
 
 // ---------------------------------------------------------------- caller-provided outputs
