@@ -89,8 +89,9 @@ void check_undeclared_mutation(const ResolvedInvocation& invocation, const Opera
   }
 }
 
-ProviderResult settle(const ResultSubmission& submission, const Who& who) {
-  if (const auto* ready = std::get_if<ProviderResult>(&submission)) return *ready;
+// Takes the submission by value: a ready result is moved out, not copied.
+ProviderResult settle(ResultSubmission submission, const Who& who) {
+  if (auto* ready = std::get_if<ProviderResult>(&submission)) return std::move(*ready);
   const auto& completion = std::get<ProviderCompletion<ProviderResult>>(submission);
   ProviderResult result = completion.wait();  // the provider's exception is terminal and propagates
   if (!completion.done())

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <set>
 
@@ -22,7 +23,10 @@ const char* kind_word(const CallOperand& o) {
 // ---------------------------------------------------------------- binding
 
 struct BindAccess {
-  static std::shared_ptr<BoundOperationCall> make() { return std::shared_ptr<BoundOperationCall>(new BoundOperationCall()); }
+  // One allocation for the call and its control block (make_shared needs a
+  // constructor it can reach; this member of the friend can).
+  struct Made final : BoundOperationCall {};
+  static std::shared_ptr<BoundOperationCall> make() { return std::make_shared<Made>(); }
   static void set(BoundOperationCall& c, std::shared_ptr<const OperationDefinition> d, std::vector<CallOperand> ops,
                   OptionMap options) {
     c.definition_ = std::move(d);
@@ -122,11 +126,16 @@ ResolvedInvocation::ResolvedInvocation(const BoundOperationCall& call, Operation
     const DType* dtype;  // a tensor's; nullptr for a weak scalar
     std::size_t operand;
   };
-  std::vector<Slot> slots;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
+  // Small operand counts stay on the stack (no allocation per call).
+  std::size_t slot_count = 0;
+  for (const OperandSpec& s : specs) slot_count += s.kind() == OperandKind::STRUCTURAL ? 0 : 1;
+  std::array<Slot, 8> inline_slots{};
+  std::vector<Slot> heap_slots(slot_count > inline_slots.size() ? slot_count : 0);
+  const std::span<Slot> slots(slot_count > inline_slots.size() ? heap_slots.data() : inline_slots.data(), slot_count);
+  for (std::size_t i = 0, k = 0; i < specs.size(); ++i) {
     if (specs[i].kind() == OperandKind::STRUCTURAL) continue;
     const Tensor* t = std::get_if<Tensor>(&call.operands()[i]);
-    slots.push_back(Slot{t ? OperandRole::TENSOR : OperandRole::WEAK_SCALAR, t ? &t->dtype() : nullptr, i});
+    slots[k++] = Slot{t ? OperandRole::TENSOR : OperandRole::WEAK_SCALAR, t ? &t->dtype() : nullptr, i};
   }
   if (slots.size() != plan_.operands().size())
     throw ValueError(fmt::format("ResolvedInvocation of {}: the plan has {} operand(s) but the call has {} tensor and "
