@@ -5,13 +5,19 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <new>
 
 #include <fcntl.h>
+#include <liburing.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace strideweave::carriers::file_backed {
+
+struct ReadRing {
+  io_uring ring{};
+};
 
 int FileIo::make_private_directory(std::string& path_template) noexcept {
   return ::mkdtemp(path_template.data()) ? 0 : errno;
@@ -93,6 +99,63 @@ int FileIo::truncate(int fd, std::int64_t bytes) noexcept {
 }
 
 int FileIo::remove_file(const std::string& path) noexcept { return ::unlink(path.c_str()) == 0 ? 0 : errno; }
+
+int FileIo::open_direct(const std::string& path, int& fd) noexcept {
+  const int opened = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (opened < 0) return errno;
+  fd = opened;
+  return 0;
+}
+
+int FileIo::ring_create(unsigned entries, ReadRing*& ring) noexcept {
+  auto* r = new (std::nothrow) ReadRing;
+  if (!r) return ENOMEM;
+  if (const int error = io_uring_queue_init(entries, &r->ring, 0); error < 0) {
+    delete r;
+    return -error;
+  }
+  ring = r;
+  return 0;
+}
+
+void FileIo::ring_destroy(ReadRing* ring) noexcept {
+  if (!ring) return;
+  io_uring_queue_exit(&ring->ring);
+  delete ring;
+}
+
+int FileIo::submit_reads(ReadRing* ring, std::span<const DirectRead> requests) noexcept {
+  if (requests.empty()) return 0;
+  if (io_uring_sq_space_left(&ring->ring) < requests.size()) return EBUSY;
+  for (const DirectRead& r : requests) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring->ring);
+    io_uring_prep_read(sqe, r.fd, r.buffer, r.bytes, static_cast<__u64>(r.offset));
+    io_uring_sqe_set_data64(sqe, r.tag);
+  }
+  std::size_t submitted = 0;
+  while (submitted < requests.size()) {
+    const int more = io_uring_submit(&ring->ring);
+    if (more < 0) {
+      if (more == -EINTR) continue;
+      return -more;
+    }
+    submitted += static_cast<std::size_t>(more);
+  }
+  return 0;
+}
+
+int FileIo::reap(ReadRing* ring, ReadCompletion& out) noexcept {
+  io_uring_cqe* cqe = nullptr;
+  int error = 0;
+  do {
+    error = io_uring_wait_cqe(&ring->ring, &cqe);
+  } while (error == -EINTR);
+  if (error < 0) return -error;
+  out.tag = io_uring_cqe_get_data64(cqe);
+  out.result = cqe->res;
+  io_uring_cqe_seen(&ring->ring, cqe);
+  return 0;
+}
 
 namespace {
 FileIo& system_io() {

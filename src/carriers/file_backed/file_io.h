@@ -14,9 +14,31 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace strideweave::carriers::file_backed {
+
+// One O_DIRECT read submitted to a ring (the FileBacked -> CPU route,
+// moves.cpp): `buffer`, `bytes` and `offset` are multiples of the direct
+// I/O alignment.
+struct DirectRead {
+  int fd = -1;
+  void* buffer = nullptr;
+  std::uint32_t bytes = 0;
+  std::int64_t offset = 0;
+  std::uint64_t tag = 0;  // returned with its completion
+};
+
+// One finished read: `result` is the byte count read (fewer than asked is a
+// short read) or -errno.
+struct ReadCompletion {
+  std::uint64_t tag = 0;
+  std::int64_t result = 0;
+};
+
+// An io_uring instance (opaque outside file_io.cpp).
+struct ReadRing;
 
 class STRIDEWEAVE_TEST_API FileIo {
  public:
@@ -62,6 +84,23 @@ class STRIDEWEAVE_TEST_API FileIo {
   virtual int truncate(int fd, std::int64_t bytes) noexcept;
   // unlink(2).
   virtual int remove_file(const std::string& path) noexcept;
+
+  // open(2) O_RDONLY | O_DIRECT | O_CLOEXEC: a second descriptor for
+  // reads past the page cache. A file system without direct I/O (tmpfs)
+  // answers EINVAL.
+  virtual int open_direct(const std::string& path, int& fd) noexcept;
+  // io_uring_queue_init(entries). ENOSYS / EPERM when the kernel or a
+  // sandbox refuses io_uring.
+  virtual int ring_create(unsigned entries, ReadRing*& ring) noexcept;
+  // io_uring_queue_exit.
+  virtual void ring_destroy(ReadRing* ring) noexcept;
+  // io_uring_get_sqe + io_uring_prep_read per request, then io_uring_submit
+  // until all are submitted. EBUSY when the queue lacks room for them all
+  // (nothing is prepared then).
+  virtual int submit_reads(ReadRing* ring, std::span<const DirectRead> requests) noexcept;
+  // io_uring_wait_cqe (continuing EINTR) and io_uring_cqe_seen: one
+  // completion, blocking until one is ready.
+  virtual int reap(ReadRing* ring, ReadCompletion& out) noexcept;
 };
 
 // The FileIo in use (the system's unless a ScopedFileIo replaced it).

@@ -1,12 +1,21 @@
 // The bulk CPU <-> FileBacked move routes (file_backed.h; docs/storage.md,
-// "Movement"): one pread(2) / pwrite(2) per window through the replaceable
-// FileIo, the destination's before-image in one bulk read.
+// "Movement"): CPU -> FileBacked is one pwrite(2) per window; FileBacked ->
+// CPU reads the page-aligned interior with O_DIRECT reads through io_uring,
+// several in flight, straight into the CPU memory (buffered pread(2) for
+// the unaligned head and tail, and for everything when the file system
+// refuses O_DIRECT or the kernel refuses io_uring). Every call goes through
+// the replaceable FileIo; the destination's before-image is one bulk read.
 #include <strideweave/carriers/file_backed.h>
 #include <strideweave/errors.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,8 +27,17 @@
 namespace strideweave {
 namespace {
 
+using carriers::file_backed::DirectRead;
 using carriers::file_backed::file_io;
 using carriers::file_backed::FileIo;
+using carriers::file_backed::ReadCompletion;
+using carriers::file_backed::ReadRing;
+
+// The direct route's shape (docs/storage.md, "FileBacked -> CPU reads").
+constexpr std::int64_t kDirectAlignment = 4096;        // buffer, offset and length of every O_DIRECT read
+constexpr std::int64_t kDirectRequestBytes = 4 << 20;  // one read
+constexpr unsigned kDirectDepth = 8;                   // reads in flight
+constexpr std::int64_t kDirectMinimumBytes = 1 << 20;  // smaller aligned interiors read buffered
 
 [[noreturn]] void throw_move_error(int error, const std::string& call, const std::string& file, std::int64_t offset) {
   throw OSError(fmt::format("move: {} failed for '{}' at byte offset {}: {}", call, file, offset,
@@ -85,6 +103,149 @@ class OpenFile {
 
 std::byte* cpu_bytes(const Carrier& carrier) { return detail::host_memory_bytes(carrier); }
 
+// Reports progress of a read whose parts finish out of order: whole windows
+// as the finished prefix of the range (every byte before it read) passes
+// them, the remainder at the end; so a failed window is never reported.
+class WindowProgress {
+ public:
+  WindowProgress(MoveContext& context, std::int64_t element_count)
+      : context_(context), eb_(context.element_bytes()), window_(context.window_elements()), total_(element_count) {}
+  // Every byte before `prefix_bytes` (from the range's start) is read.
+  void read_up_to(std::int64_t prefix_bytes) {
+    const std::int64_t slots = prefix_bytes / eb_;
+    const std::int64_t target = slots >= total_ ? total_ : (slots / window_) * window_;
+    if (target > reported_) {
+      const std::int64_t n = target - reported_;
+      reported_ = target;
+      context_.advance(n);
+    }
+  }
+
+ private:
+  MoveContext& context_;
+  std::int64_t eb_, window_, total_;
+  std::int64_t reported_ = 0;
+};
+
+// An O_DIRECT descriptor and an io_uring of kDirectDepth entries. The
+// destructor first waits for every read still in flight (so no read lands
+// in the destination after a failed move rolled it back), then destroys the
+// ring and closes the descriptor.
+class DirectReads {
+ public:
+  DirectReads(std::string path, int fd, ReadRing* ring) : path_(std::move(path)), fd_(fd), ring_(ring) {}
+  ~DirectReads() {
+    FileIo& io = file_io();
+    ReadCompletion c;
+    while (in_flight_ > 0 && io.reap(ring_, c) == 0) --in_flight_;
+    io.ring_destroy(ring_);
+    io.close(fd_);
+  }
+  DirectReads(const DirectReads&) = delete;
+  DirectReads& operator=(const DirectReads&) = delete;
+
+  // Reads [offset, offset + bytes) of the file (both multiples of
+  // kDirectAlignment) into `to`: straight into it when `to` is aligned to
+  // kDirectAlignment, else through kDirectDepth aligned bounce buffers. A
+  // short read's remainder is read with `in` (buffered), where the end of
+  // the file is EIO.
+  // `progress` hears of the read prefix as `prefix_before` + its bytes.
+  void read(std::byte* to, std::int64_t bytes, std::int64_t offset, OpenFile& in, WindowProgress& progress,
+            std::int64_t prefix_before) {
+    FileIo& io = file_io();
+    const bool bounce = reinterpret_cast<std::uintptr_t>(to) % static_cast<std::uintptr_t>(kDirectAlignment) != 0;
+    if (bounce && !bounce_) {
+      bounce_.reset(static_cast<std::byte*>(
+          std::aligned_alloc(kDirectAlignment, static_cast<std::size_t>(kDirectRequestBytes) * kDirectDepth)));
+      if (!bounce_) throw std::bad_alloc();
+    }
+    std::vector<unsigned> free_slots;  // bounce buffers not in use
+    for (unsigned k = kDirectDepth; k-- > 0;) free_slots.push_back(k);
+    const std::int64_t requests = (bytes + kDirectRequestBytes - 1) / kDirectRequestBytes;
+    std::int64_t next = 0;  // the next request to submit
+    // Request k (its tag: k * kDirectDepth + its bounce slot).
+    auto request = [&](std::int64_t k, unsigned slot) {
+      DirectRead r;
+      r.fd = fd_;
+      r.buffer = bounce ? bounce_.get() + static_cast<std::int64_t>(slot) * kDirectRequestBytes
+                        : to + k * kDirectRequestBytes;
+      r.bytes = static_cast<std::uint32_t>(std::min(kDirectRequestBytes, bytes - k * kDirectRequestBytes));
+      r.offset = offset + k * kDirectRequestBytes;
+      r.tag = static_cast<std::uint64_t>(k) * kDirectDepth + slot;
+      return r;
+    };
+    auto submit_up_to_depth = [&] {
+      std::vector<DirectRead> batch;
+      while (next < requests && in_flight_ + batch.size() < kDirectDepth) {
+        batch.push_back(request(next++, free_slots.back()));
+        free_slots.pop_back();
+      }
+      if (batch.empty()) return;
+      if (const int error = io.submit_reads(ring_, batch))
+        throw_move_error(error, fmt::format("io_uring_submit of {} O_DIRECT read(s) of up to {} bytes", batch.size(),
+                                            kDirectRequestBytes),
+                         path_, batch.front().offset);
+      in_flight_ += batch.size();
+    };
+    submit_up_to_depth();
+    std::vector<bool> finished(static_cast<std::size_t>(requests), false);
+    std::int64_t oldest = 0;  // the first unfinished request, for naming a failing wait
+    while (in_flight_ > 0) {
+      ReadCompletion c;
+      if (const int error = io.reap(ring_, c))
+        throw_move_error(error, "io_uring_wait_cqe of an O_DIRECT read", path_, offset + oldest * kDirectRequestBytes);
+      --in_flight_;
+      const auto k = static_cast<std::int64_t>(c.tag / kDirectDepth);
+      const auto slot = static_cast<unsigned>(c.tag % kDirectDepth);
+      const DirectRead r = request(k, slot);
+      if (c.result < 0)
+        throw_move_error(static_cast<int>(-c.result), fmt::format("O_DIRECT read of {} bytes (io_uring)", r.bytes),
+                         path_, r.offset);
+      std::byte* destination = to + k * kDirectRequestBytes;
+      const std::int64_t got = std::min<std::int64_t>(c.result, r.bytes);
+      if (bounce) std::memcpy(destination, r.buffer, static_cast<std::size_t>(got));
+      if (got < static_cast<std::int64_t>(r.bytes)) in.read_exactly(destination + got, r.bytes - got, r.offset + got);
+      free_slots.push_back(slot);
+      finished[static_cast<std::size_t>(k)] = true;
+      while (oldest < requests && finished[static_cast<std::size_t>(oldest)]) ++oldest;
+      progress.read_up_to(prefix_before + std::min(bytes, oldest * kDirectRequestBytes));
+      submit_up_to_depth();
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+  ReadRing* ring_;
+  std::size_t in_flight_ = 0;
+  struct FreeBytes {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
+  };
+  std::unique_ptr<std::byte, FreeBytes> bounce_;
+};
+
+// The direct reader for `file`, or nullopt when the file system refuses
+// O_DIRECT (EINVAL) or the kernel refuses io_uring (ENOSYS, EPERM): the
+// caller then reads buffered. Any other failure is an OSError.
+std::unique_ptr<DirectReads> open_direct_reads(const std::string& path) {
+  FileIo& io = file_io();
+  int fd = -1;
+  if (const int error = io.open_direct(path, fd)) {
+    if (error == EINVAL) return nullptr;
+    throw OSError(fmt::format("move: open (O_DIRECT) failed for '{}': {}", path, std::strerror(error)), error, path,
+                  std::nullopt);
+  }
+  ReadRing* ring = nullptr;
+  if (const int error = io.ring_create(kDirectDepth, ring)) {
+    io.close(fd);
+    if (error == ENOSYS || error == EPERM) return nullptr;
+    throw OSError(fmt::format("move: io_uring_queue_init({}) failed for '{}': {}", kDirectDepth, path,
+                              std::strerror(error)),
+                  error, path, std::nullopt);
+  }
+  return std::make_unique<DirectReads>(path, fd, ring);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- CPU -> FileBacked
@@ -139,22 +300,91 @@ MoveSubmission FileBackedToCpuMoveOperation::_copy(const Tensor& tensor, Carrier
   std::byte* to = cpu_bytes(destination);
   OpenFile in(file, false);
   const std::int64_t base = file.slot_file_offset() + tensor.offset() * eb;
-  const std::int64_t window = context.window_elements();
-  for (std::int64_t k = 0; k < element_count; k += window) {
-    const std::int64_t n = std::min(window, element_count - k);
-    in.read_exactly(to + k * eb, n * eb, base + k * eb);
-    context.advance(n);
+  const std::int64_t bytes = element_count * eb;
+  // The page-aligned interior [head, tail) of the file range is read with
+  // O_DIRECT (into the CPU memory when it is aligned the same way, else
+  // through bounce buffers).
+  const std::int64_t head = std::min(base + bytes, (base + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment);
+  const std::int64_t tail = std::max(head, (base + bytes) / kDirectAlignment * kDirectAlignment);
+  std::unique_ptr<DirectReads> direct;
+  if (tail - head >= kDirectMinimumBytes) {
+    // The carrier's own writes may sit in dirty pages of its mapping that an
+    // O_DIRECT read would not see: write them back first (msync).
+    const_cast<FileBacked&>(file).flush();
+    direct = open_direct_reads(file.path().string());
+  }
+  if (direct) {
+    WindowProgress progress(context, element_count);
+    in.read_exactly(to, head - base, base);
+    progress.read_up_to(head - base);
+    direct->read(to + (head - base), tail - head, head, in, progress, head - base);
+    direct.reset();  // closes the descriptor and the ring
+    in.read_exactly(to + (tail - base), base + bytes - tail, tail);
+    progress.read_up_to(bytes);
+  } else {
+    const std::int64_t window = context.window_elements();
+    for (std::int64_t k = 0; k < element_count; k += window) {
+      const std::int64_t n = std::min(window, element_count - k);
+      in.read_exactly(to + k * eb, n * eb, base + k * eb);
+      context.advance(n);
+    }
   }
   in.close();
   return std::monostate{};
 }
 
+// The before-image of the CPU destination is sparse: blocks of
+// kImageBlockBytes that read as zero (a fresh destination's untouched pages)
+// are recorded as such, only the others are copied; the restore writes back
+// exactly the bytes that were there. (A full copy of a fresh multi-GiB
+// destination costs as much as the read itself: docs/storage.md,
+// "FileBacked -> CPU reads".)
+namespace {
+constexpr std::size_t kImageBlockBytes = std::size_t{64} << 10;
+
+bool all_zero(const std::byte* p, std::size_t n) noexcept {
+  std::uint64_t any = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    any |= w;
+  }
+  for (; i < n; ++i) any |= static_cast<std::uint64_t>(p[i]);
+  return any == 0;
+}
+
+struct SparseImage {
+  std::vector<std::size_t> copied_at;  // offsets of the copied blocks, increasing
+  std::vector<std::byte> copied;       // their bytes, in that order
+};
+}  // namespace
+
 MoveRestore FileBackedToCpuMoveOperation::_save_destination(Carrier& destination, std::int64_t element_count,
                                                             MoveContext& context) const {
   std::byte* at = cpu_bytes(destination);
   const std::size_t bytes = static_cast<std::size_t>(element_count * context.element_bytes());
-  auto image = std::make_shared<std::vector<std::byte>>(at, at + bytes);
-  return [at, image] { std::memcpy(at, image->data(), image->size()); };
+  auto image = std::make_shared<SparseImage>();
+  for (std::size_t o = 0; o < bytes; o += kImageBlockBytes) {
+    const std::size_t n = std::min(kImageBlockBytes, bytes - o);
+    if (all_zero(at + o, n)) continue;
+    image->copied_at.push_back(o);
+    image->copied.insert(image->copied.end(), at + o, at + o + n);
+  }
+  return [at, image, bytes] {
+    std::size_t next = 0;
+    const std::byte* from = image->copied.data();
+    for (std::size_t o = 0; o < bytes; o += kImageBlockBytes) {
+      const std::size_t n = std::min(kImageBlockBytes, bytes - o);
+      if (next < image->copied_at.size() && image->copied_at[next] == o) {
+        std::memcpy(at + o, from, n);
+        from += n;
+        ++next;
+      } else {
+        std::memset(at + o, 0, n);
+      }
+    }
+  };
 }
 
 namespace carriers::file_backed {
