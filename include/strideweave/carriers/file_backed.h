@@ -200,12 +200,17 @@ class FileBacked final : public Carrier {
 // The built-in bulk routes of the move registry (interop-movement, "Move
 // dispatches on the exact carrier class pair"), registered for (CPU,
 // FileBacked) and (FileBacked, CPU) by FileBacked's own folder. Each copies
-// the tensor's whole physical span (layout holes included) with one
-// pwrite(2) / pread(2) per window of MoveOptions::window_bytes between the
-// CPU memory and the file (short transfers are continued), through the
-// replaceable I/O interface; a failing call is an OSError naming the call,
-// the file and the byte offset, and the move rolls back. Their before-image
-// of the destination is one bulk read too.
+// the tensor's whole physical span (layout holes included). CPU -> FileBacked
+// writes one pwrite(2) per window of MoveOptions::window_bytes; FileBacked ->
+// CPU reads the page-aligned interior with O_DIRECT through io_uring, several
+// reads in flight, straight into the CPU memory (or through aligned bounce
+// buffers), and the head and tail with pread(2); without O_DIRECT or io_uring
+// (tmpfs, a refused ring) it reads one pread(2) per window (docs/storage.md,
+// "FileBacked -> CPU reads"). Short transfers are continued; every call goes
+// through the replaceable I/O interface; a failing call is an OSError naming
+// the call, the file and the byte offset, and the move rolls back. The
+// before-image of a non-empty destination records all-zero blocks instead of
+// copying them.
 class STRIDEWEAVE_EXPORT CpuToFileBackedMoveOperation final : public MoveOperation {
  public:
   std::string name() const override { return "CpuToFileBackedMoveOperation"; }
