@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,9 @@ class TempDir {
  public:
   TempDir() {
     std::string t = (fs::temp_directory_path() / "sw-formats-XXXXXX").string();
-    path_ = ::mkdtemp(t.data());
+    const char* made = ::mkdtemp(t.data());
+    if (made == nullptr) throw std::runtime_error(fmt::format("mkdtemp failed for {}", t));
+    path_ = made;
   }
   ~TempDir() {
     std::error_code ec;

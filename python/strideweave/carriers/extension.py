@@ -14,12 +14,11 @@ objects); TransferProvider, PreparedKernel, PreparedTransfer,
 PreparedComposite, ProviderResult, ProviderCompletion and TransferRequest
 live here only (R1).
 
-Moves of definition-backed tensors run through their TransferRoutes
-(strideweave.move). Not built yet: executing an operation on a
-definition-backed carrier (the capability gate answers; an admitted call
-raises NotImplementedError), and handing a ResolvedInvocation to a Python
-KernelPattern.prepare or CompositeProvider (strideweave.operation is not
-bound): those callbacks raise NotImplementedError saying so.
+Operations on definition-backed carriers run through the definition-backed
+pipeline: a KernelPattern's prepare and a CompositeProvider's callbacks
+receive the call's strideweave.operation.ResolvedInvocation, and what they
+publish is validated before anyone sees it (docs/extension.md). Moves of
+definition-backed tensors run through their TransferRoutes (strideweave.move).
 """
 
 import typing as _typing
