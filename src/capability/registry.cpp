@@ -146,6 +146,11 @@ std::shared_ptr<const ClassCapabilities> observe(CarrierClass cls, const char* w
 }
 
 const OperationCapability* find_plan(const ClassCapabilities& c, const OperationPlan& plan) {
+  if (c.sorted.size() <= kDirectCapabilities) {  // a tiny class: its capabilities are the candidates
+    for (const OperationCapability& x : c.sorted)
+      if (x.matches(plan)) return &x;
+    return nullptr;
+  }
   if (c.runs.size() <= kDirectOperations) {
     const std::string_view op = plan.operation();
     const auto run = std::lower_bound(c.runs.begin(), c.runs.end(), op,

@@ -174,17 +174,26 @@ void ResolvedInvocation::validate(const BoundOperationCall& call) const {
                          o.dtype() ? o.dtype()->name() : "None", specs[slot.operand].name(), slot.dtype->name());
     return std::nullopt;
   };
-  std::optional<std::string> first_conflict;
-  for (std::size_t p = 0; p < slots.size() && !first_conflict; ++p) first_conflict = conflict(p);
-  // mul(weak_scalar, tensor) resolves the registry's (tensor, weak_scalar)
-  // plan (docs/policy.md): a built-in two-operand plan may list its
-  // operands in the other order.
-  if (first_conflict && call.definition().is_builtin() && slots.size() == 2) {
-    std::swap(slots[0], slots[1]);
-    if (!conflict(0) && !conflict(1)) first_conflict.reset();
-    std::swap(slots[0], slots[1]);
+  // The common case, every operand agreeing in order, is checked without
+  // building any message; only a disagreement takes the slower path below.
+  bool in_order = true;
+  for (std::size_t p = 0; p < slots.size() && in_order; ++p) {
+    const OperandPlan& o = plan_.operands()[p];
+    in_order = o.role() == slots[p].role && (!slots[p].dtype || o.dtype() == slots[p].dtype);
   }
-  if (first_conflict) throw ValueError(fmt::format("ResolvedInvocation of {}: {}", op, *first_conflict));
+  if (!in_order) {
+    std::optional<std::string> first_conflict;
+    for (std::size_t p = 0; p < slots.size() && !first_conflict; ++p) first_conflict = conflict(p);
+    // mul(weak_scalar, tensor) resolves the registry's (tensor, weak_scalar)
+    // plan (docs/policy.md): a built-in two-operand plan may list its
+    // operands in the other order.
+    if (first_conflict && call.definition().is_builtin() && slots.size() == 2) {
+      std::swap(slots[0], slots[1]);
+      if (!conflict(0) && !conflict(1)) first_conflict.reset();
+      std::swap(slots[0], slots[1]);
+    }
+    if (first_conflict) throw ValueError(fmt::format("ResolvedInvocation of {}: {}", op, *first_conflict));
+  }
   if (results().empty()) throw ValueError(fmt::format("ResolvedInvocation of {}: results must not be empty", op));
   auto tensor_index = [&](std::size_t i, const char* what) {
     if (i >= specs.size())

@@ -198,7 +198,7 @@ OperationPlan::OperationPlan(const OperationPlan& other)
       accumulator_dtype_(other.accumulator_dtype_),
       output_(other.output_),
       hash_(other.hash_.load(std::memory_order_relaxed)) {
-  std::copy(std::begin(other.inline_), std::end(other.inline_), std::begin(inline_));
+  std::copy_n(other.inline_, std::min(other.count_, kInlineOperands), inline_);  // the used slots
 }
 
 OperationPlan::OperationPlan(OperationPlan&& other) noexcept
@@ -210,7 +210,7 @@ OperationPlan::OperationPlan(OperationPlan&& other) noexcept
       accumulator_dtype_(other.accumulator_dtype_),
       output_(other.output_),
       hash_(other.hash_.load(std::memory_order_relaxed)) {
-  std::copy(std::begin(other.inline_), std::end(other.inline_), std::begin(inline_));
+  std::copy_n(other.inline_, std::min(other.count_, kInlineOperands), inline_);  // the used slots
   other.hash_.store(0, std::memory_order_relaxed);  // its fields are gone
 }
 
@@ -225,7 +225,7 @@ OperationPlan& OperationPlan::operator=(const OperationPlan& other) {
 OperationPlan& OperationPlan::operator=(OperationPlan&& other) noexcept {
   if (this != &other) {
     operation_ = std::move(other.operation_);
-    std::copy(std::begin(other.inline_), std::end(other.inline_), std::begin(inline_));
+    std::copy_n(other.inline_, std::min(other.count_, kInlineOperands), inline_);  // the used slots
     heap_ = std::move(other.heap_);
     count_ = other.count_;
     compute_ = other.compute_;
