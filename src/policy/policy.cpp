@@ -233,6 +233,7 @@ OperationPlan& OperationPlan::operator=(OperationPlan&& other) noexcept {
     accumulator_dtype_ = other.accumulator_dtype_;
     output_ = other.output_;
     hash_.store(other.hash_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    other.hash_.store(0, std::memory_order_relaxed);  // its fields are gone
   }
   return *this;
 }
