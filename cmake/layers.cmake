@@ -8,7 +8,8 @@
 # Third-party libraries by layer: only the CPU carrier uses Highway, oneDNN
 # and OpenMP.
 # liburing (BlockDevice's submission queue) and xxHash (storage checksums)
-# belong to the storage carriers.
+# belong to the storage carriers. (The policy layer hashes operation names
+# with xxHash's header-only form, XXH_INLINE_ALL: no link dependency.)
 find_library(STRIDEWEAVE_URING_LIBRARY NAMES uring REQUIRED)      # Debian liburing-dev
 find_library(STRIDEWEAVE_XXHASH_LIBRARY NAMES xxhash REQUIRED)    # Debian libxxhash-dev
 set(STRIDEWEAVE_LAYER_LIBS_carriers hwy::hwy strideweave_dnnl ${STRIDEWEAVE_URING_LIBRARY} ${STRIDEWEAVE_XXHASH_LIBRARY})

@@ -76,6 +76,10 @@ class Unsupported {
 
 // ---------------------------------------------------------------- R4.2-R4.4 results and prepared work
 
+namespace detail {
+struct ProviderResultAccess;  // internal (src/extension/registry.h): publication takes the outputs
+}  // namespace detail
+
 // R4.2 ProviderResult(outputs): a non-empty sequence of Tensors (ValueError
 // when empty), frozen.
 class ProviderResult {
@@ -84,6 +88,7 @@ class ProviderResult {
   std::span<const Tensor> outputs() const noexcept { return outputs_; }
 
  private:
+  friend struct detail::ProviderResultAccess;
   std::vector<Tensor> outputs_;
 };
 

@@ -18,13 +18,19 @@
 // extents is overflow-checked in int64_t (ValueError): the product of the
 // non-zero extents must fit, so a zero extent never hides an overflow.
 //
-// All types are immutable values with operator== and std::hash.
+// All types are immutable values with operator== and std::hash. A Shape or
+// Stride keeps its modes in one immutable block shared by its copies (a
+// reference count): copying one allocates nothing, and constructing one
+// allocates that block once (plus the children of nested modes).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 #include <strideweave/export.h>
@@ -69,6 +75,76 @@ class IntTuple {
   std::vector<IntTuple> children_;
 };
 
+namespace detail {
+
+// The immutable modes of a Shape or Stride, shared by its copies: one
+// allocation holding a reference count, the modes, and (for a Shape) one
+// extent per mode and the size. An empty block (rank 0) allocates nothing.
+// Only the constructing Shape/Stride writes to a block, before any copy of
+// it exists; afterwards it is read-only, so sharing it across threads needs
+// no lock (the count is atomic).
+class STRIDEWEAVE_EXPORT ModeBlock {
+ public:
+  ModeBlock() noexcept = default;
+  // `rank` leaf modes of value 0 (and zero extents when `with_extents`), to be
+  // filled through the mutable accessors before the block is shared.
+  ModeBlock(std::size_t rank, bool with_extents);
+  // Copies of `modes`.
+  ModeBlock(std::span<const IntTuple> modes, bool with_extents);
+  ModeBlock(const ModeBlock& other) noexcept : rep_(other.rep_) {
+    if (rep_) rep_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  ModeBlock(ModeBlock&& other) noexcept : rep_(other.rep_) { other.rep_ = nullptr; }
+  ModeBlock& operator=(const ModeBlock& other) noexcept {
+    ModeBlock copy(other);
+    std::swap(rep_, copy.rep_);
+    return *this;
+  }
+  ModeBlock& operator=(ModeBlock&& other) noexcept {
+    ModeBlock moved(std::move(other));
+    std::swap(rep_, moved.rep_);
+    return *this;
+  }
+  ~ModeBlock() {
+    if (rep_ && rep_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) release(rep_);
+  }
+
+  std::size_t rank() const noexcept { return rep_ ? rep_->rank : 0; }
+  std::span<const IntTuple> modes() const noexcept {
+    return rep_ ? std::span<const IntTuple>(rep_->modes(), rep_->rank) : std::span<const IntTuple>();
+  }
+  std::span<const std::int64_t> extents() const noexcept {
+    return rep_ ? std::span<const std::int64_t>(rep_->extents(), rep_->n_extents) : std::span<const std::int64_t>();
+  }
+  std::int64_t size() const noexcept { return rep_ ? rep_->size : 1; }
+  // Only before the block is shared (construction).
+  IntTuple* mutable_modes() noexcept { return rep_ ? rep_->modes() : nullptr; }
+  std::int64_t* mutable_extents() noexcept { return rep_ ? rep_->extents() : nullptr; }
+  void set_size(std::int64_t size) noexcept {
+    if (rep_) rep_->size = size;
+  }
+  // The same block (copies of one value): equal without comparing modes.
+  bool same_block(const ModeBlock& other) const noexcept { return rep_ == other.rep_; }
+
+ private:
+  struct Rep {
+    std::atomic<std::size_t> refs;
+    std::size_t rank;
+    std::size_t n_extents;
+    std::int64_t size;
+    // The modes, then the extents, follow the header in the same allocation.
+    IntTuple* modes() noexcept { return reinterpret_cast<IntTuple*>(this + 1); }
+    std::int64_t* extents() noexcept { return reinterpret_cast<std::int64_t*>(modes() + rank); }
+  };
+  static_assert(sizeof(Rep) % alignof(IntTuple) == 0 && sizeof(IntTuple) % alignof(std::int64_t) == 0);
+  static Rep* allocate(std::size_t rank, bool with_extents);
+  static void release(Rep* rep) noexcept;
+
+  Rep* rep_ = nullptr;
+};
+
+}  // namespace detail
+
 // Shape(2, IntTuple{3, 4}) — top-level modes. Extents must be >= 0
 // (ValueError).
 class Shape {
@@ -80,28 +156,41 @@ class Shape {
   static Shape of(std::span<const std::int64_t> extents);
   static Shape of(std::initializer_list<std::int64_t> extents);
 
-  std::size_t rank() const noexcept { return modes_.size(); }
-  const IntTuple& mode(std::size_t i) const { return modes_.at(i); }
-  std::span<const IntTuple> modes() const noexcept { return modes_; }
-  // Extent of top-level mode i (product of its leaves).
-  std::int64_t extent(std::size_t i) const { return extents_.at(i); }
-  std::span<const std::int64_t> extents() const noexcept { return extents_; }
+  std::size_t rank() const noexcept { return block_.rank(); }
+  // std::out_of_range for i >= rank().
+  const IntTuple& mode(std::size_t i) const {
+    if (i >= rank()) throw std::out_of_range("Shape::mode: index out of range");
+    return block_.modes()[i];
+  }
+  std::span<const IntTuple> modes() const noexcept { return block_.modes(); }
+  // Extent of top-level mode i (product of its leaves); std::out_of_range for
+  // i >= rank().
+  std::int64_t extent(std::size_t i) const {
+    if (i >= rank()) throw std::out_of_range("Shape::extent: index out of range");
+    return block_.extents()[i];
+  }
+  std::span<const std::int64_t> extents() const noexcept { return block_.extents(); }
   // Product of all extents (1 for rank 0), overflow-checked at construction.
-  std::int64_t size() const noexcept { return size_; }
+  std::int64_t size() const noexcept { return block_.size(); }
   // Every top-level mode is a leaf.
   bool is_flat() const noexcept;
   // As a tuple of modes.
-  IntTuple as_tuple() const { return IntTuple::tuple(modes_); }
+  IntTuple as_tuple() const {
+    const auto m = modes();
+    return IntTuple::tuple(std::vector<IntTuple>(m.begin(), m.end()));
+  }
   std::string to_string() const;
 
-  friend bool operator==(const Shape& a, const Shape& b) noexcept { return a.modes_ == b.modes_; }
+  friend bool operator==(const Shape& a, const Shape& b) noexcept {
+    if (a.block_.same_block(b.block_)) return true;
+    const auto x = a.modes(), y = b.modes();
+    return std::equal(x.begin(), x.end(), y.begin(), y.end());
+  }
   std::size_t hash() const noexcept;
 
  private:
   void init();
-  std::vector<IntTuple> modes_;
-  std::vector<std::int64_t> extents_;
-  std::int64_t size_ = 1;
+  detail::ModeBlock block_;
 };
 
 // Stride: congruent non-negative integers (ValueError for a negative one).
@@ -113,21 +202,28 @@ class Stride {
   static Stride of(std::span<const std::int64_t> strides);
   static Stride of(std::initializer_list<std::int64_t> strides);
 
-  std::size_t rank() const noexcept { return modes_.size(); }
-  const IntTuple& mode(std::size_t i) const { return modes_.at(i); }
-  std::span<const IntTuple> modes() const noexcept { return modes_; }
+  std::size_t rank() const noexcept { return block_.rank(); }
+  // std::out_of_range for i >= rank().
+  const IntTuple& mode(std::size_t i) const {
+    if (i >= rank()) throw std::out_of_range("Stride::mode: index out of range");
+    return block_.modes()[i];
+  }
+  std::span<const IntTuple> modes() const noexcept { return block_.modes(); }
   std::string to_string() const;
 
-  friend bool operator==(const Stride& a, const Stride& b) noexcept { return a.modes_ == b.modes_; }
+  friend bool operator==(const Stride& a, const Stride& b) noexcept {
+    if (a.block_.same_block(b.block_)) return true;
+    const auto x = a.modes(), y = b.modes();
+    return std::equal(x.begin(), x.end(), y.begin(), y.end());
+  }
   std::size_t hash() const noexcept;
 
  private:
   friend class Layout;
-  struct Trusted {};
   // Strides already known to be valid (Layout::compact): no re-check.
-  Stride(std::vector<IntTuple> modes, Trusted) noexcept : modes_(std::move(modes)) {}
+  explicit Stride(detail::ModeBlock block) noexcept : block_(std::move(block)) {}
 
-  std::vector<IntTuple> modes_;
+  detail::ModeBlock block_;
 };
 
 class Layout {

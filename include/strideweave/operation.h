@@ -224,10 +224,18 @@ class ResultSpec {
 // unique, in range and naming Tensor operands (ValueError); alias_of of a
 // result in range and naming a Tensor operand (ValueError); kernel_id
 // non-empty (nullopt: the definition's name).
+//
+// The braced form ResolvedInvocation(call, plan, {spec}) takes the
+// initializer-list overload: the same contract and validation, and a single
+// result is kept in the invocation itself (no heap allocation).
 class ResolvedInvocation {
  public:
   ResolvedInvocation(const BoundOperationCall& call, OperationPlan plan, std::vector<ResultSpec> results,
                      std::vector<std::size_t> mutated_operands = {}, std::vector<std::size_t> saved_operands = {},
+                     std::optional<std::string> kernel_id = std::nullopt);
+  ResolvedInvocation(const BoundOperationCall& call, OperationPlan plan, std::initializer_list<ResultSpec> results,
+                     std::initializer_list<std::size_t> mutated_operands = {},
+                     std::initializer_list<std::size_t> saved_operands = {},
                      std::optional<std::string> kernel_id = std::nullopt);
 
   const BoundOperationCall& call() const noexcept { return *call_; }
@@ -236,15 +244,20 @@ class ResolvedInvocation {
   std::span<const CallOperand> operands() const noexcept { return call_->operands(); }
   const OptionMap& options() const noexcept { return call_->options(); }
   const OperationPlan& plan() const noexcept { return plan_; }
-  std::span<const ResultSpec> results() const noexcept { return results_; }
+  std::span<const ResultSpec> results() const noexcept {
+    return single_ ? std::span<const ResultSpec>(&*single_, 1) : std::span<const ResultSpec>(results_);
+  }
   std::span<const std::size_t> mutated_operands() const noexcept { return mutated_; }
   std::span<const std::size_t> saved_operands() const noexcept { return saved_; }
   const std::string& kernel_id() const noexcept { return kernel_id_; }
 
  private:
+  void validate(const BoundOperationCall& call) const;
+
   std::shared_ptr<const BoundOperationCall> call_;
   OperationPlan plan_;
-  std::vector<ResultSpec> results_;
+  std::optional<ResultSpec> single_;  // the one result of a braced single-result invocation
+  std::vector<ResultSpec> results_;   // otherwise
   std::vector<std::size_t> mutated_;
   std::vector<std::size_t> saved_;
   std::string kernel_id_;

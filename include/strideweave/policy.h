@@ -11,6 +11,7 @@
 // name (`value_of`), its JSON/CLI spelling its member name (`name_of`).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -133,6 +134,10 @@ class OperandPlan {
   std::size_t hash() const noexcept;
 
  private:
+  friend class OperationPlan;
+  // An unset slot of OperationPlan's inline operand storage (never exposed).
+  OperandPlan() noexcept : role_(OperandRole::TENSOR), dtype_(nullptr), convert_to_(nullptr) {}
+
   OperandRole role_;
   const SimpleDType* dtype_;
   const SimpleDType* convert_to_;
@@ -141,12 +146,25 @@ class OperandPlan {
 class OperationPlan {
  public:
   // Field types are enforced by C++; operands must be non-empty (ValueError).
+  // Up to four operands are stored in the plan itself (no heap allocation); the braced form OperationPlan("add", {a, b}, ...) takes the
+  // initializer-list overload.
   OperationPlan(std::string operation, std::vector<OperandPlan> operands, Arithmetic compute,
                 std::optional<Accumulation> accumulation, const SimpleDType* accumulator_dtype,
                 const SimpleDType& output);
+  OperationPlan(std::string operation, std::initializer_list<OperandPlan> operands, Arithmetic compute,
+                std::optional<Accumulation> accumulation, const SimpleDType* accumulator_dtype,
+                const SimpleDType& output);
+  OperationPlan(const OperationPlan& other);
+  OperationPlan(OperationPlan&& other) noexcept;
+  OperationPlan& operator=(const OperationPlan& other);
+  OperationPlan& operator=(OperationPlan&& other) noexcept;
+  ~OperationPlan() = default;
 
   const std::string& operation() const noexcept { return operation_; }
-  std::span<const OperandPlan> operands() const noexcept { return operands_; }
+  std::span<const OperandPlan> operands() const noexcept {
+    return count_ <= kInlineOperands ? std::span<const OperandPlan>(inline_, count_)
+                                     : std::span<const OperandPlan>(heap_);
+  }
   Arithmetic compute() const noexcept { return compute_; }
   std::optional<Accumulation> accumulation() const noexcept { return accumulation_; }
   const SimpleDType* accumulator_dtype() const noexcept { return accumulator_dtype_; }
@@ -160,21 +178,34 @@ class OperationPlan {
   // Result participates in autograd iff output is exactly Float32 (R1.5).
   bool output_differentiable() const noexcept { return output_ == &DType::Float32(); }
 
+  // Field equality (a differing cached hash short-cuts to false).
   friend STRIDEWEAVE_EXPORT bool operator==(const OperationPlan& a, const OperationPlan& b) noexcept;
-  // Computed once at construction (plans are immutable; lookups hash often).
-  std::size_t hash() const noexcept { return hash_; }
+  // Of the fields (the operation name through XXH3-64). Computed on first
+  // use and cached (plans are immutable); safe to call from several threads
+  // at once (the cache is atomic; racing first calls compute the same value).
+  std::size_t hash() const noexcept {
+    const std::size_t h = hash_.load(std::memory_order_relaxed);
+    return h != 0 ? h : cache_hash();
+  }
   std::string to_string() const;
 
  private:
+  static constexpr std::size_t kInlineOperands = 4;
+  void set_operands(std::span<const OperandPlan> operands);
+  void check() const;
   std::size_t compute_hash() const noexcept;
+  std::size_t cache_hash() const noexcept;
 
   std::string operation_;
-  std::vector<OperandPlan> operands_;
+  OperandPlan inline_[kInlineOperands];
+  std::vector<OperandPlan> heap_;  // only when count_ > kInlineOperands
+  std::size_t count_ = 0;
   Arithmetic compute_;
   std::optional<Accumulation> accumulation_;
   const SimpleDType* accumulator_dtype_;
   const SimpleDType* output_;
-  std::size_t hash_ = 0;
+  // 0: not computed yet (a computed 0 is stored as 1).
+  mutable std::atomic<std::size_t> hash_{0};
 };
 
 // ---------------------------------------------------------------- specifications (R3)

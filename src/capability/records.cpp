@@ -102,14 +102,17 @@ OperationCapability OperationCapability::from_plan(const OperationPlan& plan, Ex
 }
 
 bool OperationCapability::matches(const OperationPlan& plan) const noexcept {
-  if (operation_ != plan.operation() || operands_.size() != plan.operands().size()) return false;
+  // The scalar fields first, the operation name (a string comparison) last.
+  const std::span<const OperandPlan> ops = plan.operands();
+  if (operands_.size() != ops.size() || compute_ != plan.compute() || output_ != &plan.output() ||
+      accumulator_dtype_ != plan.accumulator_dtype() || accumulation_ != plan.accumulation())
+    return false;
   for (std::size_t i = 0; i < operands_.size(); ++i) {
-    const OperandPlan& p = plan.operands()[i];
+    const OperandPlan& p = ops[i];
     if (operands_[i].role() != p.role() || operands_[i].dtype() != p.dtype() || &operands_[i].convert_to() != &p.convert_to())
       return false;
   }
-  return compute_ == plan.compute() && accumulation_ == plan.accumulation() &&
-         accumulator_dtype_ == plan.accumulator_dtype() && output_ == &plan.output();
+  return operation_ == plan.operation();
 }
 
 bool OperationCapability::same_shape(const OperationCapability& o) const noexcept {

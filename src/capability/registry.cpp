@@ -10,7 +10,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <cstdint>
 #include <optional>
+#include <string_view>
 #include <typeindex>
 #include <unordered_map>
 #include <vector>
@@ -21,12 +23,30 @@
 namespace strideweave {
 namespace {
 
+// The capabilities of one operation: a run of `sorted` (sorted by operation
+// name first, so each operation's capabilities are contiguous).
+struct OperationRun {
+  std::string_view operation;  // views the first capability's name
+  std::uint32_t begin;
+  std::uint32_t count;
+};
+
 struct ClassCapabilities {
   enum class Origin { KernelBacked, Declared, ObservedEmpty, DefinitionBacked } origin;
   CarrierClass cls;
   std::vector<OperationCapability> sorted;
   std::unordered_map<OperationPlan, std::size_t> by_plan;
+  // One run per operation, in name order.
+  std::vector<OperationRun> runs;
 };
+
+// A class with at most this many operations finds an operation's run by
+// binary search, and an operation with at most kDirectCapabilities
+// capabilities is matched field by field (no plan hash, no allocation); a
+// larger class or run (the shipped CPU class) keeps the hash lookup, which
+// is cheaper there.
+constexpr std::size_t kDirectOperations = 16;
+constexpr std::uint32_t kDirectCapabilities = 4;
 
 using Snapshot = std::unordered_map<CarrierClass, std::shared_ptr<const ClassCapabilities>>;
 
@@ -59,10 +79,17 @@ Registry& registry() {
 
 std::shared_ptr<const ClassCapabilities> make_entry(ClassCapabilities::Origin origin, CarrierClass cls,
                                                     std::vector<OperationCapability> caps) {
-  auto e = std::make_shared<ClassCapabilities>(ClassCapabilities{origin, cls, {}, {}});
+  auto e = std::make_shared<ClassCapabilities>(ClassCapabilities{origin, cls, {}, {}, {}});
   std::sort(caps.begin(), caps.end());
   for (std::size_t i = 0; i < caps.size(); ++i) e->by_plan.emplace(caps[i].to_plan(), i);
   e->sorted = std::move(caps);
+  for (std::size_t i = 0; i < e->sorted.size(); ++i) {
+    const std::string_view op = e->sorted[i].operation();
+    if (!e->runs.empty() && e->runs.back().operation == op)
+      ++e->runs.back().count;
+    else
+      e->runs.push_back(OperationRun{op, static_cast<std::uint32_t>(i), 1});
+  }
   return e;
 }
 
@@ -119,6 +146,22 @@ std::shared_ptr<const ClassCapabilities> observe(CarrierClass cls, const char* w
 }
 
 const OperationCapability* find_plan(const ClassCapabilities& c, const OperationPlan& plan) {
+  if (c.sorted.size() <= kDirectCapabilities) {  // a tiny class: its capabilities are the candidates
+    for (const OperationCapability& x : c.sorted)
+      if (x.matches(plan)) return &x;
+    return nullptr;
+  }
+  if (c.runs.size() <= kDirectOperations) {
+    const std::string_view op = plan.operation();
+    const auto run = std::lower_bound(c.runs.begin(), c.runs.end(), op,
+                                      [](const OperationRun& r, std::string_view name) { return r.operation < name; });
+    if (run == c.runs.end() || run->operation != op) return nullptr;
+    if (run->count <= kDirectCapabilities) {
+      for (std::uint32_t i = run->begin; i < run->begin + run->count; ++i)
+        if (c.sorted[i].matches(plan)) return &c.sorted[i];
+      return nullptr;
+    }
+  }
   auto it = c.by_plan.find(plan);
   return it == c.by_plan.end() ? nullptr : &c.sorted[it->second];
 }

@@ -237,85 +237,156 @@ std::size_t IntTuple::hash() const noexcept {
 }
 
 // ---------------------------------------------------------------------------
+// ModeBlock: the shared immutable modes of a Shape or Stride
+
+namespace detail {
+
+ModeBlock::Rep* ModeBlock::allocate(std::size_t rank, bool with_extents) {
+  const std::size_t n_extents = with_extents ? rank : 0;
+  void* raw = ::operator new(sizeof(Rep) + rank * sizeof(IntTuple) + n_extents * sizeof(std::int64_t));
+  Rep* rep = ::new (raw) Rep{{1}, 0, n_extents, 1};
+  return rep;
+}
+
+void ModeBlock::release(Rep* rep) noexcept {
+  IntTuple* m = rep->modes();
+  for (std::size_t i = 0; i < rep->rank; ++i) m[i].~IntTuple();
+  rep->~Rep();
+  ::operator delete(static_cast<void*>(rep));
+}
+
+ModeBlock::ModeBlock(std::size_t rank, bool with_extents) {
+  if (rank == 0) return;
+  Rep* rep = allocate(rank, with_extents);
+  // Leaves never throw on construction; `rank` counts constructed modes.
+  for (IntTuple* m = rep->modes(); rep->rank < rank; ++rep->rank) ::new (m + rep->rank) IntTuple(std::int64_t{0});
+  for (std::size_t i = 0; i < rep->n_extents; ++i) rep->extents()[i] = 0;
+  rep_ = rep;
+}
+
+ModeBlock::ModeBlock(std::span<const IntTuple> modes, bool with_extents) {
+  if (modes.empty()) return;
+  Rep* rep = allocate(modes.size(), with_extents);
+  try {
+    // A nested mode's copy allocates (and may throw); `rank` counts the
+    // constructed modes so that release() destroys exactly those.
+    for (IntTuple* m = rep->modes(); rep->rank < modes.size(); ++rep->rank)
+      ::new (m + rep->rank) IntTuple(modes[rep->rank]);
+  } catch (...) {
+    release(rep);
+    throw;
+  }
+  for (std::size_t i = 0; i < rep->n_extents; ++i) rep->extents()[i] = 0;
+  rep_ = rep;
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
 // Shape
 
-Shape::Shape(std::initializer_list<IntTuple> modes) : modes_(modes) { init(); }
+Shape::Shape(std::initializer_list<IntTuple> modes)
+    : block_(std::span<const IntTuple>(modes.begin(), modes.size()), true) {
+  init();
+}
 
-Shape::Shape(std::vector<IntTuple> modes) : modes_(std::move(modes)) { init(); }
+Shape::Shape(std::vector<IntTuple> modes) : block_(std::span<const IntTuple>(modes), true) { init(); }
 
 Shape Shape::of(std::span<const std::int64_t> extents) {
-  std::vector<IntTuple> modes(extents.begin(), extents.end());
-  return Shape(std::move(modes));
+  Shape shape;
+  shape.block_ = detail::ModeBlock(extents.size(), true);
+  IntTuple* m = shape.block_.mutable_modes();
+  for (std::size_t i = 0; i < extents.size(); ++i) m[i] = IntTuple(extents[i]);
+  shape.init();
+  return shape;
 }
 
 Shape Shape::of(std::initializer_list<std::int64_t> extents) {
   return of(std::span<const std::int64_t>(extents.begin(), extents.size()));
 }
 
+// Fills the (still unshared) block's extents and size; ValueError for a
+// negative extent or an overflowing product, before the Shape exists.
 void Shape::init() {
-  std::vector<std::int64_t> all;
-  extents_.clear();
-  extents_.reserve(modes_.size());
+  const std::span<const IntTuple> modes = block_.modes();
+  std::int64_t* extents = block_.mutable_extents();
   if (is_flat()) {  // the common case, without per-mode leaf vectors
-    for (std::size_t i = 0; i < modes_.size(); ++i) {
-      const std::int64_t e = modes_[i].value();
+    for (std::size_t i = 0; i < modes.size(); ++i) {
+      const std::int64_t e = modes[i].value();
       if (e < 0)
         throw ValueError(fmt::format("Shape: extent {} in mode {} ({}) is negative; extents must be >= 0", e, i,
-                                     modes_[i].to_string()));
-      extents_.push_back(e);
+                                     modes[i].to_string()));
+      extents[i] = e;
     }
-    size_ = checked_product(extents_, "Shape");
+    block_.set_size(checked_product(block_.extents(), "Shape"));
     return;
   }
-  for (std::size_t i = 0; i < modes_.size(); ++i) {
-    std::vector<std::int64_t> leaves = modes_[i].leaves();
+  std::vector<std::int64_t> all;
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    std::vector<std::int64_t> leaves = modes[i].leaves();
     for (std::int64_t e : leaves)
       if (e < 0)
         throw ValueError(fmt::format("Shape: extent {} in mode {} ({}) is negative; extents must be >= 0", e, i,
-                                     modes_[i].to_string()));
-    extents_.push_back(checked_product(leaves, "Shape"));
+                                     modes[i].to_string()));
+    extents[i] = checked_product(leaves, "Shape");
     all.insert(all.end(), leaves.begin(), leaves.end());
   }
-  size_ = checked_product(all, "Shape");
+  block_.set_size(checked_product(all, "Shape"));
 }
 
 bool Shape::is_flat() const noexcept {
-  return std::all_of(modes_.begin(), modes_.end(), [](const IntTuple& m) { return m.is_leaf(); });
+  const auto m = modes();
+  return std::all_of(m.begin(), m.end(), [](const IntTuple& t) { return t.is_leaf(); });
 }
 
-std::string Shape::to_string() const { return join_modes(modes_); }
+std::string Shape::to_string() const { return join_modes(modes()); }
 
-std::size_t Shape::hash() const noexcept { return hash_modes(modes_, 0x5bd1e9955bd1e995ULL); }
+std::size_t Shape::hash() const noexcept { return hash_modes(modes(), 0x5bd1e9955bd1e995ULL); }
 
 // ---------------------------------------------------------------------------
 // Stride
 
 namespace {
-void check_strides(const std::vector<IntTuple>& modes) {
-  for (std::size_t i = 0; i < modes.size(); ++i)
+void check_strides(std::span<const IntTuple> modes) {
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    if (modes[i].is_leaf()) {
+      if (modes[i].value() < 0)
+        throw ValueError(fmt::format("Stride: stride {} in mode {} ({}) is negative; strides must be >= 0",
+                                     modes[i].value(), i, modes[i].to_string()));
+      continue;
+    }
     for (std::int64_t s : modes[i].leaves())
       if (s < 0)
         throw ValueError(fmt::format("Stride: stride {} in mode {} ({}) is negative; strides must be >= 0", s, i,
                                      modes[i].to_string()));
+  }
 }
 }  // namespace
 
-Stride::Stride(std::initializer_list<IntTuple> modes) : modes_(modes) { check_strides(modes_); }
+Stride::Stride(std::initializer_list<IntTuple> modes)
+    : block_(std::span<const IntTuple>(modes.begin(), modes.size()), false) {
+  check_strides(block_.modes());
+}
 
-Stride::Stride(std::vector<IntTuple> modes) : modes_(std::move(modes)) { check_strides(modes_); }
+Stride::Stride(std::vector<IntTuple> modes) : block_(std::span<const IntTuple>(modes), false) {
+  check_strides(block_.modes());
+}
 
 Stride Stride::of(std::span<const std::int64_t> strides) {
-  std::vector<IntTuple> modes(strides.begin(), strides.end());
-  return Stride(std::move(modes));
+  detail::ModeBlock block(strides.size(), false);
+  IntTuple* m = block.mutable_modes();
+  for (std::size_t i = 0; i < strides.size(); ++i) m[i] = IntTuple(strides[i]);
+  check_strides(block.modes());
+  return Stride(std::move(block));
 }
 
 Stride Stride::of(std::initializer_list<std::int64_t> strides) {
   return of(std::span<const std::int64_t>(strides.begin(), strides.size()));
 }
 
-std::string Stride::to_string() const { return join_modes(modes_); }
+std::string Stride::to_string() const { return join_modes(modes()); }
 
-std::size_t Stride::hash() const noexcept { return hash_modes(modes_, 0x9ddfea08eb382d69ULL); }
+std::size_t Stride::hash() const noexcept { return hash_modes(modes(), 0x9ddfea08eb382d69ULL); }
 
 // ---------------------------------------------------------------------------
 // Layout: construction and queries
@@ -343,16 +414,17 @@ Layout Layout::compact(const Shape& shape) {
   // Strides skip zero extents (numpy convention), so they stay meaningful and
   // representable for empty shapes.
   if (shape.is_flat()) {  // the common case, without intermediate vectors
-    std::vector<IntTuple> modes;
-    modes.reserve(shape.rank());
+    detail::ModeBlock block(shape.rank(), false);
+    IntTuple* modes = block.mutable_modes();
     std::int64_t s = 1;
-    for (std::int64_t e : shape.extents()) {
-      modes.emplace_back(s);
+    for (std::size_t i = 0; i < shape.rank(); ++i) {
+      const std::int64_t e = shape.extents()[i];
+      modes[i] = IntTuple(s);
       if (e > 1) s = checked_mul(s, e, "Layout.compact");
     }
     // Non-negative strides congruent with the flat shape; a compact layout's
     // cosize is its size.
-    return Layout(shape, Stride(std::move(modes), Stride::Trusted{}), shape.size(), Trusted{});
+    return Layout(shape, Stride(std::move(block)), shape.size(), Trusted{});
   }
   std::vector<std::int64_t> strides;
   std::int64_t s = 1;

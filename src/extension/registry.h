@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strideweave::extension::detail {
@@ -46,6 +47,13 @@ struct ClassDefinition {
   // Freezes the built-in patterns and the packs (idempotent) and returns the
   // capability set: the capability registry's sealing step.
   std::vector<OperationCapability> seal();
+};
+
+// Publication's access to a validated ProviderResult: its outputs are moved
+// out (the result is spent afterwards; nothing reads it again) instead of
+// copied.
+struct ProviderResultAccess {
+  static std::vector<Tensor> take_outputs(ProviderResult& result) noexcept { return std::move(result.outputs_); }
 };
 
 // DependentCarrier, DefinedCarrier and DefinedDependentCarrier themselves:

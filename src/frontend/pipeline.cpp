@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <utility>
 
 #include "extension/registry.h"
 #include "frontend/autograd_hooks.h"
@@ -78,7 +79,9 @@ std::vector<const Carrier*> mutated_carriers(const ResolvedInvocation& invocatio
 // declared mutation (a view of a mutated operand included) may change; any
 // other operand's carrier must not have.
 void check_undeclared_mutation(const ResolvedInvocation& invocation, const OperandVersions& before, const Who& who) {
-  const std::vector<const Carrier*> declared = mutated_carriers(invocation);
+  // Nothing declared mutated (the common case): no list to build.
+  const std::vector<const Carrier*> declared =
+      invocation.mutated_operands().empty() ? std::vector<const Carrier*>() : mutated_carriers(invocation);
   for (std::size_t i = 0; i < invocation.operands().size(); ++i) {
     const Tensor* in = std::get_if<Tensor>(&invocation.operands()[i]);
     if (!in || std::find(declared.begin(), declared.end(), in->carrier().get()) != declared.end()) continue;
@@ -162,12 +165,14 @@ void validate(const ResolvedInvocation& invocation, const ProviderResult& result
 // differentiation belongs to the semantic definition"). Everything that can
 // fail (the writability of every mutated carrier, building the node) comes
 // before the first version step; the attachment itself cannot fail, and it
-// snapshots the published versions.
-std::vector<Tensor> publish(const std::shared_ptr<const ResolvedInvocation>& invocation, const ProviderResult& result,
+// snapshots the published versions. The validated result's outputs are
+// moved out, not copied (the result is spent).
+std::vector<Tensor> publish(const std::shared_ptr<const ResolvedInvocation>& invocation, ProviderResult&& result,
                             bool graph) {
-  const std::vector<const Carrier*> declared = mutated_carriers(*invocation);
+  const std::vector<const Carrier*> declared =
+      invocation->mutated_operands().empty() ? std::vector<const Carrier*>() : mutated_carriers(*invocation);
   for (const Carrier* c : declared) c->require_writable(invocation->operation().c_str());  // all, before any bump
-  std::vector<Tensor> outputs(result.outputs().begin(), result.outputs().end());
+  std::vector<Tensor> outputs = extension::detail::ProviderResultAccess::take_outputs(result);
   const AutogradHooks* hooks = graph ? &autograd_hooks() : nullptr;
   const std::shared_ptr<autograd::Node> node = hooks ? hooks->prepare_definition_node(invocation, outputs) : nullptr;
   for (const Carrier* c : declared) const_cast<Carrier*>(c)->bump_version();
@@ -194,7 +199,11 @@ std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
     return c.pattern->operation_ptr().get() == &invocation.definition() && c.pattern->matching_plan(plan) &&
            (!pinned || c.pattern->kernel_id() == *pinned);
   };
-  if (std::none_of(sealed.candidates.begin(), sealed.candidates.end(), matches))
+  // The first match is found once; later candidates are matched only when
+  // reached (an earlier one declined), so a call whose first matching
+  // candidate runs matches each candidate once.
+  const auto first = std::find_if(sealed.candidates.begin(), sealed.candidates.end(), matches);
+  if (first == sealed.candidates.end())
     throw UnsupportedOperationPlan(fmt::format("{} has no kernel pattern for the plan {}.", prototype.class_name(),
                                                plan.to_string()),
                                    plan);
@@ -202,17 +211,17 @@ std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
   // terminal.
   if (trace) {
     trace->route = "kernel patterns";
-    for (const auto& c : sealed.candidates)
-      if (matches(c))
-        trace->candidates.push_back(CandidateTrace{c.pattern->kernel_id(), c.source, c.pattern->preference(),
+    for (auto it = first; it != sealed.candidates.end(); ++it)
+      if (it == first || matches(*it))
+        trace->candidates.push_back(CandidateTrace{it->pattern->kernel_id(), it->source, it->pattern->preference(),
                                                    CandidateTrace::Outcome::NotReached, {}});
   }
   const OperandVersions before(invocation);  // before the first provider callback (prepare must not mutate)
   std::string reasons;
   std::size_t k = 0;  // the position among the matched candidates
-  for (const auto& candidate : sealed.candidates) {
-    if (!matches(candidate)) continue;
-    const auto* c = &candidate;
+  for (auto it = first; it != sealed.candidates.end(); ++it) {
+    if (it != first && !matches(*it)) continue;
+    const auto* c = &*it;
     const std::size_t position = k++;
     extension::KernelPattern::Prepared prepared = c->pattern->prepare()(invocation, *c->interface);
     if (const auto* no = std::get_if<extension::Unsupported>(&prepared)) {
@@ -232,9 +241,9 @@ std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
       trace->candidates[position].outcome = CandidateTrace::Outcome::Ran;
       trace->ran = c->pattern->kernel_id();
     }
-    const ProviderResult result = settle(kernel.submit()(), who);
+    ProviderResult result = settle(kernel.submit()(), who);
     validate(invocation, result, [&record](std::size_t) { return record.cls; }, before, who);
-    return publish(call.invocation, result, call.graph);
+    return publish(call.invocation, std::move(result), call.graph);
   }
   check_undeclared_mutation(invocation, before, who);
   throw UnsupportedOperationPlan(fmt::format("{}: every kernel pattern for the plan {} declined at run time: {}.",
@@ -265,9 +274,9 @@ std::vector<Tensor> run_composite(const Call& call, const Carrier& prototype,
                                    invocation.plan());
   }
   if (trace) trace->ran = "composite provider";
-  const ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()(), who);
+  ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()(), who);
   validate(invocation, result, [&classes](std::size_t r) { return classes[r]; }, before, who);
-  return publish(call.invocation, result, call.graph);
+  return publish(call.invocation, std::move(result), call.graph);
 }
 
 }  // namespace

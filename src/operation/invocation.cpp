@@ -6,7 +6,8 @@
 
 #include <array>
 #include <cmath>
-#include <set>
+#include <cstdint>
+#include <vector>
 
 namespace strideweave::operation {
 
@@ -115,6 +116,27 @@ ResolvedInvocation::ResolvedInvocation(const BoundOperationCall& call, Operation
       mutated_(std::move(mutated_operands)),
       saved_(std::move(saved_operands)),
       kernel_id_(kernel_id ? std::move(*kernel_id) : call.definition().name()) {
+  validate(call);
+}
+
+ResolvedInvocation::ResolvedInvocation(const BoundOperationCall& call, OperationPlan plan,
+                                       std::initializer_list<ResultSpec> results,
+                                       std::initializer_list<std::size_t> mutated_operands,
+                                       std::initializer_list<std::size_t> saved_operands,
+                                       std::optional<std::string> kernel_id)
+    : call_(call.shared_from_this()),
+      plan_(std::move(plan)),
+      mutated_(mutated_operands),
+      saved_(saved_operands),
+      kernel_id_(kernel_id ? std::move(*kernel_id) : call.definition().name()) {
+  if (results.size() == 1)
+    single_.emplace(*results.begin());
+  else
+    results_.assign(results.begin(), results.end());
+  validate(call);
+}
+
+void ResolvedInvocation::validate(const BoundOperationCall& call) const {
   const std::string& op = call.definition().name();
   const std::span<const OperandSpec> specs = call.definition().schema().operands();
   if (plan_.operation() != op)
@@ -152,18 +174,27 @@ ResolvedInvocation::ResolvedInvocation(const BoundOperationCall& call, Operation
                          o.dtype() ? o.dtype()->name() : "None", specs[slot.operand].name(), slot.dtype->name());
     return std::nullopt;
   };
-  std::optional<std::string> first_conflict;
-  for (std::size_t p = 0; p < slots.size() && !first_conflict; ++p) first_conflict = conflict(p);
-  // mul(weak_scalar, tensor) resolves the registry's (tensor, weak_scalar)
-  // plan (docs/policy.md): a built-in two-operand plan may list its
-  // operands in the other order.
-  if (first_conflict && call.definition().is_builtin() && slots.size() == 2) {
-    std::swap(slots[0], slots[1]);
-    if (!conflict(0) && !conflict(1)) first_conflict.reset();
-    std::swap(slots[0], slots[1]);
+  // The common case, every operand agreeing in order, is checked without
+  // building any message; only a disagreement takes the slower path below.
+  bool in_order = true;
+  for (std::size_t p = 0; p < slots.size() && in_order; ++p) {
+    const OperandPlan& o = plan_.operands()[p];
+    in_order = o.role() == slots[p].role && (!slots[p].dtype || o.dtype() == slots[p].dtype);
   }
-  if (first_conflict) throw ValueError(fmt::format("ResolvedInvocation of {}: {}", op, *first_conflict));
-  if (results_.empty()) throw ValueError(fmt::format("ResolvedInvocation of {}: results must not be empty", op));
+  if (!in_order) {
+    std::optional<std::string> first_conflict;
+    for (std::size_t p = 0; p < slots.size() && !first_conflict; ++p) first_conflict = conflict(p);
+    // mul(weak_scalar, tensor) resolves the registry's (tensor, weak_scalar)
+    // plan (docs/policy.md): a built-in two-operand plan may list its
+    // operands in the other order.
+    if (first_conflict && call.definition().is_builtin() && slots.size() == 2) {
+      std::swap(slots[0], slots[1]);
+      if (!conflict(0) && !conflict(1)) first_conflict.reset();
+      std::swap(slots[0], slots[1]);
+    }
+    if (first_conflict) throw ValueError(fmt::format("ResolvedInvocation of {}: {}", op, *first_conflict));
+  }
+  if (results().empty()) throw ValueError(fmt::format("ResolvedInvocation of {}: results must not be empty", op));
   auto tensor_index = [&](std::size_t i, const char* what) {
     if (i >= specs.size())
       throw ValueError(fmt::format("ResolvedInvocation of {}: {} index {} is out of range ({} operands)", op, what, i,
@@ -172,14 +203,22 @@ ResolvedInvocation::ResolvedInvocation(const BoundOperationCall& call, Operation
       throw ValueError(fmt::format("ResolvedInvocation of {}: {} index {} names operand '{}', which is not a Tensor",
                                    op, what, i, specs[i].name()));
   };
-  for (const ResultSpec& r : results_)
+  for (const ResultSpec& r : results())
     if (r.alias_of()) tensor_index(*r.alias_of(), "alias_of");
+  // Indices are checked in range before the repeat check, so a bit per
+  // schema operand suffices: a fixed array for up to 256 operands, a heap
+  // bitmap beyond (no per-call allocation for ordinary schemas).
   for (const auto& [list, what] : {std::pair{&mutated_, "mutated operand"}, std::pair{&saved_, "saved operand"}}) {
-    std::set<std::size_t> seen;
+    if (list->empty()) continue;
+    std::array<std::uint64_t, 4> inline_bits{};
+    std::vector<std::uint64_t> heap_bits(specs.size() > 256 ? (specs.size() + 63) / 64 : 0);
+    std::uint64_t* bits = specs.size() > 256 ? heap_bits.data() : inline_bits.data();
     for (std::size_t i : *list) {
       tensor_index(i, what);
-      if (!seen.insert(i).second)
+      const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+      if (bits[i / 64] & bit)
         throw ValueError(fmt::format("ResolvedInvocation of {}: {} index {} repeats", op, what, i));
+      bits[i / 64] |= bit;
     }
   }
   if (kernel_id_.empty()) throw ValueError(fmt::format("ResolvedInvocation of {}: kernel_id must not be empty", op));

@@ -8,10 +8,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <unordered_set>
 
 #include "policy/operation_table.h"
+
+// Header-only xxHash (XXH3-64 of operation names): no link dependency for
+// this layer.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace strideweave {
 
@@ -158,53 +164,140 @@ OperationPlan::OperationPlan(std::string operation, std::vector<OperandPlan> ope
                              std::optional<Accumulation> accumulation, const SimpleDType* accumulator_dtype,
                              const SimpleDType& output)
     : operation_(std::move(operation)),
-      operands_(std::move(operands)),
       compute_(compute),
       accumulation_(accumulation),
       accumulator_dtype_(accumulator_dtype),
       output_(&output) {
-  if (operands_.empty()) throw ValueError(fmt::format("OperationPlan '{}': operands must be non-empty", operation_));
-  hash_ = compute_hash();
+  if (operands.size() > kInlineOperands) {
+    count_ = operands.size();
+    heap_ = std::move(operands);
+  } else {
+    set_operands(operands);
+  }
+  check();
+}
+
+OperationPlan::OperationPlan(std::string operation, std::initializer_list<OperandPlan> operands, Arithmetic compute,
+                             std::optional<Accumulation> accumulation, const SimpleDType* accumulator_dtype,
+                             const SimpleDType& output)
+    : operation_(std::move(operation)),
+      compute_(compute),
+      accumulation_(accumulation),
+      accumulator_dtype_(accumulator_dtype),
+      output_(&output) {
+  set_operands(std::span<const OperandPlan>(operands.begin(), operands.size()));
+  check();
+}
+
+OperationPlan::OperationPlan(const OperationPlan& other)
+    : operation_(other.operation_),
+      heap_(other.heap_),
+      count_(other.count_),
+      compute_(other.compute_),
+      accumulation_(other.accumulation_),
+      accumulator_dtype_(other.accumulator_dtype_),
+      output_(other.output_),
+      hash_(other.hash_.load(std::memory_order_relaxed)) {
+  std::copy_n(other.inline_, std::min(other.count_, kInlineOperands), inline_);  // the used slots
+}
+
+OperationPlan::OperationPlan(OperationPlan&& other) noexcept
+    : operation_(std::move(other.operation_)),
+      heap_(std::move(other.heap_)),
+      count_(other.count_),
+      compute_(other.compute_),
+      accumulation_(other.accumulation_),
+      accumulator_dtype_(other.accumulator_dtype_),
+      output_(other.output_),
+      hash_(other.hash_.load(std::memory_order_relaxed)) {
+  std::copy_n(other.inline_, std::min(other.count_, kInlineOperands), inline_);  // the used slots
+  other.hash_.store(0, std::memory_order_relaxed);  // its fields are gone
+}
+
+OperationPlan& OperationPlan::operator=(const OperationPlan& other) {
+  if (this != &other) {
+    OperationPlan copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+OperationPlan& OperationPlan::operator=(OperationPlan&& other) noexcept {
+  if (this != &other) {
+    operation_ = std::move(other.operation_);
+    std::copy_n(other.inline_, std::min(other.count_, kInlineOperands), inline_);  // the used slots
+    heap_ = std::move(other.heap_);
+    count_ = other.count_;
+    compute_ = other.compute_;
+    accumulation_ = other.accumulation_;
+    accumulator_dtype_ = other.accumulator_dtype_;
+    output_ = other.output_;
+    hash_.store(other.hash_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    other.hash_.store(0, std::memory_order_relaxed);  // its fields are gone
+  }
+  return *this;
+}
+
+void OperationPlan::set_operands(std::span<const OperandPlan> operands) {
+  count_ = operands.size();
+  if (count_ <= kInlineOperands)
+    std::copy(operands.begin(), operands.end(), std::begin(inline_));
+  else
+    heap_.assign(operands.begin(), operands.end());
+}
+
+void OperationPlan::check() const {
+  if (count_ == 0) throw ValueError(fmt::format("OperationPlan '{}': operands must be non-empty", operation_));
 }
 
 std::vector<OperandRole> OperationPlan::roles() const {
   std::vector<OperandRole> out;
-  for (const OperandPlan& o : operands_) out.push_back(o.role());
+  for (const OperandPlan& o : operands()) out.push_back(o.role());
   return out;
 }
 
 OperationPlan OperationPlan::with_compute(Arithmetic compute) const {
   OperationPlan copy = *this;
   copy.compute_ = compute;
-  copy.hash_ = copy.compute_hash();
+  copy.hash_.store(0, std::memory_order_relaxed);
   return copy;
 }
 
 OperationPlan OperationPlan::with_accumulator(const SimpleDType* accumulator_dtype) const {
   OperationPlan copy = *this;
   copy.accumulator_dtype_ = accumulator_dtype;
-  copy.hash_ = copy.compute_hash();
+  copy.hash_.store(0, std::memory_order_relaxed);
   return copy;
 }
 
 bool operator==(const OperationPlan& a, const OperationPlan& b) noexcept {
-  if (a.hash_ != b.hash_) return false;
-  return a.operation_ == b.operation_ && a.operands_ == b.operands_ && a.compute_ == b.compute_ &&
-         a.accumulation_ == b.accumulation_ && a.accumulator_dtype_ == b.accumulator_dtype_ && a.output_ == b.output_;
+  const std::size_t ha = a.hash_.load(std::memory_order_relaxed), hb = b.hash_.load(std::memory_order_relaxed);
+  if (ha != 0 && hb != 0 && ha != hb) return false;
+  const auto x = a.operands(), y = b.operands();
+  return a.compute_ == b.compute_ && a.output_ == b.output_ && a.accumulator_dtype_ == b.accumulator_dtype_ &&
+         a.accumulation_ == b.accumulation_ && std::equal(x.begin(), x.end(), y.begin(), y.end()) &&
+         a.operation_ == b.operation_;
 }
 
 std::size_t OperationPlan::compute_hash() const noexcept {
-  std::size_t h = std::hash<std::string>()(operation_);
-  for (const OperandPlan& o : operands_) h = mix(h, o.hash());
+  std::size_t h = static_cast<std::size_t>(XXH3_64bits(operation_.data(), operation_.size()));
+  for (const OperandPlan& o : operands()) h = mix(h, o.hash());
   h = mix(h, static_cast<std::size_t>(compute_));
   h = mix(h, accumulation_ ? static_cast<std::size_t>(*accumulation_) + 1 : 0);
   h = mix(h, std::hash<const void*>()(accumulator_dtype_));
   return mix(h, std::hash<const void*>()(output_));
 }
 
+std::size_t OperationPlan::cache_hash() const noexcept {
+  std::size_t h = compute_hash();
+  if (h == 0) h = 1;  // 0 marks "not computed"
+  hash_.store(h, std::memory_order_relaxed);
+  return h;
+}
+
 std::string OperationPlan::to_string() const {
   std::string ops;
-  for (const OperandPlan& o : operands_) {
+  for (const OperandPlan& o : operands()) {
     if (!ops.empty()) ops += ", ";
     ops += fmt::format("{}:{}->{}", value_of(o.role()), o.dtype() ? o.dtype()->name() : "None", o.convert_to().name());
   }

@@ -9,10 +9,15 @@
 // BlockDeviceCarrier.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
 #include <random>
 #include <set>
 #include <type_traits>
+#include <unordered_set>
+#include <vector>
 
 #include "capability/capability_test_support.h"
 #include "execution/kernel_table.h"
@@ -724,6 +729,50 @@ TEST(BackendCapabilities_ClassQueries, RestrictClassEnumerationByOperation) {
     EXPECT_EQ(total, all.size());
     EXPECT_EQ(capabilities_for_carrier_class(cls, std::nullopt), all);
   }
+}
+
+// backend-capabilities.md (exact matching) across the gate's two lookups: a
+// class with few capabilities for an operation is matched field by field, a
+// larger one (many operations, or many capabilities for one) by plan hash;
+// both admit exactly the declared plans and refuse every near miss, with the
+// same sentences.
+TEST(BackendCapabilities_CapabilitiesMatchPlans, DirectAndHashedLookupsAgree) {
+  std::map<std::string, std::vector<OperationPlan>> by_op;
+  for (const OperationPlan& p : resolvable_plans()) by_op[p.operation()].push_back(p);
+  std::vector<OperationPlan> small, large;  // small: <= 4 per operation, few operations; large: everything
+  for (const auto& [op, plans] : by_op) {
+    for (std::size_t i = 0; i < plans.size() && i < 4 && small.size() < 12; ++i) small.push_back(plans[i]);
+    large.insert(large.end(), plans.begin(), plans.end());
+  }
+  ASSERT_GT(by_op.size(), 16u);  // the large class exceeds the direct lookup's operation count
+  const auto check = [](CarrierClass cls, const std::vector<OperationPlan>& declared) {
+    std::vector<OperationCapability> caps;
+    for (const OperationPlan& p : declared) caps.push_back(OperationCapability::from_plan(p));
+    register_operation_capabilities(cls, caps);
+    std::unordered_set<OperationPlan> set(declared.begin(), declared.end());
+    for (const OperationPlan& p : declared) {
+      EXPECT_TRUE(supports_operation_plan(cls, p)) << p.to_string();
+      EXPECT_EQ(require_capability(cls, p), OperationCapability::from_plan(p));
+      for (const auto& [field, variant] : near_misses(p)) {
+        EXPECT_EQ(supports_operation_plan(cls, variant), set.count(variant) == 1) << field << ": " << variant.to_string();
+        if (!set.count(variant)) {
+          EXPECT_THROW_EXACTLY(require_capability(cls, variant), UnsupportedOperationPlan);
+        }
+      }
+    }
+    const OperationPlan unknown("no_such_operation", {OperandPlan::tensor(DType::Float32())}, Arithmetic::BINARY32,
+                                std::nullopt, nullptr, DType::Float32());
+    EXPECT_EQ(unsupported_plan_reason(cls, unknown),
+              std::optional<std::string>(cls.name() + " has no capability for operation 'no_such_operation'."));
+  };
+  check(Custom<1200>::cls(), small);
+  check(Custom<1201>::cls(), large);
+  // One operation with more than four capabilities: few operations, but that
+  // operation's run is looked up by hash.
+  const auto widest = std::max_element(by_op.begin(), by_op.end(),
+                                       [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  ASSERT_GT(widest->second.size(), 4u);
+  check(Custom<1202>::cls(), widest->second);
 }
 
 TEST(BackendCapabilities_ClassQueries, QueriesShareOneStoredSet) {

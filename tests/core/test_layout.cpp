@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "support/expect_exactly.h"
@@ -98,6 +100,41 @@ TEST(CoreConcepts_3_1_Shape, OfMatchesBracedConstruction) {
   const std::vector<std::int64_t> v{5, 6};
   EXPECT_EQ(Shape::of(v), (Shape{5, 6}));
   EXPECT_EQ(Shape(std::vector<IntTuple>{2, IntTuple{3, 4}}), (Shape{2, IntTuple{3, 4}}));
+}
+
+// layout.h: a Shape or Stride is an immutable value whose copies share its
+// modes (copying allocates nothing); a copy, a moved-to value and an equal
+// independently built value all compare and hash alike, and out-of-range
+// mode access stays std::out_of_range.
+TEST(CoreConcepts_3_1_Shape, CopiesShareModesAndKeepValueSemantics) {
+  const Shape s{2, IntTuple{3, 4}};
+  const Shape copy = s;
+  EXPECT_EQ(copy.modes().data(), s.modes().data());
+  EXPECT_EQ(copy.extents().data(), s.extents().data());
+  Shape moved_from = s;
+  const Shape moved = std::move(moved_from);
+  const Shape rebuilt{2, IntTuple{3, 4}};
+  for (const Shape* x : {&copy, &moved, &rebuilt}) {
+    EXPECT_EQ(*x, s);
+    EXPECT_EQ(x->hash(), s.hash());
+    EXPECT_EQ(x->size(), 24);
+    EXPECT_EQ(x->extent(1), 12);
+    EXPECT_EQ(x->to_string(), "(2,(3,4))");
+  }
+  EXPECT_NE(rebuilt.modes().data(), s.modes().data());
+  EXPECT_NE(s, (Shape{2, 12}));
+  EXPECT_THROW(s.mode(2), std::out_of_range);
+  EXPECT_THROW(s.extent(2), std::out_of_range);
+  const Stride st = Stride::of({1, 2});
+  const Stride st_copy = st;
+  EXPECT_EQ(st_copy.modes().data(), st.modes().data());
+  EXPECT_EQ(st_copy, (Stride{1, 2}));
+  EXPECT_THROW(st.mode(2), std::out_of_range);
+  Shape assigned = Shape::of({7});
+  assigned = s;
+  EXPECT_EQ(assigned, s);
+  EXPECT_EQ(Shape().size(), 1);
+  EXPECT_EQ(Shape(), Shape(std::vector<IntTuple>{}));
 }
 
 TEST(CoreConcepts_3_1_Stride, RejectsNegativeStrideWithValueError) {

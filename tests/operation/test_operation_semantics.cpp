@@ -5,12 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "support/expect_exactly.h"
@@ -302,6 +305,69 @@ TEST(OperationSemantics_ResolvedInvocations, InvocationsExposeTheirWholeContract
   EXPECT_EQ(std::vector<std::size_t>(inv->saved_operands().begin(), inv->saved_operands().end()),
             (std::vector<std::size_t>{0}));
   EXPECT_TRUE(std::get<Tensor>(inv->operands()[0]).is(x));
+}
+
+// operation.h, ResolvedInvocation: the braced (initializer-list) form is the
+// same contract as the vector form: the same accessors for one and for
+// several results, the same defaults, and the same ValueErrors for empty
+// results and for repeated, out-of-range or non-tensor indices.
+TEST(OperationSemantics_ResolvedInvocations, BracedAndVectorResultsAreTheSameContract) {
+  const std::string n = fresh_name("braced");
+  const auto d = define_operation(
+      n, OperationSchema({OperandSpec("x", OperandKind::TENSOR, true), OperandSpec("s", OperandKind::WEAK_SCALAR)}),
+      [](const op::BoundOperationCall& c) {
+        return op::ResolvedInvocation(c, plan_for(c.definition().name()), {ResultSpec::compact(DType::Float32(), Shape{2})});
+      },
+      std::nullopt, op::NON_DIFFERENTIABLE);
+  const Tensor x = f32({1, 2});
+  const auto call = op::bind(*d, {x, WeakScalar(0.5)});
+  const ResultSpec one = ResultSpec::compact(DType::Float32(), Shape{2}, 1e-6, 0.0);
+  const ResultSpec two = ResultSpec::compact(DType::Float32(), Shape{3});
+  const OperationPlan plan = plan_for(n);
+  auto same = [](const op::ResolvedInvocation& a, const op::ResolvedInvocation& b) {
+    EXPECT_EQ(&a.call(), &b.call());
+    EXPECT_TRUE(a.plan() == b.plan());
+    EXPECT_TRUE(std::equal(a.results().begin(), a.results().end(), b.results().begin(), b.results().end()));
+    EXPECT_TRUE(std::equal(a.mutated_operands().begin(), a.mutated_operands().end(), b.mutated_operands().begin(),
+                           b.mutated_operands().end()));
+    EXPECT_TRUE(std::equal(a.saved_operands().begin(), a.saved_operands().end(), b.saved_operands().begin(),
+                           b.saved_operands().end()));
+    EXPECT_EQ(a.kernel_id(), b.kernel_id());
+  };
+  const op::ResolvedInvocation braced_one(*call, plan, {one}, {}, {0});
+  const op::ResolvedInvocation vector_one(*call, plan, std::vector<ResultSpec>{one}, std::vector<std::size_t>{},
+                                          std::vector<std::size_t>{0});
+  same(braced_one, vector_one);
+  ASSERT_EQ(braced_one.results().size(), 1u);
+  EXPECT_EQ(braced_one.results()[0], one);
+  EXPECT_EQ(braced_one.kernel_id(), n);
+  // Copies and moves keep the single result (it lives in the invocation).
+  const op::ResolvedInvocation copied = braced_one;
+  op::ResolvedInvocation moved_from = braced_one;
+  const op::ResolvedInvocation moved = std::move(moved_from);
+  same(copied, vector_one);
+  same(moved, vector_one);
+  EXPECT_NE(copied.results().data(), braced_one.results().data());
+  const op::ResolvedInvocation braced_two(*call, plan, {one, two}, {0}, {}, std::string("k"));
+  const op::ResolvedInvocation vector_two(*call, plan, std::vector<ResultSpec>{one, two}, std::vector<std::size_t>{0},
+                                          std::vector<std::size_t>{}, std::string("k"));
+  same(braced_two, vector_two);
+  ASSERT_EQ(braced_two.results().size(), 2u);
+  EXPECT_EQ(braced_two.results()[1], two);
+  EXPECT_EQ(braced_two.kernel_id(), "k");
+  // The same refusals in both forms.
+  EXPECT_THROW_EXACTLY(op::ResolvedInvocation(*call, plan, std::initializer_list<ResultSpec>{}), ValueError);
+  EXPECT_THROW_EXACTLY(op::ResolvedInvocation(*call, plan, std::vector<ResultSpec>{}), ValueError);
+  EXPECT_THROW_EXACTLY(op::ResolvedInvocation(*call, plan, {one}, {0, 0}), ValueError);
+  EXPECT_THROW_EXACTLY(op::ResolvedInvocation(*call, plan, std::vector<ResultSpec>{one}, std::vector<std::size_t>{0, 0}),
+                       ValueError);
+  EXPECT_THROW_EXACTLY(op::ResolvedInvocation(*call, plan, {one}, {}, {7}), ValueError);
+  EXPECT_THROW_EXACTLY(op::ResolvedInvocation(*call, plan, {one}, {1}), ValueError);  // a weak scalar
+  EXPECT_THROW_EXACTLY(op::ResolvedInvocation(*call, plan, {one}, {}, {0, 0}), ValueError);
+  // The definition's own (braced) resolve runs through the pipeline.
+  const auto inv = op::resolve_call(*d, {x, WeakScalar(0.5)});
+  ASSERT_EQ(inv->results().size(), 1u);
+  EXPECT_EQ(inv->results()[0].shape(), (Shape{2}));
 }
 
 TEST(OperationSemantics_ResolvedInvocations, AnInvocationOfAnotherCallIsRefused) {

@@ -23,7 +23,9 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <type_traits>
+#include <utility>
 #include <unordered_set>
 #include <vector>
 
@@ -181,6 +183,63 @@ TEST(OperationDtypePolicy_R1, EqualRecordsCompareAndHashEqual) {
   EXPECT_EQ(set.size(), 1u);
   std::unordered_set<sw::OperandPlan> operands{a, b, S(F32()), S(F32())};
   EXPECT_EQ(operands.size(), 2u);
+}
+
+// R1 (records are immutable values with operator== and std::hash): a plan's
+// equality and hash follow its fields only, whichever way it was built
+// (braced operands, a vector, up to and beyond the inline operand storage),
+// copied, moved or assigned, and whether or not its (lazily cached) hash was
+// asked for before the copy; concurrent first hash() calls agree.
+TEST(OperationDtypePolicy_R1, PlansKeepFieldEqualityAcrossConstructionCopyAndMove) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{4}, std::size_t{5}, std::size_t{7}}) {
+    std::vector<sw::OperandPlan> ops;
+    for (std::size_t i = 0; i < n; ++i) ops.push_back(i % 2 ? S(F32()) : T(I32(), F32()));
+    const sw::OperationPlan from_vector("sum_n", ops, Arithmetic::BINARY32, std::nullopt, nullptr, F32());
+    const sw::OperationPlan hashed_first("sum_n", ops, Arithmetic::BINARY32, std::nullopt, nullptr, F32());
+    const std::size_t h = hashed_first.hash();
+    const sw::OperationPlan copy = hashed_first;  // carries the cached hash
+    sw::OperationPlan moved_from = from_vector;
+    const sw::OperationPlan moved = std::move(moved_from);
+    sw::OperationPlan assigned("other", {S(I32())}, Arithmetic::INT32_EXACT, std::nullopt, nullptr, I32());
+    assigned = from_vector;
+    sw::OperationPlan move_assigned("other", {S(I32())}, Arithmetic::INT32_EXACT, std::nullopt, nullptr, I32());
+    move_assigned = sw::OperationPlan(from_vector);
+    for (const sw::OperationPlan* p : std::initializer_list<const sw::OperationPlan*>{&from_vector, &copy, &moved, &assigned, &move_assigned}) {
+      EXPECT_TRUE(*p == hashed_first) << n;
+      EXPECT_EQ(p->hash(), h) << n;
+      ASSERT_EQ(p->operands().size(), n);
+      EXPECT_TRUE(std::equal(ops.begin(), ops.end(), p->operands().begin()));
+      EXPECT_EQ(p->to_string(), hashed_first.to_string());
+    }
+    // One operand fewer, or the name changed, is a different plan.
+    if (n > 1) {
+      const sw::OperationPlan shorter("sum_n", std::vector<sw::OperandPlan>(ops.begin(), ops.end() - 1),
+                                      Arithmetic::BINARY32, std::nullopt, nullptr, F32());
+      EXPECT_FALSE(shorter == from_vector) << n;
+    }
+    EXPECT_FALSE(sw::OperationPlan("sum_m", ops, Arithmetic::BINARY32, std::nullopt, nullptr, F32()) == from_vector);
+    // with_compute there and back: equal again, same hash.
+    const sw::OperationPlan back = copy.with_compute(Arithmetic::INT32_EXACT).with_compute(Arithmetic::BINARY32);
+    EXPECT_TRUE(back == copy);
+    EXPECT_EQ(back.hash(), h);
+    EXPECT_FALSE(copy.with_compute(Arithmetic::INT32_EXACT) == copy);
+  }
+  // The braced (initializer-list) form builds the same plan as a vector.
+  const sw::OperationPlan braced("add", {T(F32(), F32()), T(F32(), F32())}, Arithmetic::BINARY32, std::nullopt,
+                                 nullptr, F32());
+  const sw::OperationPlan resolved = sw::resolve_operation_plan("add", {F32(), F32()});
+  EXPECT_TRUE(braced == resolved);
+  EXPECT_EQ(braced.hash(), resolved.hash());
+  // Racing first calls of hash() agree with a later one.
+  const sw::OperationPlan fresh("add", {T(F32(), F32()), T(F32(), F32())}, Arithmetic::BINARY32, std::nullopt,
+                                nullptr, F32());
+  std::vector<std::size_t> seen(4, 0);
+  {
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < seen.size(); ++t) threads.emplace_back([&, t] { seen[t] = fresh.hash(); });
+    for (std::thread& t : threads) t.join();
+  }
+  for (std::size_t v : seen) EXPECT_EQ(v, resolved.hash());
 }
 
 TEST(OperationDtypePolicy_R1, RecordsDifferingInAnyFieldCompareUnequal) {
