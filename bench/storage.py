@@ -13,6 +13,18 @@ Lines, in bench_peers' format (a ratio above 1 means strideweave is better):
                           disk's direct-read limit, the target's 0.8x) and
                           beside  numpy.memmap  (np.memmap(file).sum(): the
                           target's 2x).
+  filebacked_stream_reduce  the same file as 64 MiB slices, each
+                          FileBacked.open(file, offset, size) -> move_async to
+                          CPU, 4 moves in flight, each landed slice reduced
+                          while the next ones read (bench_storage
+                          stream-reduce), beside dd-direct-read and
+                          numpy.memmap; its sum is checked against the
+                          file's exact sum (1e-5 relative) or the run fails.
+                          The empty=True destinations' figure is printed to
+                          stderr.
+  memmap_2x_vs_disk       2x numpy.memmap's rate (the memmap target) beside
+                          dd-direct-read: above 1, the target asks for more
+                          than the disk's direct-read limit.
   block_device_read       BlockDeviceCarrier.read_aligned of one carrier over
                           the whole image, beside dd-direct-read.
   block_device_write      BlockDeviceCarrier.write_aligned, beside
@@ -37,6 +49,13 @@ import numpy as np
 
 CHUNK_BYTES = 64 << 20
 DD_BLOCK = "16M"
+STREAM_SLICE_BYTES = 64 << 20
+STREAM_IN_FLIGHT = 4
+SUM_TOLERANCE = 1e-5
+
+
+def chunk_values():
+    return ((np.arange(CHUNK_BYTES // 4, dtype=np.int64) % 1000) * 0.001).astype(np.float32)
 
 
 def drop_cached_pages(path):
@@ -49,7 +68,7 @@ def drop_cached_pages(path):
 
 
 def write_data_file(path, size):
-    chunk = ((np.arange(CHUNK_BYTES // 4, dtype=np.int64) % 1000) * 0.001).astype(np.float32).tobytes()
+    chunk = chunk_values().tobytes()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         left = size
@@ -135,8 +154,32 @@ def main():
         print(f"storage: sums: strideweave {ours_runs[0]['sum']:.9g}, numpy.memmap {memmap_sum:.9g}; "
               f"move alone {gb / move_only:.3g} GB/s", file=sys.stderr)
 
+        def stream(empty):
+            runs = subprocess.run([args.bench_storage, "stream-reduce", data, str(args.repeats),
+                                   str(STREAM_SLICE_BYTES), str(STREAM_IN_FLIGHT), "1" if empty else "0"],
+                                  check=True, capture_output=True, text=True).stdout.splitlines()
+            return [json.loads(line) for line in runs]
+
+        stream_runs = stream(False)
+        stream_empty_runs = stream(True)
+        stream_reduce = best([run["seconds"] for run in stream_runs])
+        stream_empty = best([run["seconds"] for run in stream_empty_runs])
+        # The file is whole chunks of one pattern: its exact sum.
+        exact = float(chunk_values().astype(np.float64).sum()) * (size // CHUNK_BYTES)
+        for name, total in [("filebacked_stream_reduce", run["sum"]) for run in stream_runs + stream_empty_runs]:
+            if abs(total - exact) > SUM_TOLERANCE * abs(exact):
+                raise RuntimeError(f"{name}: sum {total!r} is not the file's sum {exact!r} (rel {SUM_TOLERANCE})")
+        print(f"storage: exact sum {exact:.9g}; streamed {stream_runs[0]['sum']:.9g} (rel "
+              f"{abs(stream_runs[0]['sum'] - exact) / exact:.2g}), whole move {ours_runs[0]['sum']:.9g} (rel "
+              f"{abs(ours_runs[0]['sum'] - exact) / exact:.2g}), numpy.memmap (rel {abs(memmap_sum - exact) / exact:.2g}); "
+              f"streamed into empty=True destinations {gb / stream_empty:.3g} GB/s "
+              f"({stream_reduce / stream_empty:.3g}x the rate into zeroed ones)", file=sys.stderr)
+
         report("filebacked_move_reduce", gb / move_reduce, "dd-direct-read", gb / dd_read)
         report("filebacked_move_reduce", gb / move_reduce, "numpy.memmap", gb / memmap)
+        report("filebacked_stream_reduce", gb / stream_reduce, "dd-direct-read", gb / dd_read)
+        report("filebacked_stream_reduce", gb / stream_reduce, "numpy.memmap", gb / memmap)
+        report("memmap_2x_vs_disk", 2 * gb / memmap, "dd-direct-read", gb / dd_read)
 
         os.remove(data)
         fd = os.open(dd_write, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -11,13 +11,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "carriers/file_backed/file_io.h"
@@ -356,6 +360,270 @@ TEST(Storage_MoveDirect, ValuesSetThroughTheMappingAreFlushedBeforeTheDirectRead
   ASSERT_NE(sync, io.order.end());
   ASSERT_NE(direct, io.order.end());
   EXPECT_LT(sync, direct);
+}
+
+// The asynchronous direct route (docs/storage.md, "FileBacked -> CPU reads",
+// "Asynchronous"). GatedIo holds every reap back until open() is called, so
+// a test sees the move while its reads are pending without any timing; a
+// reap on the thread that created the GatedIo (the test's, which calls
+// move_async) is never held (a route that reaped before returning would
+// otherwise hang the test): it is counted instead. Thread-safe: the move's
+// reaper thread calls it while the test reads its counts. Fails the `nth`
+// (0-based) call of `call` like DirectIo ("completion": the nth completion's
+// result becomes -error).
+class GatedIo : public FileIo {
+ public:
+  explicit GatedIo(std::string call = "", int nth = -1, int error = 0)
+      : call_(std::move(call)), nth_(nth), error_(error), test_thread_(std::this_thread::get_id()) {}
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    opened_.notify_all();
+  }
+  int calls(const std::string& c) const {
+    std::lock_guard lock(mutex_);
+    return counts_.count(c) ? counts_.at(c) : 0;
+  }
+  int reads_submitted() const {
+    std::lock_guard lock(mutex_);
+    return submitted_;
+  }
+  int reaped_on_test_thread() const {
+    std::lock_guard lock(mutex_);
+    return reaped_on_test_thread_;
+  }
+  bool refused() const {
+    std::lock_guard lock(mutex_);
+    return refused_;
+  }
+
+  int open_direct(const std::string& p, int& fd) noexcept override {
+    if (hit("open_direct")) return error_;
+    const int e = FileIo::open_direct(p, fd);
+    std::lock_guard lock(mutex_);
+    refused_ = e == EINVAL;
+    return e;
+  }
+  int submit_reads(ReadRing* r, std::span<const DirectRead> q) noexcept override {
+    if (hit("submit_reads")) return error_;
+    const int e = FileIo::submit_reads(r, q);
+    std::lock_guard lock(mutex_);
+    if (e == 0) submitted_ += static_cast<int>(q.size());
+    return e;
+  }
+  int reap(ReadRing* r, ReadCompletion& c) noexcept override {
+    {
+      std::unique_lock lock(mutex_);
+      if (std::this_thread::get_id() == test_thread_) {
+        ++reaped_on_test_thread_;
+      } else {
+        opened_.wait(lock, [&] { return open_; });
+      }
+    }
+    if (hit("reap")) return error_;
+    if (const int e = FileIo::reap(r, c)) return e;
+    if (hit("completion")) c.result = -error_;
+    return 0;
+  }
+  int read_at(int fd, void* b, std::size_t n, std::int64_t o, std::size_t& done) noexcept override {
+    if (hit("read_at")) return error_;
+    return FileIo::read_at(fd, b, n, o, done);
+  }
+  int open_existing(const std::string& p, bool w, int& fd) noexcept override {
+    hit("open_existing");
+    return FileIo::open_existing(p, w, fd);
+  }
+  int close(int fd) noexcept override {
+    hit("close");
+    return FileIo::close(fd);
+  }
+
+ private:
+  bool hit(const std::string& c) {
+    std::lock_guard lock(mutex_);
+    const int k = counts_[c]++;
+    return c == call_ && k == nth_;
+  }
+  mutable std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+  std::string call_;
+  int nth_;
+  int error_;
+  std::thread::id test_thread_;
+  std::map<std::string, int> counts_;
+  int submitted_ = 0;
+  int reaped_on_test_thread_ = 0;
+  bool refused_ = false;
+};
+
+// 40 MiB + a little after a 12-byte header: ten 4 MiB requests (a second
+// submission follows the first eight), a buffered head and tail.
+constexpr std::int64_t kTenRequests = 10 * (kRequest / 4) + 5;
+
+TEST(Storage_MoveDirect, MoveAsyncSubmitsTheDirectReadsAndReturnsBeforeTheyComplete) {
+  const auto path = write_file("direct_async.f32", 12, kTenRequests);
+  const Tensor x(FileBacked::open(path, DType::Float32(), false, 12), Shape::of({kTenRequests}));
+  auto dest = filled_cpu(kTenRequests, -2);
+  const std::uint64_t dv = dest->version();
+  GatedIo io;
+  ScopedFileIo scope(io);
+  const AwaitMove<Tensor> handle = move_async(x, dest);
+  if (io.refused()) {
+    handle.wait();
+    GTEST_SKIP() << "this file system refuses O_DIRECT";
+  }
+  // Returned with the first eight reads submitted, none reaped, the head
+  // read, nothing committed.
+  EXPECT_EQ(io.reaped_on_test_thread(), 0);
+  EXPECT_FALSE(handle.done());
+  EXPECT_EQ(io.reads_submitted(), 8);
+  EXPECT_EQ(io.calls("reap"), 0);
+  EXPECT_EQ(io.calls("read_at"), 1);  // the head
+  EXPECT_FALSE(x.carrier()->is_released());
+  EXPECT_EQ(dest->version(), dv);
+  io.open();
+  const Tensor y = handle.wait();
+  EXPECT_TRUE(handle.done());
+  EXPECT_EQ(y.carrier().get(), dest.get());
+  EXPECT_TRUE(holds_values(*dest, kTenRequests));
+  EXPECT_EQ(io.reads_submitted(), 10);
+  EXPECT_EQ(io.calls("reap"), 10);
+  EXPECT_EQ(io.calls("read_at"), 2);  // the head and the tail
+  EXPECT_EQ(io.calls("close"), io.calls("open_existing") + io.calls("open_direct"));
+  EXPECT_TRUE(x.carrier()->is_released());
+  EXPECT_EQ(dest->version(), dv + 1);
+  std::remove(path.c_str());
+}
+
+TEST(Storage_MoveDirect, WaitAndDoneOfAnAsyncDirectMoveAreThreadSafeAndIdempotent) {
+  const auto path = write_file("direct_async_waiters.f32", 12, kTenRequests);
+  auto source = [&] {
+    return Tensor(FileBacked::open(path, DType::Float32(), false, 12), Shape::of({kTenRequests}));
+  };
+  for (const bool fails : {false, true}) {
+    SCOPED_TRACE(fails ? "a failing move" : "a move that succeeds");
+    const Tensor x = source();
+    auto dest = filled_cpu(kTenRequests, -2);
+    const std::uint64_t dv = dest->version();
+    GatedIo io(fails ? "completion" : "", 4, EIO);
+    ScopedFileIo scope(io);
+    const AwaitMove<Tensor> handle = move_async(x, dest);
+    if (io.refused()) {
+      io.open();
+      handle.wait();
+      GTEST_SKIP() << "this file system refuses O_DIRECT";
+    }
+    ASSERT_FALSE(handle.done());
+    // Two threads wait, two poll done() and then wait; all at once.
+    constexpr int kThreads = 4;
+    std::vector<const Carrier*> carriers(kThreads, nullptr);
+    std::vector<const void*> errors(kThreads, nullptr);
+    std::atomic<int> started{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        ++started;
+        if (t % 2 == 1)
+          while (!handle.done()) std::this_thread::yield();
+        try {
+          carriers[static_cast<std::size_t>(t)] = handle.wait().carrier().get();
+        } catch (const OSError& e) {
+          errors[static_cast<std::size_t>(t)] = &e;
+        }
+      });
+    while (started.load() < kThreads) std::this_thread::yield();
+    io.open();
+    for (std::thread& t : threads) t.join();
+    EXPECT_TRUE(handle.done());
+    if (!fails) {
+      for (const Carrier* c : carriers) EXPECT_EQ(c, dest.get());
+      EXPECT_EQ(handle.wait().carrier().get(), dest.get());  // again, the same result
+      EXPECT_TRUE(holds_values(*dest, kTenRequests));
+      EXPECT_EQ(dest->version(), dv + 1);  // committed once
+      EXPECT_TRUE(x.carrier()->is_released());
+    } else {
+      // Every waiter gets the same exception object, and so does a later wait.
+      ASSERT_NE(errors[0], nullptr);
+      for (const void* e : errors) EXPECT_EQ(e, errors[0]);
+      try {
+        handle.wait();
+        ADD_FAILURE() << "no OSError";
+      } catch (const OSError& e) {
+        EXPECT_EQ(&e, errors[0]);
+        EXPECT_EQ(e.error_number(), EIO);
+      }
+      EXPECT_EQ(dest->version(), dv);
+      const float* p = dest->data<float>();
+      EXPECT_TRUE(std::all_of(p, p + kTenRequests, [](float v) { return v == -2; }));
+      EXPECT_FALSE(x.carrier()->is_released());
+    }
+  }
+  std::remove(path.c_str());
+}
+
+TEST(Storage_MoveDirect, FaultsOfAnAsyncDirectMoveSurfaceAtWaitAndChangeNothing) {
+  const auto path = write_file("direct_async_faults.f32", 12, kTenRequests);
+  auto source = [&] {
+    return Tensor(FileBacked::open(path, DType::Float32(), false, 12), Shape::of({kTenRequests}));
+  };
+  struct AsyncFault {
+    std::string call;
+    int nth;
+    int error;
+  };
+  // Each happens on the reaper thread, after move_async returned.
+  const std::vector<AsyncFault> faults{
+      {"reap", 0, EIO},            // the first wait for a completion
+      {"reap", 5, EINTR},          // a later one
+      {"completion", 2, EIO},      // a read's -errno
+      {"completion", 9, ENOSPC},   // the last read's
+      {"submit_reads", 1, EAGAIN}, // the second submission
+      {"read_at", 1, EIO},         // the tail (the head is read_at #0, before move_async returns)
+  };
+  for (const AsyncFault& f : faults) {
+    // A destination of -2s (its before-image copied) and one of zeros (its
+    // before-image recorded as zero blocks).
+    for (const float prior : {-2.0f, 0.0f}) {
+      SCOPED_TRACE(::testing::Message() << f.call << " #" << f.nth << " errno " << f.error << ", destination of "
+                                        << prior << "s");
+      const Tensor x = source();
+      const std::uint64_t sv = x.carrier()->version();
+      auto dest = filled_cpu(kTenRequests, prior);
+      const std::uint64_t dv = dest->version();
+      GatedIo io(f.call, f.nth, f.error);
+      ScopedFileIo scope(io);
+      std::optional<AwaitMove<Tensor>> handle;
+      ASSERT_NO_THROW(handle.emplace(move_async(x, dest)));
+      if (io.refused()) {
+        io.open();
+        GTEST_SKIP() << "this file system refuses O_DIRECT";
+      }
+      EXPECT_FALSE(handle->done());
+      io.open();
+      try {
+        handle->wait();
+        ADD_FAILURE() << "no OSError";
+      } catch (const OSError& e) {
+        EXPECT_EQ(e.error_number(), f.error) << e.what();
+        EXPECT_EQ(e.filename(), path.string());
+        ASSERT_TRUE(e.offset().has_value()) << e.what();
+      }
+      EXPECT_TRUE(handle->done());
+      // Nothing changed: the destination as it was, the source live and
+      // unwritten, every read reaped and every descriptor closed before the
+      // move was settled.
+      EXPECT_EQ(dest->version(), dv);
+      const float* p = dest->data<float>();
+      EXPECT_TRUE(std::all_of(p, p + kTenRequests, [&](float v) { return v == prior; }));
+      EXPECT_FALSE(x.carrier()->is_released());
+      EXPECT_EQ(x.carrier()->version(), sv);
+      EXPECT_EQ(io.calls("reap"), io.reads_submitted() + (f.call == "reap" ? 1 : 0));
+      EXPECT_EQ(io.calls("close"), io.calls("open_existing") + io.calls("open_direct"));
+      EXPECT_EQ(io.reaped_on_test_thread(), 0);
+    }
+  }
+  std::remove(path.c_str());
 }
 
 }  // namespace

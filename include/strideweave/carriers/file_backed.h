@@ -206,11 +206,16 @@ class FileBacked final : public Carrier {
 // reads in flight, straight into the CPU memory (or through aligned bounce
 // buffers), and the head and tail with pread(2); without O_DIRECT or io_uring
 // (tmpfs, a refused ring) it reads one pread(2) per window (docs/storage.md,
-// "FileBacked -> CPU reads"). Short transfers are continued; every call goes
-// through the replaceable I/O interface; a failing call is an OSError naming
-// the call, the file and the byte offset, and the move rolls back. The
-// before-image of a non-empty destination records all-zero blocks instead of
-// copying them.
+// "FileBacked -> CPU reads"). The direct read is asynchronous: move_async
+// submits the first reads, reads the head and returns; a reaper thread of
+// the move completes the rest (the progress callback runs there), and a
+// failure after move_async returned surfaces at AwaitMove::wait() / done()
+// with the move rolled back. The buffered fallback and CPU -> FileBacked
+// finish before move_async returns. Short transfers are continued; every
+// call goes through the replaceable I/O interface; a failing call is an
+// OSError naming the call, the file and the byte offset, and the move rolls
+// back. The before-image of a non-empty destination records all-zero blocks
+// instead of copying them.
 class STRIDEWEAVE_EXPORT CpuToFileBackedMoveOperation final : public MoveOperation {
  public:
   std::string name() const override { return "CpuToFileBackedMoveOperation"; }

@@ -3,9 +3,12 @@
 // CPU reads the page-aligned interior with O_DIRECT reads through io_uring,
 // several in flight, straight into the CPU memory (buffered pread(2) for
 // the unaligned head and tail, and for everything when the file system
-// refuses O_DIRECT or the kernel refuses io_uring). Every call goes through
+// refuses O_DIRECT or the kernel refuses io_uring). The direct route is
+// asynchronous: _copy submits the first reads and returns a pending
+// completion that a reaper thread per move settles. Every call goes through
 // the replaceable FileIo; the destination's before-image is one bulk read.
 #include <strideweave/carriers/file_backed.h>
+#include <strideweave/completion.h>
 #include <strideweave/errors.h>
 
 #include <fmt/format.h>
@@ -18,6 +21,8 @@
 #include <new>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "carriers/file_backed/file_io.h"
@@ -127,10 +132,13 @@ class WindowProgress {
   std::int64_t reported_ = 0;
 };
 
-// An O_DIRECT descriptor and an io_uring of kDirectDepth entries. The
-// destructor first waits for every read still in flight (so no read lands
-// in the destination after a failed move rolled it back), then destroys the
-// ring and closes the descriptor.
+// An O_DIRECT descriptor and an io_uring of kDirectDepth entries reading
+// one range: start() submits the first kDirectDepth reads (on the caller's
+// thread), complete() reaps them and keeps kDirectDepth in flight until the
+// range is read (on the move's reaper thread). The destructor first waits
+// for every read still in flight (so no read lands in the destination after
+// a failed move rolled it back), then destroys the ring and closes the
+// descriptor. Used by one thread at a time.
 class DirectReads {
  public:
   DirectReads(std::string path, int fd, ReadRing* ring) : path_(std::move(path)), fd_(fd), ring_(ring) {}
@@ -144,56 +152,40 @@ class DirectReads {
   DirectReads(const DirectReads&) = delete;
   DirectReads& operator=(const DirectReads&) = delete;
 
-  // Reads [offset, offset + bytes) of the file (both multiples of
+  // Starts reading [offset, offset + bytes) of the file (both multiples of
   // kDirectAlignment) into `to`: straight into it when `to` is aligned to
-  // kDirectAlignment, else through kDirectDepth aligned bounce buffers. A
-  // short read's remainder is read with `in` (buffered), where the end of
-  // the file is EIO.
-  // `progress` hears of the read prefix as `prefix_before` + its bytes.
-  void read(std::byte* to, std::int64_t bytes, std::int64_t offset, OpenFile& in, WindowProgress& progress,
-            std::int64_t prefix_before) {
-    FileIo& io = file_io();
-    const bool bounce = reinterpret_cast<std::uintptr_t>(to) % static_cast<std::uintptr_t>(kDirectAlignment) != 0;
-    if (bounce && !bounce_) {
+  // kDirectAlignment, else through kDirectDepth aligned bounce buffers.
+  // Submits the first kDirectDepth reads and returns.
+  void start(std::byte* to, std::int64_t bytes, std::int64_t offset) {
+    to_ = to;
+    bytes_ = bytes;
+    offset_ = offset;
+    bounce_needed_ = reinterpret_cast<std::uintptr_t>(to) % static_cast<std::uintptr_t>(kDirectAlignment) != 0;
+    if (bounce_needed_) {
       bounce_.reset(static_cast<std::byte*>(
           std::aligned_alloc(kDirectAlignment, static_cast<std::size_t>(kDirectRequestBytes) * kDirectDepth)));
       if (!bounce_) throw std::bad_alloc();
     }
-    std::vector<unsigned> free_slots;  // bounce buffers not in use
-    for (unsigned k = kDirectDepth; k-- > 0;) free_slots.push_back(k);
-    const std::int64_t requests = (bytes + kDirectRequestBytes - 1) / kDirectRequestBytes;
-    std::int64_t next = 0;  // the next request to submit
-    // Request k (its tag: k * kDirectDepth + its bounce slot).
-    auto request = [&](std::int64_t k, unsigned slot) {
-      DirectRead r;
-      r.fd = fd_;
-      r.buffer = bounce ? bounce_.get() + static_cast<std::int64_t>(slot) * kDirectRequestBytes
-                        : to + k * kDirectRequestBytes;
-      r.bytes = static_cast<std::uint32_t>(std::min(kDirectRequestBytes, bytes - k * kDirectRequestBytes));
-      r.offset = offset + k * kDirectRequestBytes;
-      r.tag = static_cast<std::uint64_t>(k) * kDirectDepth + slot;
-      return r;
-    };
-    auto submit_up_to_depth = [&] {
-      std::vector<DirectRead> batch;
-      while (next < requests && in_flight_ + batch.size() < kDirectDepth) {
-        batch.push_back(request(next++, free_slots.back()));
-        free_slots.pop_back();
-      }
-      if (batch.empty()) return;
-      if (const int error = io.submit_reads(ring_, batch))
-        throw_move_error(error, fmt::format("io_uring_submit of {} O_DIRECT read(s) of up to {} bytes", batch.size(),
-                                            kDirectRequestBytes),
-                         path_, batch.front().offset);
-      in_flight_ += batch.size();
-    };
+    free_slots_.clear();
+    for (unsigned k = kDirectDepth; k-- > 0;) free_slots_.push_back(k);
+    requests_ = (bytes + kDirectRequestBytes - 1) / kDirectRequestBytes;
+    next_ = 0;
+    oldest_ = 0;
+    finished_.assign(static_cast<std::size_t>(requests_), false);
     submit_up_to_depth();
-    std::vector<bool> finished(static_cast<std::size_t>(requests), false);
-    std::int64_t oldest = 0;  // the first unfinished request, for naming a failing wait
+  }
+
+  // Completes the range start() began: reaps every read, submitting the
+  // rest as reads finish. A short read's remainder is read with `in`
+  // (buffered), where the end of the file is EIO. `progress` hears of the
+  // read prefix as `prefix_before` + its bytes.
+  void complete(OpenFile& in, WindowProgress& progress, std::int64_t prefix_before) {
+    FileIo& io = file_io();
     while (in_flight_ > 0) {
       ReadCompletion c;
       if (const int error = io.reap(ring_, c))
-        throw_move_error(error, "io_uring_wait_cqe of an O_DIRECT read", path_, offset + oldest * kDirectRequestBytes);
+        throw_move_error(error, "io_uring_wait_cqe of an O_DIRECT read", path_,
+                         offset_ + oldest_ * kDirectRequestBytes);
       --in_flight_;
       const auto k = static_cast<std::int64_t>(c.tag / kDirectDepth);
       const auto slot = static_cast<unsigned>(c.tag % kDirectDepth);
@@ -201,19 +193,44 @@ class DirectReads {
       if (c.result < 0)
         throw_move_error(static_cast<int>(-c.result), fmt::format("O_DIRECT read of {} bytes (io_uring)", r.bytes),
                          path_, r.offset);
-      std::byte* destination = to + k * kDirectRequestBytes;
+      std::byte* destination = to_ + k * kDirectRequestBytes;
       const std::int64_t got = std::min<std::int64_t>(c.result, r.bytes);
-      if (bounce) std::memcpy(destination, r.buffer, static_cast<std::size_t>(got));
+      if (bounce_needed_) std::memcpy(destination, r.buffer, static_cast<std::size_t>(got));
       if (got < static_cast<std::int64_t>(r.bytes)) in.read_exactly(destination + got, r.bytes - got, r.offset + got);
-      free_slots.push_back(slot);
-      finished[static_cast<std::size_t>(k)] = true;
-      while (oldest < requests && finished[static_cast<std::size_t>(oldest)]) ++oldest;
-      progress.read_up_to(prefix_before + std::min(bytes, oldest * kDirectRequestBytes));
+      free_slots_.push_back(slot);
+      finished_[static_cast<std::size_t>(k)] = true;
+      while (oldest_ < requests_ && finished_[static_cast<std::size_t>(oldest_)]) ++oldest_;
+      progress.read_up_to(prefix_before + std::min(bytes_, oldest_ * kDirectRequestBytes));
       submit_up_to_depth();
     }
   }
 
  private:
+  // Request k (its tag: k * kDirectDepth + its bounce slot).
+  DirectRead request(std::int64_t k, unsigned slot) const {
+    DirectRead r;
+    r.fd = fd_;
+    r.buffer = bounce_needed_ ? bounce_.get() + static_cast<std::int64_t>(slot) * kDirectRequestBytes
+                              : to_ + k * kDirectRequestBytes;
+    r.bytes = static_cast<std::uint32_t>(std::min(kDirectRequestBytes, bytes_ - k * kDirectRequestBytes));
+    r.offset = offset_ + k * kDirectRequestBytes;
+    r.tag = static_cast<std::uint64_t>(k) * kDirectDepth + slot;
+    return r;
+  }
+  void submit_up_to_depth() {
+    std::vector<DirectRead> batch;
+    while (next_ < requests_ && in_flight_ + batch.size() < kDirectDepth) {
+      batch.push_back(request(next_++, free_slots_.back()));
+      free_slots_.pop_back();
+    }
+    if (batch.empty()) return;
+    if (const int error = file_io().submit_reads(ring_, batch))
+      throw_move_error(error, fmt::format("io_uring_submit of {} O_DIRECT read(s) of up to {} bytes", batch.size(),
+                                          kDirectRequestBytes),
+                       path_, batch.front().offset);
+    in_flight_ += batch.size();
+  }
+
   std::string path_;
   int fd_;
   ReadRing* ring_;
@@ -222,6 +239,15 @@ class DirectReads {
     void operator()(std::byte* p) const noexcept { std::free(p); }
   };
   std::unique_ptr<std::byte, FreeBytes> bounce_;
+  // The range start() began.
+  std::byte* to_ = nullptr;
+  std::int64_t bytes_ = 0, offset_ = 0;
+  bool bounce_needed_ = false;
+  std::vector<unsigned> free_slots_;  // bounce buffers not in use
+  std::int64_t requests_ = 0;
+  std::int64_t next_ = 0;    // the next request to submit
+  std::int64_t oldest_ = 0;  // the first unfinished request (for progress, and for naming a failing wait)
+  std::vector<bool> finished_;
 };
 
 // The direct reader for `file`, or nullopt when the file system refuses
@@ -244,6 +270,67 @@ std::unique_ptr<DirectReads> open_direct_reads(const std::string& path) {
                   error, path, std::nullopt);
   }
   return std::make_unique<DirectReads>(path, fd, ring);
+}
+
+// One asynchronous direct move after move_async returned: its buffered
+// descriptor, its direct reader, its progress, and what is left to read.
+// Destroying it waits for the reads in flight and closes both descriptors.
+struct DirectMove {
+  DirectMove(std::unique_ptr<OpenFile> in_, std::unique_ptr<DirectReads> direct_, MoveContext& context,
+             std::int64_t element_count)
+      : in(std::move(in_)), direct(std::move(direct_)), progress(context, element_count) {}
+  struct Range {
+    std::byte* to = nullptr;
+    std::int64_t bytes = 0;
+    std::int64_t offset = 0;
+  };
+  std::unique_ptr<OpenFile> in;
+  std::unique_ptr<DirectReads> direct;  // destroyed before `in` (declared after it)
+  WindowProgress progress;
+  std::int64_t head_bytes = 0;  // the head's bytes, read before the interior
+  Range tail;                   // the unaligned tail, read buffered after it
+  std::int64_t bytes = 0;       // the whole range
+};
+
+// The reaper of one direct move: completes the interior's reads, reads the
+// tail, closes every descriptor, and only then settles the completion (so a
+// failure reaches the framework's rollback with no read in flight and no
+// call through FileIo left). Runs on a thread of its own (on the caller's
+// when no thread can be started).
+extension::ProviderCompletion<void> complete_later(std::unique_ptr<DirectMove> job) {
+  extension::ProviderPromise<void> promise;
+  auto completion = promise.completion();
+  // The reaper owns the move outright (a raw pointer passed to the thread):
+  // its last step is the promise, nothing of the move outlives it.
+  auto reap = [](extension::ProviderPromise<void> settle, DirectMove* raw) noexcept {
+    std::unique_ptr<DirectMove> move(raw);
+    std::exception_ptr error;
+    try {
+      move->direct->complete(*move->in, move->progress, move->head_bytes);
+      move->direct.reset();  // closes the O_DIRECT descriptor and the ring
+      move->in->read_exactly(move->tail.to, move->tail.bytes, move->tail.offset);
+      move->progress.read_up_to(move->bytes);
+      move->in->close();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    move.reset();  // waits for reads still in flight, closes what is open
+    try {
+      if (error) {
+        settle.set_exception(error);
+      } else {
+        settle.set_value();
+      }
+    } catch (...) {  // settled once, here only
+    }
+  };
+  DirectMove* raw = job.release();
+  try {
+    std::thread(reap, promise, raw).detach();
+  } catch (...) {  // no thread: complete it here
+    reap(promise, raw);
+  }
+  return completion;
 }
 
 }  // namespace
@@ -298,7 +385,7 @@ MoveSubmission FileBackedToCpuMoveOperation::_copy(const Tensor& tensor, Carrier
   const auto& file = static_cast<const FileBacked&>(*tensor.carrier());
   const std::int64_t eb = context.element_bytes();
   std::byte* to = cpu_bytes(destination);
-  OpenFile in(file, false);
+  auto in = std::make_unique<OpenFile>(file, false);
   const std::int64_t base = file.slot_file_offset() + tensor.offset() * eb;
   const std::int64_t bytes = element_count * eb;
   // The page-aligned interior [head, tail) of the file range is read with
@@ -314,22 +401,25 @@ MoveSubmission FileBackedToCpuMoveOperation::_copy(const Tensor& tensor, Carrier
     direct = open_direct_reads(file.path().string());
   }
   if (direct) {
-    WindowProgress progress(context, element_count);
-    in.read_exactly(to, head - base, base);
-    progress.read_up_to(head - base);
-    direct->read(to + (head - base), tail - head, head, in, progress, head - base);
-    direct.reset();  // closes the descriptor and the ring
-    in.read_exactly(to + (tail - base), base + bytes - tail, tail);
-    progress.read_up_to(bytes);
-  } else {
-    const std::int64_t window = context.window_elements();
-    for (std::int64_t k = 0; k < element_count; k += window) {
-      const std::int64_t n = std::min(window, element_count - k);
-      in.read_exactly(to + k * eb, n * eb, base + k * eb);
-      context.advance(n);
-    }
+    // The first reads are submitted, the head is read while they run, and
+    // the move's reaper thread completes the rest (docs/storage.md,
+    // "FileBacked -> CPU reads").
+    auto job = std::make_unique<DirectMove>(std::move(in), std::move(direct), context, element_count);
+    job->direct->start(to + (head - base), tail - head, head);
+    job->in->read_exactly(to, head - base, base);
+    job->progress.read_up_to(head - base);
+    job->head_bytes = head - base;
+    job->tail = {to + (tail - base), base + bytes - tail, tail};
+    job->bytes = bytes;
+    return complete_later(std::move(job));
   }
-  in.close();
+  const std::int64_t window = context.window_elements();
+  for (std::int64_t k = 0; k < element_count; k += window) {
+    const std::int64_t n = std::min(window, element_count - k);
+    in->read_exactly(to + k * eb, n * eb, base + k * eb);
+    context.advance(n);
+  }
+  in->close();
   return std::monostate{};
 }
 
