@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -59,6 +60,15 @@ int BlockIo::close(int fd) noexcept { return ::close(fd) == 0 ? 0 : errno; }
 
 int BlockIo::remove_file(const std::string& path) noexcept { return ::unlink(path.c_str()) == 0 ? 0 : errno; }
 
+namespace {
+// Orders every use of a destroyed ring before the creation of the next one
+// (as src/carriers/file_backed/file_io.cpp does for its rings): liburing
+// maps and unmaps the queues with raw system calls that ThreadSanitizer
+// does not see, so a device's ring mapped where another device's ring was,
+// last used on another thread, would look like a race with it.
+std::atomic<std::uint64_t> rings_destroyed{0};
+}  // namespace
+
 int BlockIo::ring_create(unsigned entries, Ring*& ring) noexcept {
   auto* r = new (std::nothrow) Ring;
   if (!r) return ENOMEM;
@@ -66,12 +76,14 @@ int BlockIo::ring_create(unsigned entries, Ring*& ring) noexcept {
     delete r;
     return -error;
   }
+  (void)rings_destroyed.load(std::memory_order_acquire);
   ring = r;
   return 0;
 }
 
 void BlockIo::ring_destroy(Ring* ring) noexcept {
   if (!ring) return;
+  rings_destroyed.fetch_add(1, std::memory_order_acq_rel);  // before the queues are unmapped
   io_uring_queue_exit(&ring->ring);
   delete ring;
 }
