@@ -66,6 +66,7 @@ class OperandVersions {
 };
 
 // The carriers the invocation declares mutated (each once).
+// (Empty, with no allocation, when nothing is declared mutated.)
 std::vector<const Carrier*> mutated_carriers(const ResolvedInvocation& invocation) {
   std::vector<const Carrier*> out;
   for (std::size_t i : invocation.mutated_operands()) {
@@ -79,9 +80,7 @@ std::vector<const Carrier*> mutated_carriers(const ResolvedInvocation& invocatio
 // declared mutation (a view of a mutated operand included) may change; any
 // other operand's carrier must not have.
 void check_undeclared_mutation(const ResolvedInvocation& invocation, const OperandVersions& before, const Who& who) {
-  // Nothing declared mutated (the common case): no list to build.
-  const std::vector<const Carrier*> declared =
-      invocation.mutated_operands().empty() ? std::vector<const Carrier*>() : mutated_carriers(invocation);
+  const std::vector<const Carrier*> declared = mutated_carriers(invocation);
   for (std::size_t i = 0; i < invocation.operands().size(); ++i) {
     const Tensor* in = std::get_if<Tensor>(&invocation.operands()[i]);
     if (!in || std::find(declared.begin(), declared.end(), in->carrier().get()) != declared.end()) continue;
@@ -169,8 +168,7 @@ void validate(const ResolvedInvocation& invocation, const ProviderResult& result
 // moved out, not copied (the result is spent).
 std::vector<Tensor> publish(const std::shared_ptr<const ResolvedInvocation>& invocation, ProviderResult&& result,
                             bool graph) {
-  const std::vector<const Carrier*> declared =
-      invocation->mutated_operands().empty() ? std::vector<const Carrier*>() : mutated_carriers(*invocation);
+  const std::vector<const Carrier*> declared = mutated_carriers(*invocation);
   for (const Carrier* c : declared) c->require_writable(invocation->operation().c_str());  // all, before any bump
   std::vector<Tensor> outputs = extension::detail::ProviderResultAccess::take_outputs(result);
   const AutogradHooks* hooks = graph ? &autograd_hooks() : nullptr;
