@@ -52,6 +52,7 @@ namespace strideweave {
 
 class Carrier;
 class DependentCarrier;
+class Operation;  // <strideweave/autograd.h>
 class Layout;
 class OperationCapability;
 class OperationPlan;
@@ -136,6 +137,19 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // The matching capability, or UnsupportedOperationPlan.
   OperationCapability require_operation_plan(const OperationPlan& plan) const;
 
+  // Dispatch (core-concepts 1.8; upstream carrier-dispatch): a fresh,
+  // single-use Operation for `operation_name`, bound to this instance's exact
+  // class (_operation_name, _dispatch_carrier_class); its forward() takes the
+  // one path the typed functions take. A class with the library's own
+  // kernels or a CarrierDefinition answers every registered operation name
+  // (and sort's and topk's internal plans, and the pure views permute,
+  // reshape, squeeze, unsqueeze, broadcast_to, as_strided); any other class
+  // asks its dispatch hook, _dispatch_op. An unknown name, or a storage-only
+  // class -> NotImplementedError naming it; a hook that returns null or an
+  // Operation already dispatched -> TypeError (the first dispatch's metadata
+  // stays). Defined in src/autograd.
+  std::shared_ptr<Operation> dispatch_op(std::string_view operation_name) const;
+
   // Writes values[k] to slot indices[k] for every k as ONE versioned
   // mutation (version + 1): validates liveness, mutability, every index and
   // every value's kind first, so a failure writes nothing. Used by bulk
@@ -209,6 +223,16 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   virtual bool supports_allocation() const noexcept { return false; }
   virtual void allocate_empty_storage(std::int64_t slots);
   virtual void discard_allocation() noexcept {}
+
+  // The dispatch hook (carrier-extension R13.1; upstream carrier-dispatch):
+  // a definition-free class without kernels of the library's own (a custom
+  // class in C++ or Python) supplies its computation here, as a fresh
+  // Operation whose _forward computes the call (autograd.h,
+  // Operation::_forward). It is asked by dispatch_op and by every ordinary
+  // call (typed, by name, by definition) on this class, after the
+  // capability gate. The default raises NotImplementedError naming the
+  // operation (a storage-only class keeps it).
+  virtual std::shared_ptr<Operation> _dispatch_op(std::string_view operation_name) const;
 
   // For composites (Evictable, TiledEvictable) that take ownership.
   void set_owned(bool owned) noexcept { owned_.store(owned); }

@@ -39,6 +39,10 @@ STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
 
+namespace operation {
+class ResolvedInvocation;  // <strideweave/operation.h>
+}
+
 // A normalised option value handed to kernels.
 using AttributeValue = std::variant<bool, std::int64_t, double, std::vector<std::int64_t>>;
 
@@ -81,6 +85,38 @@ struct KernelCall {
 };
 
 using KernelFn = std::function<void(const KernelCall&)>;
+
+// The call a carrier's dispatch hook computes (carrier-extension R13.1): what
+// Operation::_forward (autograd.h) receives on a definition-free class that has no
+// kernel table of the library's own (a custom class in C++ or Python). The
+// framework has bound the call, resolved the central plan, gated it against
+// the class's sealed capabilities, aligned the operands, and allocated the
+// result(s) on the class (through its make_like hook) before _forward runs;
+// _forward writes the result values and returns. Everything it sees is valid
+// for the duration of the call only.
+struct DispatchedCall {
+  // The built-in or custom operation's name.
+  const std::string& operation;
+  // The central plan the gate admitted.
+  const OperationPlan& plan;
+  // A built-in: the kernel operands exactly as shipped kernels receive them
+  // (tensor views already broadcast/aligned to the result, weak scalars
+  // materialised to the plan's convert_to dtype). A custom operation: the
+  // invocation's operands in schema order (weak scalars materialised).
+  std::span<const KernelOperand> operands;
+  // A built-in's normalised options (axes, keepdims, ...); empty for a
+  // custom operation (read invocation->options()).
+  const Attributes& attributes;
+  // The fresh result storage, one per result (a custom operation's aliased
+  // result is the aliased operand itself).
+  std::span<const Tensor> outputs;
+  // A custom operation's resolved invocation; null for a built-in.
+  const operation::ResolvedInvocation* invocation = nullptr;
+
+  const Tensor& output() const { return outputs.front(); }
+  const Tensor& tensor(std::size_t i) const { return std::get<Tensor>(operands[i]); }
+  const Value& scalar(std::size_t i) const { return std::get<Value>(operands[i]); }
+};
 
 // How many times the framework's FallbackCopy path has run for carrier
 // class `cls` on `axis` since the process started: a borrowed operand copied

@@ -37,9 +37,7 @@ namespace detail {
 struct TensorImpl;
 struct TensorAccess;
 }  // namespace detail
-namespace autograd {
-class Node;  // <strideweave/autograd.h>
-}  // namespace autograd
+class Operation;  // <strideweave/autograd.h>
 
 class Tensor {
  public:
@@ -62,6 +60,9 @@ class Tensor {
   bool is_differentiable() const noexcept { return &dtype() == &DType::Float32(); }
   // Identity: two handles naming the same tensor.
   bool is(const Tensor& other) const noexcept { return impl_ == other.impl_; }
+  // An opaque key of that identity (equal exactly when is()): what a binding
+  // uses to give one tensor one object. Valid while some handle lives.
+  const void* identity() const noexcept { return impl_.get(); }
 
   // Element access by one integer key per top-level mode (ValueError for a
   // bad coordinate; RuntimeError on a released carrier).
@@ -97,46 +98,48 @@ class Tensor {
   std::string to_string() const;
 
   // ---- automatic differentiation (core-concepts.md 6; docs/autograd.md) --
-  // Defined in src/autograd except the four plain queries. Grad mode and
-  // the functional grad() live in <strideweave/autograd.h>.
+  // Defined in src/autograd except the plain queries. Grad mode, Operation
+  // and the functional grad() live in <strideweave/autograd.h>.
   //
-  // requires_grad(): a leaf marked with set_requires_grad(true), or a tensor
-  // with a grad_fn (a recorded operation result or a view of one).
-  bool requires_grad() const noexcept;
-  // Marks (or unmarks) a leaf. true on a non-differentiable tensor (dtype
-  // not exactly Float32) -> RuntimeError; false on a non-leaf ->
-  // RuntimeError (only leaves carry the flag).
-  void set_requires_grad(bool requires_grad = true);
-  // No grad_fn: created by the user, by an unrecorded call, or detach().
+  // There is no opt-in flag: a differentiable tensor takes part in every
+  // graph built while grad mode is on (core-concepts 6.2). requires_grad()
+  // is a read-only report of that rule, for PyTorch habits: true iff the
+  // tensor is differentiable.
+  bool requires_grad() const noexcept { return is_differentiable(); }
+  // No autograd_ctx: created by the user, by an unrecorded call (grad mode
+  // off, no differentiable input), or detach().
   bool is_leaf() const noexcept;
-  // The node that produced this tensor (null for a leaf); autograd_ctx is
-  // the specification's name for it.
-  const std::shared_ptr<autograd::Node>& grad_fn() const noexcept;
-  const std::shared_ptr<autograd::Node>& autograd_ctx() const noexcept { return grad_fn(); }
-  // A non-null node on a non-differentiable tensor -> RuntimeError; null
-  // makes the tensor a leaf again.
-  void set_autograd_ctx(std::shared_ptr<autograd::Node> node);
-  // The accumulated gradient (compact, fresh storage of this tensor's
-  // carrier class), or nullopt. RuntimeError on a non-differentiable tensor.
+  // The Operation that produced this tensor (null for a leaf); grad_fn is
+  // PyTorch's name for it.
+  const std::shared_ptr<Operation>& autograd_ctx() const noexcept;
+  const std::shared_ptr<Operation>& grad_fn() const noexcept { return autograd_ctx(); }
+  // A non-null Operation on a non-differentiable tensor -> RuntimeError;
+  // null makes the tensor a leaf again.
+  void set_autograd_ctx(std::shared_ptr<Operation> operation);
+  // The accumulated gradient (fresh storage of this tensor's carrier class),
+  // or nullopt. RuntimeError on a non-differentiable tensor.
   std::optional<Tensor> grad() const;
   // nullopt clears it; a Tensor must be Float32 (TypeError), have this
   // tensor's shape (ValueError) and live on its carrier class (TypeError);
   // a Tensor on a non-differentiable tensor -> RuntimeError.
   void set_grad(std::optional<Tensor> gradient);
-  // A non-leaf keeps its .grad after backward. RuntimeError on a
-  // non-differentiable tensor; no effect on a leaf.
-  void retain_grad();
+  // retain = true: a non-leaf keeps the cotangent every later backward
+  // brings it in .grad (leaf accumulation semantics); false turns that off.
+  // No effect on a leaf (it always accumulates). RuntimeError on a
+  // non-differentiable tensor.
+  void retain_grad(bool retain = true);
   // A new handle on the same storage, offset and layout without autograd
-  // state (a leaf that does not require grad).
+  // state (a leaf).
   Tensor detach() const;
   // Reverse-mode accumulation from this tensor (docs/autograd.md):
   // gradient = nullopt is the implicit unit cotangent, allowed only when the
   // shape is a single top-level mode of extent 1 (else ValueError). An
   // explicit cotangent must be Float32 (TypeError), of this tensor's shape
   // (ValueError) and on its carrier class (TypeError). RuntimeError on a
-  // non-differentiable tensor, on one that does not require grad, on a
-  // saved input modified in place, and on a graph released by an earlier
-  // backward without retain_graph (the message names retain_graph=True).
+  // non-differentiable tensor, on a saved input modified in place, and on a
+  // graph released by an earlier backward without retain_graph (the message
+  // names retain_graph=True). Every differentiable leaf reached receives
+  // .grad.
   void backward(std::optional<Tensor> gradient = std::nullopt, bool retain_graph = false) const;
   // ---- end automatic differentiation ----------------------------------------
 

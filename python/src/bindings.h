@@ -56,6 +56,15 @@ inline std::shared_ptr<SharedPyObject> share(py::handle o) {
 // created it, else a new one. Call with the GIL held.
 py::object resolved_invocation_object(const operation::ResolvedInvocation& invocation);
 
+// Operation.forward(*inputs, options=None) (operation.cpp): the operands
+// bound as a definition call binds them (a view's parameters by position),
+// options an OperationExecutionOptions bound to the operation, or a dict of
+// the schema's options, or None.
+py::object forward_object(const std::shared_ptr<Operation>& self, const py::args& args, const py::kwargs& kwargs);
+// The shared_ptr C++ keeps of an Operation object; for an instance of a
+// Python subclass it also keeps the Python object alive (autograd.cpp).
+std::shared_ptr<Operation> operation_arg(py::handle value, const char* what);
+
 // ---- module parts, one function per file (module.cpp calls them in order)
 void bind_errors(py::module_& m);      // errors.cpp
 void bind_enums(py::module_& m);       // enums.cpp
@@ -147,10 +156,17 @@ class PythonCarrierObject {
 };
 
 // ---- tensors (tensor.cpp)
+// The holder of every Python Tensor object: one object per tensor (its
+// deleter forgets the object when Python destroys it; tensor.cpp).
+struct TensorHolderDeleter {
+  void operator()(Tensor* tensor) const noexcept;
+};
+using TensorHolder = std::unique_ptr<Tensor, TensorHolderDeleter>;
 const Tensor& tensor_arg(py::handle value, const char* what);
 bool is_tensor(py::handle value);
-// A new Python Tensor object owning `tensor` (what py::cast does, without
-// its type lookups: results are made on every call).
+// The Python object of `tensor`: the object that already wraps that tensor
+// while it lives (one tensor, one object), else a new one (what py::cast
+// does, without its type lookups: results are made on every call).
 py::object tensor_object(Tensor&& tensor);
 // A caller-provided output: None, a Tensor (overwrite) or an Output.
 Output output_arg(py::handle value, const char* what);

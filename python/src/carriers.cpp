@@ -135,6 +135,27 @@ class PyStorage : public Base {
     return out;
   }
 
+  // The dispatch hook (carrier-extension R13.1): the subclass's
+  // _dispatch_op(name) -> a fresh Operation (docs/extension.md).
+  std::shared_ptr<Operation> _dispatch_op(std::string_view name) const override {
+    py::gil_scoped_acquire gil;
+    py::function f = py::get_override(static_cast<const Base*>(this), "_dispatch_op");
+    if (!f) return Base::_dispatch_op(name);
+    py::object op;
+    try {
+      op = f(std::string(name));
+    } catch (py::error_already_set& e) {
+      // "No implementation" crosses into C++ as the library's own error, so
+      // the dispatch reports it as UnsupportedOperationPlan (R13.1).
+      if (e.matches(PyExc_NotImplementedError)) throw NotImplementedError(e.what());
+      throw;
+    }
+    const std::string what = this->class_name() + "._dispatch_op";
+    if (op.is_none())
+      throw TypeError(fmt::format("{} returned None for '{}'; it returns a fresh Operation", what, name));
+    return operation_arg(op, what.c_str());
+  }
+
   // The Python object of this instance.
   py::handle self() const {
     return py::detail::get_object_handle(static_cast<const Base*>(this), py::detail::get_type_info(typeid(Base)));
@@ -556,6 +577,22 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
            },
            py::detail::is_new_style_constructor(), py::arg("slots") = py::none(), py::kw_only(), py::arg("dtype"),
            py::arg("mutable") = true)
+      .def("dispatch_op", [](const Carrier& c, py::handle name) {
+             if (!PyUnicode_Check(name.ptr()))
+               throw TypeError(fmt::format("dispatch_op: operation_name must be a str, got {}",
+                                           py::repr(name).cast<std::string>()));
+             const std::string n = name.cast<std::string>();
+             return c.dispatch_op(n);
+           }, py::arg("operation_name"),
+           "A fresh single-use Operation for `operation_name` bound to this instance's exact class "
+           "(core-concepts 1.8). Unknown name or a storage-only class -> NotImplementedError.")
+      .def("_dispatch_op", [](const Carrier& c, py::handle name) -> py::object {
+             throw NotImplementedError(fmt::format("{} does not dispatch operation '{}' (its dispatch hook "
+                                                   "_dispatch_op supplies no implementation)",
+                                                   c.class_name(), py::str(name).cast<std::string>()));
+           }, py::arg("operation_name"),
+           "The dispatch hook of a custom definition-free class: return a fresh Operation subclass whose "
+           "_forward(call) computes the call. The default raises NotImplementedError.")
       .def("size", &Carrier::size, "The number of slots (RuntimeError after release).")
       .def("dtype", [](const Carrier& c) { return dtype_object(c.dtype()); }, "The stored dtype (also after release).")
       .def("get_value", &get_value, py::arg("index"),

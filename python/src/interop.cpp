@@ -430,7 +430,7 @@ void bind_interop(py::module_& m) {
   heap->as_buffer.bf_getbuffer = &tensor_getbuffer;
   heap->as_buffer.bf_releasebuffer = &tensor_releasebuffer;
 
-  py::class_<Tensor> cls = py::reinterpret_borrow<py::class_<Tensor>>(tensor);
+  py::class_<Tensor, TensorHolder> cls = py::reinterpret_borrow<py::class_<Tensor, TensorHolder>>(tensor);
   cls.def("__dlpack__", [](const Tensor& t, py::handle, py::handle max_version, py::handle dl_device,
                            py::handle copy) { return to_dlpack_capsule(t, max_version, dl_device, copy); },
           py::arg("stream") = py::none(), py::kw_only(), py::arg("max_version") = py::none(),

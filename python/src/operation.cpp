@@ -29,6 +29,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 namespace strideweave::python {
 
 namespace op = strideweave::operation;
@@ -497,6 +499,102 @@ py::object results_object(std::vector<Tensor>&& results, py::handle originals) {
   return tensors_tuple(results, originals);
 }
 
+
+// ---------------------------------------------------------------- Operation.forward
+
+// The positional parameters of the pure views through dispatch_op, by name
+// (the Tensor methods of the same names).
+const std::vector<const char*>* view_parameters(const std::string& name) {
+  static const std::map<std::string, std::vector<const char*>, std::less<>> params{
+      {"permute", {"perm"}},        {"reshape", {"shape"}},     {"squeeze", {"axes"}},
+      {"unsqueeze", {"axis"}},      {"broadcast_to", {"shape"}}, {"as_strided", {"shape", "stride", "offset"}}};
+  const auto it = params.find(name);
+  return it == params.end() ? nullptr : &it->second;
+}
+
+// A view parameter: a Shape or a Layout's flat extents/strides, a sequence
+// of ints, or one int.
+op::OptionValue view_parameter_arg(py::handle value, const char* what) {
+  if (py::isinstance<Shape>(value)) {
+    const Shape& s = value.cast<const Shape&>();
+    return std::vector<std::int64_t>(s.extents().begin(), s.extents().end());
+  }
+  return option_value_arg(value, what);
+}
+
+}  // namespace
+
+py::object forward_object(const std::shared_ptr<Operation>& self, const py::args& args, const py::kwargs& kwargs) {
+  const std::string name = self->_operation_name().value_or("");
+  py::handle options = py::none();
+  if (kwargs)
+    for (auto item : kwargs) {
+      const std::string key = item.first.cast<std::string>();
+      if (key != "options")
+        throw TypeError(fmt::format("{}.forward: unknown keyword '{}' (forward takes the operands positionally and "
+                                    "options=)",
+                                    name.empty() ? "Operation" : name, key));
+      options = item.second;
+    }
+  if (!self->_operation_name())
+    throw NotImplementedError("Operation.forward: this Operation was never dispatched; get one from "
+                              "carrier.dispatch_op(name)");
+  std::vector<op::CallOperand> operands;
+  op::OptionMap map;
+  std::shared_ptr<const op::OperationDefinition> d;
+  if (const std::vector<const char*>* params = view_parameters(name)) {
+    if (args.size() == 0 || !is_tensor(args[0]))
+      throw TypeError(fmt::format("{}.forward: the first operand must be a Tensor", name));
+    if (args.size() - 1 > params->size())
+      throw TypeError(fmt::format("{}.forward: takes a Tensor and at most {} parameters, got {} arguments", name,
+                                  params->size(), args.size()));
+    operands.emplace_back(tensor_arg(args[0], "operand 0"));
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      const std::string what = fmt::format("{}.forward: {}", name, (*params)[i - 1]);
+      map.emplace((*params)[i - 1], view_parameter_arg(args[i], what.c_str()));
+    }
+    if (!options.is_none())
+      throw TypeError(fmt::format("{}.forward: a view takes no execution options", name));
+  } else {
+    try {
+      d = op::get_definition(name);
+    } catch (const LookupError&) {
+      throw NotImplementedError(fmt::format("Operation.forward: no operation named '{}'", name));
+    }
+    operands = call_operands(*d, args);
+    if (py::isinstance<OperationExecutionOptions>(options)) {
+      const auto& o = options.cast<const OperationExecutionOptions&>();
+      if (o.operation() != name)
+        throw ValueError(fmt::format("{}.forward: the execution options are bound to '{}'", name, o.operation()));
+      if (const DType* accumulator = o.accumulator_dtype()) map.emplace("accumulator_dtype", accumulator);
+      if (const std::optional<Arithmetic> arithmetic = o.arithmetic())
+        map.emplace("arithmetic", std::string(value_of(*arithmetic)));
+    } else if (PyDict_Check(options.ptr())) {
+      // Beyond the specification (docs/autograd.md): the schema's other
+      // options by name, e.g. {"axes": [0], "keepdims": True}.
+      for (auto item : py::reinterpret_borrow<py::dict>(options)) {
+        const std::string key = py::str(item.first);
+        const std::string what = fmt::format("{}: option '{}'", name, key);
+        map.emplace(key, option_value_arg(item.second, what.c_str()));
+      }
+    } else if (!options.is_none()) {
+      throw TypeError(fmt::format("{}.forward: options must be OperationExecutionOptions, a dict of options or None, "
+                                  "got {}",
+                                  name, type_name(options)));
+    }
+  }
+  CallScope scope;
+  scope.definition = d.get();
+  scope.operands = args;
+  std::vector<Tensor> results;
+  {
+    py::gil_scoped_release nogil;
+    results = self->forward(operands, map);
+  }
+  return results_object(std::move(results), args);
+}
+
+namespace {
 
 // ---------------------------------------------------------------- opcheck (docs/opcheck.md)
 

@@ -365,7 +365,7 @@ void bind_operations(py::module_& m) {
       "The operations as the C++ library lists them (for the stub test and docs).");
 
   // The operators of ops/operators.h.
-  py::class_<Tensor> tensor = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  py::class_<Tensor, TensorHolder> tensor = py::reinterpret_borrow<py::class_<Tensor, TensorHolder>>(m.attr("Tensor"));
   struct Binary {
     const char* method;
     const char* op;

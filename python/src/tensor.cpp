@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include <unordered_map>
+
 namespace strideweave::python {
 namespace {
 
@@ -115,6 +117,39 @@ const py::detail::type_info* tensor_type_info() {
 
 bool is_tensor(py::handle value) { return PyObject_TypeCheck(value.ptr(), tensor_type_info()->type); }
 
+// ---- one tensor, one object
+//
+// A C++ Tensor is a handle; several handles may name one tensor
+// (Tensor::is). Python sees one object per tensor: the objects that wrap a
+// tensor are remembered by its identity key (Tensor::identity), so a tensor
+// C++ hands back (an Operation's saved inputs, a VJP context's outputs, a
+// caller-provided output) is the caller's very object while that object
+// lives. An object is remembered when the binding makes it and when one is
+// passed into a call (a Tensor the user built with Tensor(...)); it is
+// forgotten when its Python object is destroyed (TensorHolderDeleter). The
+// map is touched only with the GIL held.
+namespace {
+struct Remembered {
+  PyObject* object;
+  const Tensor* value;  // the object's own handle
+};
+std::unordered_map<const void*, Remembered>& remembered_objects() {
+  static auto* map = new std::unordered_map<const void*, Remembered>();  // never destroyed: objects outlive statics
+  return *map;
+}
+void remember(PyObject* object, const Tensor* value) {
+  remembered_objects().try_emplace(value->identity(), Remembered{object, value});
+}
+}  // namespace
+
+void TensorHolderDeleter::operator()(Tensor* tensor) const noexcept {
+  if (tensor) {
+    auto& map = remembered_objects();
+    if (const auto it = map.find(tensor->identity()); it != map.end() && it->second.value == tensor) map.erase(it);
+  }
+  delete tensor;
+}
+
 const Tensor& tensor_arg(py::handle value, const char* what) {
   if (!is_tensor(value))
     throw TypeError(fmt::format("{}: expected a Tensor, got {}", what, py::repr(value).cast<std::string>()));
@@ -122,16 +157,21 @@ const Tensor& tensor_arg(py::handle value, const char* what) {
   void* v = inst->simple_layout ? inst->simple_value_holder[0]
                                 : py::detail::values_and_holders(inst).begin()->value_ptr();
   if (!v) throw TypeError(fmt::format("{}: the Tensor object was never initialised", what));
-  return *static_cast<const Tensor*>(v);
+  const auto* t = static_cast<const Tensor*>(v);
+  remember(value.ptr(), t);
+  return *t;
 }
 
 py::object tensor_object(Tensor&& tensor) {
+  if (const auto it = remembered_objects().find(tensor.identity()); it != remembered_objects().end())
+    return py::reinterpret_borrow<py::object>(it->second.object);
   const py::detail::type_info* info = tensor_type_info();
   auto object = py::reinterpret_steal<py::object>(py::detail::make_new_instance(info->type));
   auto* inst = reinterpret_cast<py::detail::instance*>(object.ptr());
   inst->owned = true;
   py::detail::values_and_holders(inst).begin()->value_ptr() = new Tensor(std::move(tensor));
   info->init_instance(inst, nullptr);
+  remember(object.ptr(), static_cast<const Tensor*>(py::detail::values_and_holders(inst).begin()->value_ptr()));
   return object;
 }
 
@@ -147,7 +187,7 @@ Output output_arg(py::handle value, const char* what) {
 }
 
 void bind_tensor(py::module_& m) {
-  py::class_<Tensor> tensor(m, "Tensor", py::buffer_protocol(), R"doc(
+  py::class_<Tensor, TensorHolder> tensor(m, "Tensor", py::buffer_protocol(), R"doc(
 Tensor(carrier, offset, layout): one subtensor (core-concepts.md 4): the
 Layout maps logical coordinates to slot indices added to `offset`. The carrier
 dtype is the logical dtype; offset is an int (TypeError otherwise), offset >= 0

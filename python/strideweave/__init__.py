@@ -102,7 +102,8 @@ from ._core import (
     asarray,
     SortResult,
     # autograd
-    Node,
+    Operation,
+    DispatchedCall,
     grad,
     # file formats (docs/storage.md, "File formats")
     load_npy,

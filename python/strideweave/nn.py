@@ -48,14 +48,17 @@ _F32 = _core.DType.Float32
 class Parameter(_core.Tensor):
     """A leaf tensor a Module owns and an optimizer updates: a Tensor (a
     subclass, usable wherever one is) over the same carrier, offset and
-    layout as `data`, with requires_grad=True. `data` must be exactly
-    Float32 (RuntimeError otherwise, as for requires_grad)."""
+    layout as `data`. `data` must be exactly Float32 (RuntimeError
+    otherwise): only differentiable tensors receive gradients, and every
+    Float32 tensor takes part in the graphs built while grad mode is on
+    (core-concepts 6.2), so there is no flag to set."""
 
-    def __init__(self, data, requires_grad=True):
+    def __init__(self, data):
         if not isinstance(data, _core.Tensor):
             raise TypeError(f"Parameter: expected a Tensor, got {data!r}")
+        if not data.is_differentiable():
+            raise RuntimeError(f"Parameter: a {data.dtype().name} tensor is not differentiable (only Float32 is)")
         super().__init__(data.carrier, data.offset, data.layout)
-        self.requires_grad = requires_grad
 
     def __repr__(self):
         return "Parameter(" + super().__repr__() + ")"
@@ -248,8 +251,8 @@ class SGD:
     def __init__(self, parameters, lr, momentum=0.0):
         self.parameters = list(parameters)
         for i, p in enumerate(self.parameters):
-            if not isinstance(p, _core.Tensor) or not p.requires_grad:
-                raise TypeError(f"SGD: parameter {i} is not a tensor that requires grad: {p!r}")
+            if not isinstance(p, _core.Tensor) or not p.is_differentiable():
+                raise TypeError(f"SGD: parameter {i} is not a differentiable (Float32) tensor: {p!r}")
         if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
             raise ValueError(f"SGD: lr must be a positive number, got {lr!r}")
         if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or not 0 <= momentum < 1:

@@ -120,8 +120,6 @@ def test_R8_a_python_vjp_runs_end_to_end_and_matches_finite_differences():
     f = MulFixture()
     xv, wv, cv = [0.5, -1.25, 2.0], [1.5, 0.75, -0.5], [1.0, -2.0, 0.5]
     x, w = f.device.tensor(xv), f.device.tensor(wv)
-    x.requires_grad = True
-    w.requires_grad = True
     y = f.mul(x, w)
     assert y.grad_fn is not None and y.grad_fn.name == f.mul.name
     y.backward(f.device.tensor(cv))
@@ -146,7 +144,6 @@ def test_R8_a_python_vjp_runs_end_to_end_and_matches_finite_differences():
 def test_R8_scenario_use_a_fused_namespaced_backward():
     f = MulFixture()
     x = f.device.tensor([1.0, 2.0])
-    x.requires_grad = True
     y = f.mul(x, f.device.tensor([3.0, 4.0]))
     assert f.device.ran == [f.mul.name]
     (gx,) = sw.grad(y, [x], f.device.tensor([1.0, 1.0]))
@@ -157,7 +154,6 @@ def test_R8_scenario_use_a_fused_namespaced_backward():
 def test_R8_the_vjp_context_exposes_invocation_outputs_and_saved_operands_in_declared_order():
     f = MulFixture()
     x, w = f.device.tensor([1.0, 2.0]), f.device.tensor([3.0, 4.0])
-    x.requires_grad = True
     y = f.mul(x, w)
     y.backward(f.device.tensor([1.0, 1.0]))
     (context,) = f.contexts
@@ -165,8 +161,8 @@ def test_R8_the_vjp_context_exposes_invocation_outputs_and_saved_operands_in_dec
     assert context.invocation.call.definition is f.mul
     assert [values(t) for t in context.saved_operands] == [[3.0, 4.0], [1.0, 2.0]]
     assert [values(t) for t in context.outputs] == [[3.0, 8.0]]
-    assert context.needs_grad(0) and not context.needs_grad(1)  # w does not require grad
-    assert w.grad is None and x.grad.tolist() == [3.0, 4.0]
+    assert context.needs_grad(0) and context.needs_grad(1)  # both Float32 operands take part (no opt-in flag)
+    assert w.grad.tolist() == [1.0, 2.0] and x.grad.tolist() == [3.0, 4.0]
 
 
 def test_R8_one_cotangent_per_result_in_result_order_and_one_node_per_call():
@@ -186,7 +182,6 @@ def test_R8_one_cotangent_per_result_in_result_order_and_one_node_per_call():
                                 resolve_elementwise(results=2, saved=(0,)), vjp=vjp)
     device = Device({split: (1, lambda x: [[2 * v for v in values(x)], [v * v for v in values(x)]])})
     x = device.tensor([1.0, 3.0])
-    x.requires_grad = True
     a, b = split(x)
     assert a.grad_fn is not None and b.grad_fn is not None
     (g,) = sw.grad(b, [x], device.tensor([1.0, 1.0]), retain_graph=True)
@@ -223,7 +218,6 @@ def test_R8_a_wrong_vjp_return_is_refused_before_any_gradient_accumulates(return
                             resolve_elementwise(saved=(0,)), vjp=vjp)
     holder["device"] = device = Device({d: (1, lambda x: [values(x)])})
     x = device.tensor([1.0, 2.0])
-    x.requires_grad = True
     y = d(x)
     raises_exactly(error, y.backward, device.tensor([1.0, 1.0]))
     assert x.grad is None
@@ -234,15 +228,13 @@ def test_R8_non_differentiable_attaches_no_node_and_never_calls_a_vjp():
                             resolve_elementwise(), vjp=op.NON_DIFFERENTIABLE)
     device = Device({d: (1, lambda x: [values(x)])})
     x = device.tensor([1.0])
-    x.requires_grad = True
     y = d(x)
-    assert y.grad_fn is None and not y.requires_grad
+    assert y.grad_fn is None and y.is_leaf
 
 
 def test_R8_scenario_detect_a_modified_saved_input():
     f = MulFixture()
     x, w = f.device.tensor([1.0, 2.0]), f.device.tensor([3.0, 4.0])
-    x.requires_grad = True
     y = f.mul(x, w)
     w.carrier.set_value(0, 9.0)
     error = raises_exactly(RuntimeError, y.backward, f.device.tensor([1.0, 1.0]))
@@ -270,7 +262,6 @@ def test_R8_alias_paths_on_a_definition_backed_carrier():
     ext.register_carrier_definition(cls, ext.CarrierDefinition(provider, kernels=ext.KernelProvider(
         ext.KernelExecutionInterface("1"), patterns)))
     x = sw.Tensor(cls(2, dtype=F32), 0, sw.Layout.compact(sw.Shape(2)))
-    x.requires_grad = True
     raises_exactly(ValueError, d, x)                      # reject a differentiable exact-object alias
     r = nd(x)                                             # permit a non-differentiable one
     assert r.carrier is x.carrier and r.grad_fn is None and x.grad_fn is None

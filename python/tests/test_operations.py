@@ -100,6 +100,16 @@ def test_execution_options_reach_reduce_sum_and_matmul_only():
 def test_caller_provided_outputs_are_returned_and_written_once():
     a = sw.tensor([1.0, 2.0])
     out = sw.tensor([0.0, 0.0])
+    # Under grad mode an accumulation cannot be recorded (docs/autograd.md,
+    # "Recording"): refused before anything is written.
+    raises_exactly(RuntimeError, sw.add, a, a, out=sw.accumulate_into(out))
+    assert out.tolist() == [0.0, 0.0] and out.carrier.version == 0
+    with sw.no_grad():
+        caller_outputs_without_a_graph(a)
+
+
+def caller_outputs_without_a_graph(a):
+    out = sw.tensor([0.0, 0.0])
     assert sw.add(a, a, out=out) is out and out.tolist() == [2.0, 4.0] and out.carrier.version == 1
     assert sw.add(a, a, out=sw.into(out)) is out
     assert sw.mul(a, 2, out=sw.accumulate_into(out)) is out and out.tolist() == [4.0, 8.0]

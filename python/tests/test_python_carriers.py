@@ -222,17 +222,17 @@ def test_unsupported_plans_fail_before_any_storage_work():
     assert c.version == 0
 
 
-def test_a_declared_plan_without_a_kernel_says_so():
-    # The C++ library has no public kernel registration for definition-free
-    # run-time classes (kernel packs arrive with the extension layer, issue
-    # 11): a declared plan reaches the gate and is then refused with
-    # NotImplementedError naming the missing kernel, before allocating.
+def test_r13_1_a_declared_plan_without_a_kernel_in_the_dispatch_hook_is_unsupported():
+    # carrier-extension R13.1: a declared plan passes the gate; a class whose
+    # dispatch hook (_dispatch_op) supplies no implementation is
+    # UnsupportedOperationPlan saying so, never a plain NotImplementedError,
+    # before anything is allocated.
     cls = make_carrier_class()
     sw.register_operation_capabilities(cls, [cap(ADD)])
     c = cls([1.0])
     t = compact(c, 1)
-    error = raises_exactly(NotImplementedError, sw.add, t, t)
-    assert "registered no kernel" in str(error)
+    error = raises_exactly(sw.UnsupportedOperationPlan, sw.add, t, t)
+    assert "dispatch hook" in str(error)
     assert c.calls["_make_like"] == 0 and c.version == 0
 
 

@@ -1,5 +1,5 @@
 // The backward engine: Tensor::backward, the functional grad() and
-// Node::backward. See docs/autograd.md, "Backward".
+// Operation::backward. See docs/autograd.md, "Backward".
 //
 // One run has three phases, so that a failure changes nothing:
 //   1. collect every tensor reachable from the roots through grad_fn edges,
@@ -34,6 +34,50 @@ using detail::TensorImpl;
 namespace autograd {
 namespace {
 
+// ---- gradient layouts (core-concepts 6.4-6.5; upstream autograd, "Cotangent
+// layouts must address the target tensor exactly" and "Gradient buffers use
+// injective layouts and aggregate broadcast aliases")
+
+// `tuple` with every leaf whose stride is 0 narrowed to extent 1.
+IntTuple without_broadcast(const IntTuple& shape, const IntTuple& stride) {
+  if (shape.is_leaf()) return IntTuple(stride.value() == 0 ? std::int64_t{1} : shape.value());
+  std::vector<IntTuple> children;
+  for (std::size_t i = 0; i < shape.rank(); ++i) children.push_back(without_broadcast(shape[i], stride[i]));
+  return IntTuple::tuple(std::move(children));
+}
+
+// Broadcast aliasing: the collisions that remain come only from stride-0
+// modes (the layout without them is injective).
+bool is_broadcast_aliasing(const Layout& layout) {
+  std::vector<IntTuple> modes;
+  for (std::size_t i = 0; i < layout.rank(); ++i)
+    modes.push_back(without_broadcast(layout.shape().mode(i), layout.stride().mode(i)));
+  return Layout(Shape(std::move(modes)), layout.stride()).is_injective();
+}
+
+// The one gradient buffer rule (every .grad and every tensor grad()
+// returns): fresh Float32 storage of `carrier`'s exact class holding the
+// logical values `values` of a gradient for a tensor laid out as `layout`.
+// An injective layout is kept exactly (holes are zero); a broadcast-aliased
+// one becomes the canonical injective layout of its shape, every position
+// holding the sum (in logical order) of the contributions that address its
+// storage slot; any other aliasing is a ValueError.
+Tensor gradient_buffer(std::vector<Value> values, const Carrier& carrier, const Layout& layout, const char* what) {
+  if (layout.is_injective()) {
+    std::vector<Value> slots(static_cast<std::size_t>(layout.cosize()), Value::from_float32(0.0f));
+    for (std::int64_t k = 0; k < layout.size(); ++k) slots[static_cast<std::size_t>(layout(k))] = values[static_cast<std::size_t>(k)];
+    return Tensor(carrier.new_like(slots, true, &DType::Float32()), 0, layout);
+  }
+  if (!is_broadcast_aliasing(layout))
+    throw ValueError(fmt::format("{}: the layout {} maps several coordinates to one slot other than through "
+                                 "stride-0 (broadcast) modes; no gradient layout addresses it exactly",
+                                 what, layout.to_string()));
+  std::unordered_map<std::int64_t, float> sums;
+  for (std::int64_t k = 0; k < layout.size(); ++k) sums[layout(k)] += values[static_cast<std::size_t>(k)].f;
+  for (std::int64_t k = 0; k < layout.size(); ++k) values[static_cast<std::size_t>(k)] = Value::from_float32(sums[layout(k)]);
+  return Tensor(carrier.new_like(values, true, &DType::Float32()), 0, Layout::compact(layout.shape()));
+}
+
 // The cotangent a root starts with: explicit (checked) or the implicit unit.
 Tensor root_cotangent(const Tensor& root, const std::optional<Tensor>& gradient, const char* what) {
   if (!gradient) {
@@ -47,8 +91,11 @@ Tensor root_cotangent(const Tensor& root, const std::optional<Tensor>& gradient,
           "shape {}; pass the gradient explicitly",
           what, root.shape().to_string()));
     root.carrier()->require_live(what);
-    const Value one[] = {Value::from_float32(1.0f)};
-    return Tensor(root.carrier()->new_like(one, true, &DType::Float32()), root.shape());
+    // The unit cotangent has the tensor's layout, in fresh storage.
+    std::vector<Value> slots(static_cast<std::size_t>(std::max<std::int64_t>(root.layout().cosize(), 1)),
+                             Value::from_float32(0.0f));
+    slots[static_cast<std::size_t>(root.layout()(std::int64_t{0}))] = Value::from_float32(1.0f);
+    return Tensor(root.carrier()->new_like(slots, true, &DType::Float32()), 0, root.layout());
   }
   const Tensor& g = *gradient;
   if (!g.is_differentiable())
@@ -56,6 +103,21 @@ Tensor root_cotangent(const Tensor& root, const std::optional<Tensor>& gradient,
   if (!(g.shape() == root.shape()))
     throw ValueError(fmt::format("{}: the cotangent has shape {} but the tensor has shape {}", what,
                                  g.shape().to_string(), root.shape().to_string()));
+  // The cotangent addresses the tensor exactly: an injective tensor's own
+  // layout; for a broadcast tensor, any injective layout of its shape.
+  if (root.layout().is_injective()) {
+    if (!(g.layout() == root.layout()))
+      throw ValueError(fmt::format("{}: the cotangent's layout {} differs from the tensor's layout {}; a cotangent "
+                                   "of an injective tensor has exactly its layout",
+                                   what, g.layout().to_string(), root.layout().to_string()));
+  } else if (!is_broadcast_aliasing(root.layout())) {
+    throw ValueError(fmt::format("{}: the tensor's layout {} aliases slots other than through stride-0 (broadcast) "
+                                 "modes; no cotangent addresses it exactly",
+                                 what, root.layout().to_string()));
+  } else if (!g.layout().is_injective()) {
+    throw ValueError(fmt::format("{}: the cotangent of a broadcast tensor needs an injective layout, got {}", what,
+                                 g.layout().to_string()));
+  }
   if (!(g.carrier_type() == root.carrier_type()))
     throw TypeError(fmt::format("{}: the cotangent lives on {} but the tensor on {}", what,
                                 g.carrier()->class_name(), root.carrier()->class_name()));
@@ -63,12 +125,10 @@ Tensor root_cotangent(const Tensor& root, const std::optional<Tensor>& gradient,
   return g.detach();
 }
 
-void require_tracked(const Tensor& t, const char* what, const char* role) {
+void require_differentiable(const Tensor& t, const char* what, const char* role) {
   if (!t.is_differentiable())
     throw RuntimeError(fmt::format("{}: {} has dtype {}; only Float32 tensors are differentiable", what, role,
                                    t.dtype().name()));
-  if (!t.requires_grad())
-    throw RuntimeError(fmt::format("{}: {} does not require grad and has no grad_fn", what, role));
 }
 
 struct Visit {
@@ -112,36 +172,44 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
   // 1. collect and check.
   std::unordered_map<const TensorImpl*, Visit> visits;
   std::vector<const TensorImpl*> order;  // discovery order, for a deterministic commit
-  // A definition node runs once for all of its results: its edges count
-  // once, and it waits for every result the traversal reached.
-  std::unordered_map<const Node*, PendingDefinition> definitions;
+  // An Operation runs once for all of its results: its edges count once,
+  // and it waits for every result the traversal reached.
+  std::unordered_map<const Operation*, PendingDefinition> definitions;
   std::vector<ImplPtr> stack;
   for (const Tensor& r : roots) stack.push_back(TensorAccess::shared(r));
   while (!stack.empty()) {
     ImplPtr impl = std::move(stack.back());
     stack.pop_back();
     if (visits.count(impl.get())) continue;
+    // Upstream autograd, "Refuse aliasing that broadcast modes do not
+    // explain": a reached tensor whose slots collide other than through
+    // stride-0 modes has no exact gradient; refused before any work.
+    if (!impl->layout.is_injective() && !is_broadcast_aliasing(impl->layout))
+      throw ValueError(fmt::format("backward: the traversal reaches a tensor of layout {}, which maps several "
+                                   "coordinates to one slot other than through stride-0 (broadcast) modes; its "
+                                   "gradient would be under-counted",
+                                   impl->layout.to_string()));
     visits.emplace(impl.get(), Visit{impl, 0, std::nullopt});
     order.push_back(impl.get());
     if (!impl->grad_fn) continue;
-    const Node& fn = *impl->grad_fn;
-    if (NodeAccess::is_definition(fn)) {
+    const Operation& fn = *impl->grad_fn;
+    if (OperationAccess::result_count(fn) > 1) {
       auto [it, first] = definitions.try_emplace(&fn);
       ++it->second.waiting;
       if (!first) continue;
-      it->second.cotangents.resize(NodeAccess::result_count(fn));
+      it->second.cotangents.resize(OperationAccess::result_count(fn));
     }
-    NodeAccess::check_ready(fn);
-    for (const ImplPtr& e : NodeAccess::edges(fn))
-      if (e) stack.push_back(e);
+    OperationAccess::check_ready(fn);
+    for (std::size_t k = 0; k < OperationAccess::input_count(fn); ++k)
+      if (const ImplPtr* e = OperationAccess::edge(fn, k)) stack.push_back(*e);
   }
   {
-    std::unordered_map<const Node*, bool> counted;
+    std::unordered_map<const Operation*, bool> counted;
     for (const TensorImpl* i : order)
       if (const auto& fn = visits.at(i).impl->grad_fn) {
-        if (NodeAccess::is_definition(*fn) && !counted.emplace(fn.get(), true).second) continue;
-        for (const ImplPtr& e : NodeAccess::edges(*fn))
-          if (e) ++visits.at(e.get()).consumers;
+        if (OperationAccess::result_count(*fn) > 1 && !counted.emplace(fn.get(), true).second) continue;
+        for (std::size_t k = 0; k < OperationAccess::input_count(*fn); ++k)
+          if (const ImplPtr* e = OperationAccess::edge(*fn, k)) ++visits.at(e->get()).consumers;
       }
   }
 
@@ -153,7 +221,7 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
   for (const TensorImpl* i : order)
     if (visits.at(i).consumers == 0) ready.push_back(i);
   std::vector<std::pair<ImplPtr, Tensor>> to_accumulate;
-  std::vector<Node*> visited_nodes;
+  std::vector<Operation*> visited_nodes;
   std::unordered_map<const TensorImpl*, std::optional<Tensor>> captured;
   for (const Tensor& c : captures) captured.emplace(&TensorAccess::impl(c), std::nullopt);
   std::size_t processed = 0;
@@ -162,13 +230,16 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
     ready.pop_front();
     ++processed;
     if (auto it = captured.find(v.impl.get()); it != captured.end()) it->second = v.cotangent;
-    if (accumulate && v.cotangent && (v.impl->retains_grad || (v.impl->requires_grad && !v.impl->grad_fn)))
+    // Every differentiable leaf reached receives .grad (core-concepts 6.5),
+    // and a non-leaf after retain_grad().
+    if (accumulate && v.cotangent && (v.impl->retains_grad || (!v.impl->grad_fn && v.impl->carrier &&
+                                                               &v.impl->carrier->dtype() == &DType::Float32())))
       to_accumulate.emplace_back(v.impl, *v.cotangent);
-    Node* node = v.impl->grad_fn.get();
+    Operation* node = v.impl->grad_fn.get();
     if (!node) continue;
-    const std::vector<ImplPtr>& edges = NodeAccess::edges(*node);
-    std::vector<std::optional<Tensor>> grads(edges.size());
-    if (NodeAccess::is_definition(*node)) {
+    const std::size_t inputs = OperationAccess::input_count(*node);
+    std::vector<std::optional<Tensor>> grads(inputs);
+    if (OperationAccess::result_count(*node) > 1) {
       PendingDefinition& p = definitions.at(node);
       const std::size_t slot = v.impl->grad_output < p.cotangents.size() ? v.impl->grad_output : 0;
       if (v.cotangent) contribute(p.cotangents[slot], *v.cotangent);
@@ -176,23 +247,25 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
       if (--p.waiting > 0) continue;  // the node runs with its last reached result
       visited_nodes.push_back(node);
       if (std::any_of(p.cotangents.begin(), p.cotangents.end(), [](const auto& c) { return c.has_value(); })) {
-        NodeAccess::check_ready(*node);  // again, immediately before this node's VJP
-        grads = NodeAccess::apply_definition(*node, p.cotangents);
+        OperationAccess::check_ready(*node);  // again, immediately before this node's VJP
+        grads = OperationAccess::apply(*node, p.cotangents);
       }
       p.cotangents.clear();
     } else {
       visited_nodes.push_back(node);
       if (v.cotangent) {
-        NodeAccess::check_ready(*node);  // again, immediately before this node's VJP
-        grads = NodeAccess::apply(*node, *v.cotangent);
+        OperationAccess::check_ready(*node);  // again, immediately before this node's VJP
+        const std::optional<Tensor> one[] = {std::move(v.cotangent)};
+        grads = OperationAccess::apply(*node, one);
       }
       v.cotangent.reset();  // no longer needed: release memory early
     }
-    for (std::size_t i = 0; i < edges.size(); ++i) {
-      if (!edges[i]) continue;
-      Visit& input = visits.at(edges[i].get());
+    for (std::size_t i = 0; i < inputs; ++i) {
+      const ImplPtr* e = OperationAccess::edge(*node, i);
+      if (!e) continue;
+      Visit& input = visits.at(e->get());
       if (grads[i]) contribute(input.cotangent, *grads[i]);
-      if (--input.consumers == 0) ready.push_back(edges[i].get());
+      if (--input.consumers == 0) ready.push_back(e->get());
     }
   }
 
@@ -211,27 +284,43 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
   std::vector<Tensor> new_grads;
   new_grads.reserve(to_accumulate.size());
   for (const auto& [impl, g] : to_accumulate) {
-    const Shape& shape = impl->layout.shape();
-    if (impl->grad) impl->grad->carrier()->require_live("backward: accumulating into the existing .grad");
-    new_grads.push_back(impl->grad ? reshape_to(sum(*impl->grad, g), shape) : fresh_copy(g, *impl->carrier, shape));
+    std::vector<Value> values = g.values();
+    if (impl->grad) {
+      impl->grad->carrier()->require_live("backward: accumulating into the existing .grad");
+      const std::vector<Value> old = impl->grad->values();
+      if (old.size() != values.size())
+        throw ValueError("backward: the existing .grad does not have the tensor's shape");
+      // Broadcast tensors: the new contribution is summed per slot first,
+      // then added (the old .grad already holds per-slot sums).
+      if (!impl->layout.is_injective())
+        values = gradient_buffer(std::move(values), *impl->carrier, impl->layout, "backward").values();
+      for (std::size_t k = 0; k < values.size(); ++k) values[k] = Value::from_float32(old[k].f + values[k].f);
+      new_grads.push_back(impl->layout.is_injective()
+                              ? gradient_buffer(std::move(values), *impl->carrier, impl->layout, "backward")
+                              : Tensor(impl->carrier->new_like(values, true, &DType::Float32()), 0,
+                                       Layout::compact(impl->layout.shape())));
+    } else {
+      new_grads.push_back(gradient_buffer(std::move(values), *impl->carrier, impl->layout, "backward"));
+    }
   }
   std::vector<std::optional<Tensor>> out;
   out.reserve(captures.size());
   for (const Tensor& c : captures) {
     const std::optional<Tensor>& g = captured.at(&TensorAccess::impl(c));
-    out.push_back(g ? std::optional<Tensor>(fresh_copy(*g, *c.carrier(), c.shape())) : std::nullopt);
+    out.push_back(g ? std::optional<Tensor>(gradient_buffer(g->values(), *c.carrier(), c.layout(), "grad"))
+                    : std::nullopt);
   }
   static_assert(std::is_nothrow_move_assignable_v<std::optional<Tensor>>);
   for (std::size_t k = 0; k < new_grads.size(); ++k) to_accumulate[k].first->grad = std::move(new_grads[k]);
   if (!retain_graph)
-    for (Node* n : visited_nodes) NodeAccess::release(*n);
+    for (Operation* n : visited_nodes) OperationAccess::release(*n);
   return out;
 }
 
 }  // namespace
 
 namespace {
-void check_node_cotangent(const Node& node, const Tensor& cotangent, const Tensor& result) {
+void check_node_cotangent(const Operation& node, const Tensor& cotangent, const Tensor& result) {
   if (!cotangent.is_differentiable())
     throw TypeError(fmt::format("{}.backward: the cotangent must have dtype Float32, got {}", node.name(),
                                 cotangent.dtype().name()));
@@ -244,37 +333,29 @@ void check_node_cotangent(const Node& node, const Tensor& cotangent, const Tenso
 }
 }  // namespace
 
-std::vector<std::optional<Tensor>> Node::backward(const Tensor& cotangent) const {
-  if (definition_) {
-    std::vector<std::optional<Tensor>> cotangents(std::max<std::size_t>(result_count_, 1));
-    cotangents[0] = cotangent;
-    return backward(std::span<const std::optional<Tensor>>(cotangents));
-  }
-  NodeAccess::check_ready(*this);
-  check_node_cotangent(*this, cotangent, *output_);
-  NoGradGuard no_grad_during_backward;
-  return NodeAccess::apply(*this, cotangent.detach());
+}  // namespace autograd
+
+std::vector<std::optional<Tensor>> Operation::backward(const Tensor& cotangent) const {
+  std::vector<std::optional<Tensor>> cotangents(std::max<std::size_t>(result_count_, 1));
+  cotangents[0] = cotangent;
+  return backward(std::span<const std::optional<Tensor>>(cotangents));
 }
 
-std::vector<std::optional<Tensor>> Node::backward(std::span<const std::optional<Tensor>> cotangents) const {
-  if (!definition_) {
-    if (cotangents.size() != 1 || !cotangents[0])
-      throw ValueError(fmt::format("{}.backward: this node has one result and takes one cotangent", name_));
-    return backward(*cotangents[0]);
-  }
-  NodeAccess::check_ready(*this);
+std::vector<std::optional<Tensor>> Operation::backward(std::span<const std::optional<Tensor>> cotangents) const {
+  autograd::OperationAccess::check_ready(*this);
   if (cotangents.size() != result_count_)
-    throw ValueError(fmt::format("{}.backward: {} cotangents for {} results", name_, cotangents.size(), result_count_));
+    throw ValueError(fmt::format("{}.backward: {} cotangents for {} results", name(), cotangents.size(), result_count_));
   std::vector<std::optional<Tensor>> detached(cotangents.size());
   for (std::size_t r = 0; r < cotangents.size(); ++r)
     if (cotangents[r]) {
-      check_node_cotangent(*this, *cotangents[r], outputs_[r]);
+      autograd::check_node_cotangent(*this, *cotangents[r], outputs_[r]);
       detached[r] = cotangents[r]->detach();
     }
   NoGradGuard no_grad_during_backward;
-  return NodeAccess::apply_definition(*this, detached);
+  return autograd::OperationAccess::apply(*this, detached);
 }
 
+namespace autograd {
 }  // namespace autograd
 
 std::vector<std::optional<Tensor>> grad(std::span<const Tensor> outputs, std::span<const Tensor> inputs,
@@ -282,42 +363,80 @@ std::vector<std::optional<Tensor>> grad(std::span<const Tensor> outputs, std::sp
   if (outputs.empty()) throw ValueError("grad: at least one output is needed");
   if (!cotangents.empty() && cotangents.size() != outputs.size())
     throw ValueError(fmt::format("grad: {} cotangents for {} outputs", cotangents.size(), outputs.size()));
-  for (const Tensor& o : outputs) autograd::require_tracked(o, "grad", "an output");
-  for (const Tensor& i : inputs) autograd::require_tracked(i, "grad", "an input");
+  for (const Tensor& o : outputs) autograd::require_differentiable(o, "grad", "an output");
+  for (const Tensor& i : inputs)
+    if (!i.is_differentiable())
+      throw ValueError(fmt::format("grad: an input has dtype {}; gradients are requested only for differentiable "
+                                   "(Float32) tensors",
+                                   i.dtype().name()));
   std::vector<Tensor> seeds;
   for (std::size_t k = 0; k < outputs.size(); ++k)
     seeds.push_back(autograd::root_cotangent(outputs[k], cotangents.empty() ? std::nullopt : cotangents[k], "grad"));
   return autograd::run(outputs, seeds, inputs, false, retain_graph);
 }
 
+std::vector<std::optional<Tensor>> batched_grad(const Tensor& output, std::span<const Tensor> inputs,
+                                                const Tensor& cotangents, bool retain_graph) {
+  autograd::require_differentiable(output, "grad", "the output");
+  const Layout& single = output.layout();
+  const Layout& batch = cotangents.layout();
+  const bool shaped = batch.rank() == single.rank() + 1 && batch.shape().mode(0).is_leaf() &&
+                      batch.stride().mode(0).is_leaf() && [&] {
+                        for (std::size_t i = 0; i < single.rank(); ++i)
+                          if (!(batch.shape().mode(i + 1) == single.shape().mode(i)) ||
+                              !(batch.stride().mode(i + 1) == single.stride().mode(i)))
+                            return false;
+                        return true;
+                      }();
+  if (!shaped)
+    throw ValueError(fmt::format("grad: a batched cotangent's layout is one prepended leaf batch mode followed by the "
+                                 "output's layout {}; got {}",
+                                 single.to_string(), batch.to_string()));
+  const std::int64_t k_count = batch.shape().extent(0);
+  const std::int64_t k_stride = batch.stride().mode(0).value();
+  std::vector<std::vector<std::optional<Tensor>>> per_k;
+  for (std::int64_t k = 0; k < k_count; ++k) {
+    const Tensor cotangent(cotangents.carrier(), cotangents.offset() + k * k_stride, single);
+    per_k.push_back(grad(output, inputs, cotangent, retain_graph || k + 1 < k_count));
+  }
+  std::vector<std::optional<Tensor>> out(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* first = nullptr;
+    for (const auto& g : per_k)
+      if (g[i]) first = &*g[i];
+    if (!first) continue;
+    const Layout& one = first->layout();
+    const std::int64_t span = one.cosize();
+    std::vector<Value> slots(static_cast<std::size_t>(span * k_count), Value::from_float32(0.0f));
+    for (std::int64_t k = 0; k < k_count; ++k) {
+      const std::optional<Tensor>& g = per_k[static_cast<std::size_t>(k)][i];
+      if (!g) continue;  // unreachable for this cotangent: zeros
+      const std::vector<Value> values = g->values();
+      for (std::int64_t e = 0; e < one.size(); ++e)
+        slots[static_cast<std::size_t>(k * span + one(e))] = values[static_cast<std::size_t>(e)];
+    }
+    std::vector<IntTuple> shape{IntTuple(k_count)}, stride{IntTuple(span)};
+    shape.insert(shape.end(), one.shape().modes().begin(), one.shape().modes().end());
+    stride.insert(stride.end(), one.stride().modes().begin(), one.stride().modes().end());
+    out[i] = Tensor(inputs[i].carrier()->new_like(slots, true, &DType::Float32()), 0,
+                    Layout(Shape(std::move(shape)), Stride(std::move(stride))));
+  }
+  return out;
+}
+
 // ---- the Tensor surface defined here (tensor.h)
 
 void Tensor::backward(std::optional<Tensor> gradient, bool retain_graph) const {
-  autograd::require_tracked(*this, "backward", "the tensor");
+  autograd::require_differentiable(*this, "backward", "the tensor");
   const Tensor seed[] = {autograd::root_cotangent(*this, gradient, "backward")};
   autograd::run(std::span<const Tensor>(this, 1), seed, {}, true, retain_graph);
 }
 
-void Tensor::set_requires_grad(bool requires_grad) {
-  if (requires_grad && !is_differentiable())
-    throw RuntimeError(fmt::format("set_requires_grad: a {} tensor is not differentiable (only Float32 is)",
-                                   dtype().name()));
-  if (!requires_grad && !is_leaf())
-    throw RuntimeError("set_requires_grad: only a leaf's flag can be changed (this tensor has a grad_fn); use "
-                       "detach()");
-  if (requires_grad) autograd::install_view_hook();
-  impl_->requires_grad = requires_grad;
-}
-
-void Tensor::set_autograd_ctx(std::shared_ptr<autograd::Node> node) {
-  if (node && !is_differentiable())
+void Tensor::set_autograd_ctx(std::shared_ptr<Operation> operation) {
+  if (operation && !is_differentiable())
     throw RuntimeError(fmt::format("set_autograd_ctx: a {} tensor is not differentiable (only Float32 is)",
                                    dtype().name()));
-  if (node) {
-    autograd::install_view_hook();
-    impl_->requires_grad = false;
-  }
-  impl_->grad_fn = std::move(node);
+  impl_->grad_fn = std::move(operation);
   impl_->grad_output = 0;
 }
 
@@ -344,12 +463,10 @@ void Tensor::set_grad(std::optional<Tensor> gradient) {
   impl_->grad = std::move(gradient);
 }
 
-void Tensor::retain_grad() {
+void Tensor::retain_grad(bool retain) {
   if (!is_differentiable())
     throw RuntimeError(fmt::format("retain_grad: a {} tensor is not differentiable", dtype().name()));
-  if (!requires_grad())
-    throw RuntimeError("retain_grad: the tensor does not require grad and has no grad_fn");
-  if (!is_leaf()) impl_->retains_grad = true;
+  impl_->retains_grad = retain;
 }
 
 }  // namespace strideweave

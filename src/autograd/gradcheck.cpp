@@ -64,7 +64,6 @@ class CaseCheck {
       }
       Tensor t = build(std::get<HostTensor>(o), prototype_);
       if (is_float_tensor(o)) {
-        t.set_requires_grad(true);
         inputs.push_back(t);
         positions.push_back(i);
       }

@@ -125,7 +125,6 @@ class Transaction final : public detail::MoveTransaction<Tensor> {
   bool transfer_done() const noexcept override { return !pending_ || pending_->done(); }
 
   Tensor finish() override {
-    std::shared_ptr<autograd::Node> node;
     Carrier& source = *tensor_.carrier();
     Carrier& destination = *destination_;
     try {
@@ -141,8 +140,13 @@ class Transaction final : public detail::MoveTransaction<Tensor> {
         throw RuntimeError(fmt::format("move: the destination {} carrier no longer holds {} slots",
                                        destination.class_name(), span));
       if (record_) {
+        // interop-movement: the move is the result's node, its source the
+        // one input (the decision was taken when the move started).
         const KernelOperand operands[] = {tensor_};
-        node = autograd::NodeAccess::make("move", std::nullopt, Attributes{}, operands, *output_, false);
+        const Tensor* inputs[] = {&tensor_};
+        const GradModeGuard decided_at_start(true);
+        autograd::OperationAccess::record_kernel("move", std::nullopt, Attributes{}, operands, *output_, inputs,
+                                                 std::nullopt, nullptr);
       }
       source.release();  // may throw (a provider's release): nothing committed yet
     } catch (...) {
@@ -150,13 +154,7 @@ class Transaction final : public detail::MoveTransaction<Tensor> {
       throw;
     }
     MoveAccess::commit_version(destination);
-    Tensor result = *output_;
-    if (node) {
-      auto& impl = TensorAccess::impl(result);
-      impl.grad_fn = std::move(node);
-      impl.requires_grad = false;
-    }
-    return result;
+    return *output_;
   }
 
  private:
@@ -262,7 +260,7 @@ void add_move_vjps(VjpTable& table) { table["move"] = move_vjp; }
 AwaitMove<Tensor> move_async(const Tensor& tensor, const std::shared_ptr<Carrier>& destination,
                              const MoveOptions& options) {
   const Route route = checked_route(tensor, destination);
-  const bool record = is_grad_enabled() && tensor.is_differentiable() && TensorAccess::impl(tensor).tracks_grad();
+  const bool record = is_grad_enabled() && tensor.is_differentiable();
   auto transaction = std::make_shared<Transaction>(tensor, destination, record);
   transaction->start(route, options);
   if (!transaction->transfer_done()) return AwaitMove<Tensor>(transaction);

@@ -1,9 +1,10 @@
-// Node destruction with bounded stack use (autograd.h, Node "Lifetime";
-// docs/autograd.md, "Graph lifetime").
+// Operation destruction with bounded stack use (autograd.h, Operation
+// "Lifetime"; docs/autograd.md, "Graph lifetime").
 //
-// A graph is a chain of shared ownership: a tensor's state owns its grad_fn
-// node, the node owns the states of its operands (edges_), and so on down to
-// the leaves. Left to the members' destructors, dropping the last tensor of a
+// A graph is a chain of shared ownership: a tensor's state owns its
+// autograd_ctx Operation, the Operation owns its saved inputs (the caller's
+// handles) and the view Operations of its lowering, and so on down to the
+// leaves. Left to the members' destructors, dropping the last tensor of a
 // chain of n recorded calls nests n destructor frames (Node -> TensorImpl ->
 // Node -> ...): about 120,000 overflowed an 8 MiB stack.
 //
@@ -21,13 +22,18 @@
 // thread, so a graph reachable from tensors on several threads needs no
 // further locking: the last owner of each part tears that part down.
 #include <strideweave/autograd.h>
+#include <strideweave/errors.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
 
 #include <utility>
 #include <vector>
 
 #include "storage/tensor_impl.h"
 
-namespace strideweave::autograd {
+namespace strideweave {
 namespace {
 
 using ImplPtr = std::shared_ptr<strideweave::detail::TensorImpl>;
@@ -82,30 +88,65 @@ bool owns_node(const Tensor& t) noexcept { return TensorAccess::impl(t).grad_fn 
 
 }  // namespace
 
-// The members that can own further nodes (edges_; operands_/output_/outputs_
-// when a caller attached a node to a saved handle; a definition node's
-// invocation, whose bound call holds the caller's operand tensors) are
-// destroyed in the body, while `nesting` counts this destructor; the
-// remaining members own none.
-Node::~Node() {
-  if (edges_.empty() && operands_.empty() && !output_ && outputs_.empty() && !invocation_)
-    return;  // released: owns no further graph
+namespace {
+// Every Operation alive (autograd::live_operation_count).
+std::atomic<std::int64_t> live_operations{0};
+}  // namespace
+
+std::int64_t autograd::live_operation_count() noexcept { return live_operations.load(std::memory_order_relaxed); }
+
+Operation::Operation() noexcept { live_operations.fetch_add(1, std::memory_order_relaxed); }
+
+const std::string& Operation::name() const noexcept {
+  static const std::string none;
+  return operation_name_ ? *operation_name_ : none;
+}
+
+std::vector<VersionSnapshot> Operation::input_versions() const {
+  std::vector<VersionSnapshot> out;
+  out.reserve(inputs_.size());
+  for (std::size_t i = 0; i < inputs_.size() && i < versions_.size(); ++i) out.push_back(VersionSnapshot{versions_[i]});
+  return out;
+}
+
+void Operation::_forward(const DispatchedCall& call) {
+  throw NotImplementedError(
+      fmt::format("Operation._forward: this operation supplies no computation for '{}'", call.operation));
+}
+
+// The members that can own further Operations (inputs_, the caller's
+// handles; operand_views_; a definition call's invocation, whose bound call
+// holds the caller's operand tensors; the detached handles when a caller
+// attached a node to one) are destroyed in the body, while `nesting` counts
+// this destructor; the remaining members own none.
+Operation::~Operation() {
+  live_operations.fetch_sub(1, std::memory_order_relaxed);
+  const bool owns = !inputs_.empty() || !kernel_operands_.empty() || !outputs_.empty() || !saved_operands_.empty() ||
+                    invocation_;
+  if (!owns) return;  // released, or never recorded: owns no further graph
+  const auto clear_all = [this] {
+    inputs_.clear();
+    kernel_operands_.clear();
+    outputs_.clear();
+    saved_operands_.clear();
+    invocation_.reset();
+  };
   if (nesting >= kNestingLimit) {
-    // Deep inside a drain: hand the graph below over. The saved operands and
-    // the result are detached handles that own no node, unless a caller
-    // attached one (set_autograd_ctx on a handle copied from operands()); such
-    // a handle is handed over too. Should the work list fail to grow (out of
-    // memory), the members are destroyed here after all: one level deeper,
-    // never a lost node.
+    // Deep inside a drain: hand the graph below over. Should the work list
+    // fail to grow (out of memory), the members are destroyed here after
+    // all: one level deeper, never a lost node.
     try {
-      Owned owned(edges_.begin(), edges_.end());
-      for (const KernelOperand& o : operands_)
+      Owned owned;
+      for (const Tensor& t : inputs_) owned.push_back(TensorAccess::shared(t));
+      for (const KernelOperand& o : kernel_operands_)
         if (const Tensor* t = std::get_if<Tensor>(&o); t && owns_node(*t)) owned.push_back(TensorAccess::shared(*t));
-      if (output_ && owns_node(*output_)) owned.push_back(TensorAccess::shared(*output_));
       for (const Tensor& t : outputs_)
         if (owns_node(t)) owned.push_back(TensorAccess::shared(t));
+      for (const Tensor& t : saved_operands_)
+        if (owns_node(t)) owned.push_back(TensorAccess::shared(t));
       if (invocation_) owned.push_back(std::move(invocation_));
-      edges_.clear();
+      inputs_.clear();
+      kernel_operands_.clear();
       drain->push(std::move(owned));
     } catch (...) {
     }
@@ -113,23 +154,15 @@ Node::~Node() {
   }
   ++nesting;
   if (nesting > 1) {
-    edges_.clear();
-    operands_.clear();
-    output_.reset();
-    outputs_.clear();
-    invocation_.reset();
+    clear_all();
   } else {
     WorkList work;
     drain = &work;
-    edges_.clear();
-    operands_.clear();
-    output_.reset();
-    outputs_.clear();
-    invocation_.reset();
+    clear_all();
     for (Owned next; work.pop(next);) next.clear();
     drain = nullptr;
   }
   --nesting;
 }
 
-}  // namespace strideweave::autograd
+}  // namespace strideweave

@@ -24,76 +24,96 @@ using operation::OperandSpec;
 using operation::ResolvedInvocation;
 using strideweave::detail::TensorAccess;
 
-std::shared_ptr<Node> prepare_definition_node(std::shared_ptr<const ResolvedInvocation> invocation,
-                                              std::span<const Tensor> results) {
-  return NodeAccess::make_definition(std::move(invocation), results);
+namespace {
+// The exact class the call dispatched on: its first Tensor operand's (a
+// call without one has none; its first result's class stands in).
+CarrierClass dispatch_class_of(const ResolvedInvocation& invocation, std::span<const Tensor> results) {
+  for (const operation::CallOperand& o : invocation.operands())
+    if (const Tensor* t = std::get_if<Tensor>(&o)) return t->carrier_type();
+  return results.front().carrier_type();
+}
+}  // namespace
+
+std::shared_ptr<Operation> prepare_definition_node(std::shared_ptr<const ResolvedInvocation> invocation,
+                                                   std::span<const Tensor> results,
+                                                   const std::shared_ptr<Operation>& target) {
+  return OperationAccess::make_definition(std::move(invocation), results, target);
 }
 
-void attach_definition_node(const std::shared_ptr<Node>& node, std::span<const Tensor> results) noexcept {
-  NodeAccess::attach_definition(node, results);
+void attach_definition_node(const std::shared_ptr<Operation>& node, std::span<const Tensor> results) noexcept {
+  OperationAccess::attach_definition(node, results);
 }
 
-std::shared_ptr<Node> NodeAccess::make_definition(std::shared_ptr<const ResolvedInvocation> invocation,
-                                                  std::span<const Tensor> results) {
-  auto node = std::make_shared<Node>();
+std::shared_ptr<Operation> OperationAccess::make_definition(std::shared_ptr<const ResolvedInvocation> invocation,
+                                                            std::span<const Tensor> results,
+                                                            const std::shared_ptr<Operation>& target) {
+  // Everything is built on a fresh Operation first and moved into `target`
+  // only when nothing else can fail, so a failure leaves `target` as it was.
+  auto node = std::make_shared<Operation>();
   const ResolvedInvocation& inv = *invocation;
-  node->definition_ = true;
-  node->name_ = inv.operation();
+  node->kind_ = Operation::Kind::definition;
   node->plan_ = inv.plan();
   node->result_count_ = results.size();
-  auto save = [&](const std::shared_ptr<Carrier>& c) {
-    for (const Node::Saved& s : node->saved_)
-      if (s.carrier == c) return;
-    node->saved_.push_back(Node::Saved{c, 0});  // the version is taken at attach()
-  };
-  for (std::size_t i : inv.saved_operands()) {
-    const Tensor& t = std::get<Tensor>(inv.operands()[i]);
-    node->operands_.emplace_back(t.detach());
-    save(t.carrier());
-  }
+  // core-concepts 6.2: every positional Tensor argument, per occurrence;
+  // their versions are taken at attach(), after publication.
+  for (const operation::CallOperand& o : inv.operands())
+    if (const Tensor* t = std::get_if<Tensor>(&o)) {
+      node->inputs_.push_back(*t);
+      node->versions_.push_back(CarrierVersion{t->carrier(), 0});
+    }
+  // operation-semantics: exactly the declared saved operands, for the VJP.
+  for (std::size_t i : inv.saved_operands()) node->saved_operands_.push_back(std::get<Tensor>(inv.operands()[i]).detach());
   // The VJP reads the outputs too: a write into one after the call is
-  // detected like a write into a saved operand.
+  // detected like a write into a saved input.
   for (const Tensor& r : results) {
     node->outputs_.push_back(r.detach());
-    save(r.carrier());
-  }
-  node->output_ = node->outputs_.front();
-  const std::span<const OperandSpec> specs = inv.definition().schema().operands();
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const Tensor* t = std::get_if<Tensor>(&inv.operands()[i]);
-    const bool edge = specs[i].differentiable() && t && t->is_differentiable() && TensorAccess::impl(*t).tracks_grad();
-    node->edges_.push_back(edge ? TensorAccess::shared(*t) : nullptr);
-    node->needs_grad_.push_back(edge);
+    node->versions_.push_back(CarrierVersion{r.carrier(), 0});
   }
   node->invocation_ = std::move(invocation);
-  return node;
+  if (!target) {
+    set_metadata(*node, inv.operation(), dispatch_class_of(inv, results));
+    return node;
+  }
+  Operation& t = *target;
+  t.kind_ = node->kind_;
+  t.plan_ = std::move(node->plan_);
+  t.result_count_ = node->result_count_;
+  t.inputs_ = std::move(node->inputs_);
+  t.versions_ = std::move(node->versions_);
+  t.saved_operands_ = std::move(node->saved_operands_);
+  t.outputs_ = std::move(node->outputs_);
+  t.invocation_ = std::move(node->invocation_);
+  return target;
 }
 
-void NodeAccess::attach_definition(const std::shared_ptr<Node>& node, std::span<const Tensor> results) noexcept {
-  for (Node::Saved& s : node->saved_) s.version = s.carrier->version();
+void OperationAccess::attach_definition(const std::shared_ptr<Operation>& node, std::span<const Tensor> results) noexcept {
+  for (CarrierVersion& v : node->versions_) v.version = v.carrier->version();
   for (std::size_t r = 0; r < results.size(); ++r) {
     if (!results[r].is_differentiable()) continue;  // Int32/Bool results never carry a node
     strideweave::detail::TensorImpl& impl = TensorAccess::impl(results[r]);
     impl.grad_fn = node;
     impl.grad_output = static_cast<std::uint32_t>(r);
-    impl.requires_grad = false;
   }
 }
 
-std::vector<std::optional<Tensor>> NodeAccess::apply_definition(const Node& node,
-                                                                std::span<const std::optional<Tensor>> cotangents) {
+std::vector<std::optional<Tensor>> OperationAccess::apply_definition(
+    const Operation& node, std::span<const std::optional<Tensor>> cotangents) {
   const ResolvedInvocation& inv = *node.invocation_;
-  const std::string& name = node.name_;
+  const std::string& name = node.name();
   const auto& vjp = std::get<operation::VjpFn>(inv.definition().vjp());
-  std::vector<Tensor> saved;
-  saved.reserve(node.operands_.size());
-  for (const KernelOperand& o : node.operands_) saved.push_back(std::get<Tensor>(o));
-  const operation::VJPContext context(node.invocation_, node.outputs_, std::move(saved), {}, {}, node.needs_grad_);
+  const std::span<const OperandSpec> specs = inv.definition().schema().operands();
+  // A gradient is wanted for a schema-differentiable operand that is a
+  // differentiable Tensor (every such operand is an edge).
+  std::vector<bool> needs_grad(specs.size(), false);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const Tensor* t = std::get_if<Tensor>(&inv.operands()[i]);
+    needs_grad[i] = specs[i].differentiable() && t && t->is_differentiable();
+  }
+  const operation::VJPContext context(node.invocation_, node.outputs_, node.saved_operands_, {}, {}, needs_grad);
   const std::vector<std::optional<Tensor>> returned = vjp(context, cotangents);
 
   // Validation, all before any gradient is used (operation-semantics.md):
   // one entry per differentiable schema operand, in operand order.
-  const std::span<const OperandSpec> specs = inv.definition().schema().operands();
   std::vector<std::size_t> differentiable;
   for (std::size_t i = 0; i < specs.size(); ++i)
     if (specs[i].differentiable()) differentiable.push_back(i);
@@ -101,7 +121,11 @@ std::vector<std::optional<Tensor>> NodeAccess::apply_definition(const Node& node
     throw ValueError(fmt::format("backward: the VJP of '{}' returned {} gradients; it must return one Tensor or None "
                                  "for each of its {} differentiable operands, in operand order",
                                  name, returned.size(), differentiable.size()));
-  std::vector<std::optional<Tensor>> out(specs.size());
+  // The result is one entry per input (positional Tensor operand).
+  std::vector<std::size_t> input_of(specs.size(), 0);
+  for (std::size_t i = 0, k = 0; i < specs.size(); ++i)
+    if (std::holds_alternative<Tensor>(inv.operands()[i])) input_of[i] = k++;
+  std::vector<std::optional<Tensor>> out(node.inputs_.size());
   for (std::size_t d = 0; d < returned.size(); ++d) {
     if (!returned[d]) continue;
     const std::size_t i = differentiable[d];
@@ -121,7 +145,7 @@ std::vector<std::optional<Tensor>> NodeAccess::apply_definition(const Node& node
                                    name, g.shape().to_string(), specs[i].name(), operand->shape().to_string()));
     g.carrier()->require_live("backward: a gradient returned by a VJP");
     if (g.carrier_type() == operand->carrier_type()) {
-      if (node.needs_grad_[i]) out[i] = g.detach();  // a gradient nobody wants is dropped
+      if (needs_grad[i]) out[input_of[i]] = g.detach();  // a gradient nobody wants is dropped
       continue;
     }
     // A composite call publishes its results on other classes than its
@@ -135,8 +159,8 @@ std::vector<std::optional<Tensor>> NodeAccess::apply_definition(const Node& node
       throw TypeError(fmt::format("backward: the VJP of '{}' returned a gradient on {} for operand '{}' on {}; a "
                                   "gradient lives on its operand's exact carrier class (or on a result's class)",
                                   name, g.carrier()->class_name(), specs[i].name(), operand->carrier()->class_name()));
-    if (node.needs_grad_[i])
-      out[i] = Tensor(operand->carrier()->new_like(g.values(), true, &DType::Float32()), 0,
+    if (needs_grad[i])
+      out[input_of[i]] = Tensor(operand->carrier()->new_like(g.values(), true, &DType::Float32()), 0,
                       Layout::compact(Shape::of(operand->shape().extents())));
   }
   return out;

@@ -6,13 +6,14 @@
 //   resolve    the record's lowering up to the kernel: the central plan, the
 //              published result's dtype and shape (compact), every Tensor
 //              operand saved when the operation is differentiable.
-//   VJP        the operation differentiated through the same lowering: the
-//              forward is re-run under grad mode from detached operands, so
-//              the kernel-level VJP (autograd's table) and the views the
-//              lowering inserted (broadcasts, matmul's vector promotion)
-//              carry the cotangent back to each operand's own shape. This
-//              recomputes the forward once per backward; it is what keeps
-//              one gradient mathematics for typed calls and definition calls.
+//   VJP        the operation differentiated through the same lowering, from
+//              the saved context alone: the lowering (resolution and views,
+//              no kernel) over the saved operands gives the kernel operands,
+//              autograd's kernel-level VJP differentiates them against the
+//              published result, and the lowering's views (broadcasts,
+//              matmul's vector promotion) carry each gradient back to its
+//              operand's shape. No forward provider runs again; typed calls
+//              and definition calls share one gradient mathematics.
 //   reference  the same lowering executed on Generic, the executable
 //              reference carrier, from copies of the operands.
 #include "builtins/definitions.h"
@@ -24,6 +25,8 @@
 
 #include <fmt/format.h>
 
+#include "autograd/graph.h"
+#include "autograd/vjp_support.h"
 #include "frontend/call_support.h"
 #include "operation/registry.h"
 
@@ -61,9 +64,27 @@ operation::ResolveFn resolve_of(const BuiltinEntry* e) {
 Tensor rerun(const BuiltinEntry& e, const ResolvedInvocation& invocation, std::vector<CallOperand> operands) {
   const std::shared_ptr<const BoundOperationCall> call =
       operation::bind(invocation.definition(), std::move(operands), invocation.options());
-  return frontend::run_builtin_recorded(e, *call);
+  return frontend::run_builtin(e, *call);
 }
 
+// `t`'s values in fresh compact storage of `like`'s class.
+Tensor relocated(const Tensor& t, const Tensor& like) {
+  return Tensor(like.carrier()->new_like(t.values(), true, &t.dtype()), 0,
+                Layout::compact(Shape::of(t.shape().extents())));
+}
+
+// The VJP of a built-in definition, computed from the saved context alone
+// (operation-semantics.md: the VJP receives the saved operands and the
+// published outputs; nothing of the forward runs again, so no provider is
+// asked twice). The call is lowered once more over the saved operands -
+// resolution and views only, no kernel, no allocation - which gives the
+// kernel operands the forward's kernel received; autograd's kernel-level
+// VJP then differentiates them against the published result, and the
+// views the lowering made (broadcasts, matmul's vector promotion) carry each
+// gradient back to its operand's shape. When the results live on another
+// class than the operands (a composite's result_carriers), the saved
+// operands are first copied to the results' class, where the VJP computes;
+// the gradients go back to the operands' class in apply_definition.
 operation::VjpFn vjp_of(const BuiltinEntry* e) {
   return [e](const operation::VJPContext& context, std::span<const std::optional<Tensor>> cotangents) {
     const ResolvedInvocation& invocation = context.invocation();
@@ -73,29 +94,50 @@ operation::VjpFn vjp_of(const BuiltinEntry* e) {
       if (specs[i].differentiable()) differentiable_operands.push_back(i);
     std::vector<std::optional<Tensor>> out(differentiable_operands.size());
     if (cotangents.empty() || !cotangents[0]) return out;
+    const Tensor& published = context.outputs()[0];
 
-    GradModeGuard recording(true);
+    // The operands as saved (resolve saves every Tensor operand of a
+    // differentiable built-in), in schema order.
     std::vector<CallOperand> operands(invocation.operands().begin(), invocation.operands().end());
-    std::vector<Tensor> inputs;
-    std::vector<std::size_t> slot_of_input;
-    for (std::size_t d = 0; d < differentiable_operands.size(); ++d) {
-      const std::size_t i = differentiable_operands[d];
-      const Tensor* t = std::get_if<Tensor>(&operands[i]);
-      if (!t || !context.needs_grad(i) || &t->dtype() != &DType::Float32()) continue;
-      Tensor leaf = t->detach();
-      leaf.set_requires_grad(true);
-      operands[i] = leaf;
-      inputs.push_back(std::move(leaf));
-      slot_of_input.push_back(d);
+    std::size_t saved = 0;
+    for (CallOperand& o : operands)
+      if (std::holds_alternative<Tensor>(o)) {
+        const Tensor& t = context.saved_operands()[saved++];
+        o = t.carrier_type() == published.carrier_type() ? t : relocated(t, published);
+      }
+    std::vector<bool> wanted;  // per Tensor operand (the lowering's inputs)
+    for (std::size_t i = 0; i < operands.size(); ++i)
+      if (std::holds_alternative<Tensor>(operands[i])) wanted.push_back(context.needs_grad(i));
+    const std::shared_ptr<const BoundOperationCall> call =
+        operation::bind(invocation.definition(), operands, invocation.options());
+    // With grad mode on, the lowering's views record their own Operations,
+    // which is how each kernel operand is traced back to its operand.
+    frontend::Lowered lowered = [&] {
+      GradModeGuard views_record(true);
+      return e->lower(*call);
+    }();
+    const frontend::CallInputs inputs(call->operands());
+    std::vector<std::int32_t> operand_input;
+    std::vector<std::vector<std::shared_ptr<Operation>>> operand_views;
+    autograd::OperationAccess::map_operands_to_inputs(lowered.operands, inputs.span(), operand_input, operand_views);
+    const autograd::VjpFn* vjp = autograd::find_vjp(e->name);
+    if (!vjp) throw NotImplementedError(fmt::format("backward: the derivative of '{}' is not implemented", e->name));
+    const bool squeezed = !lowered.squeeze.empty();
+    const Tensor kernel_output = squeezed ? autograd::reshape_to(published, lowered.kernel_shape) : published;
+    const Tensor cotangent = squeezed ? autograd::reshape_to(*cotangents[0], lowered.kernel_shape) : *cotangents[0];
+    const std::vector<std::optional<Tensor>> grads =
+        autograd::kernel_backward(*vjp, e->name, lowered.plan, lowered.attributes, lowered.operands, operand_input,
+                                  operand_views, kernel_output, cotangent, wanted.size(), wanted);
+    // Per Tensor operand -> per differentiable schema operand.
+    std::size_t input = 0;
+    for (std::size_t i = 0, d = 0; i < operands.size(); ++i) {
+      const bool is_tensor = std::holds_alternative<Tensor>(operands[i]);
+      if (specs[i].differentiable()) {
+        if (is_tensor) out[d] = grads[input];
+        ++d;
+      }
+      if (is_tensor) ++input;
     }
-    if (inputs.empty()) return out;
-    // On a definition-backed carrier the re-run goes through the built-in's
-    // definition without its node and records the kernel-level node; the
-    // kernel-level VJPs' typed calls reach the carrier through their
-    // definitions (docs/extension.md).
-    const Tensor y = rerun(*e, invocation, std::move(operands));
-    std::vector<std::optional<Tensor>> grads = grad(y, inputs, cotangents[0]);
-    for (std::size_t k = 0; k < grads.size(); ++k) out[slot_of_input[k]] = std::move(grads[k]);
     return out;
   };
 }

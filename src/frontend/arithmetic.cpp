@@ -90,7 +90,7 @@ Tensor mul(WeakScalar a, const Tensor& b, const Output& out) {
   // mul's registry has no (scalar, tensor) overload: the plan is resolved
   // with the operands swapped; the definition is called as written.
   const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("mul", {a, b}, {}, o); };
-  return tensor_scalar("mul", b, a, Execute{out, frontend::by_definition(by_name)});
+  return tensor_scalar("mul", b, a, Execute{out, frontend::by_definition(by_name), {&b}});
 }
 Tensor div(const Tensor& a, const Tensor& b, const Output& out) { return binary("div", a, b, out); }
 Tensor pow(const Tensor& base, const Tensor& exponent, const Output& out) { return binary("pow", base, exponent, out); }
@@ -101,26 +101,26 @@ Tensor pow(WeakScalar base, const Tensor& exponent, const Output& out) {
   const auto by_name = [&](const Output& o) {
     return frontend::call_builtin_definition("pow", {base, exponent}, {}, o);
   };
-  return scalar_tensor("pow", base, exponent, Execute{out, frontend::by_definition(by_name)});
+  return scalar_tensor("pow", base, exponent, Execute{out, frontend::by_definition(by_name), {&exponent}});
 }
 Tensor rem(const Tensor& a, const Tensor& b, const Output& out) { return binary("rem", a, b, out); }
 Tensor maximum(const Tensor& a, const Tensor& b, const Output& out) { return binary("maximum", a, b, out); }
 Tensor minimum(const Tensor& a, const Tensor& b, const Output& out) { return binary("minimum", a, b, out); }
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi, const Output& out) {
   const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
-  return ternary("clamp", &x, &lo, &hi, Execute{out, frontend::by_definition(by_name)});
+  return ternary("clamp", &x, &lo, &hi, Execute{out, frontend::by_definition(by_name), {&x, &lo, &hi}});
 }
 Tensor clamp(const Tensor& x, const Tensor& lo, WeakScalar hi, const Output& out) {
   const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
-  return ternary("clamp", &x, &lo, hi, Execute{out, frontend::by_definition(by_name)});
+  return ternary("clamp", &x, &lo, hi, Execute{out, frontend::by_definition(by_name), {&x, &lo}});
 }
 Tensor clamp(const Tensor& x, WeakScalar lo, const Tensor& hi, const Output& out) {
   const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
-  return ternary("clamp", &x, lo, &hi, Execute{out, frontend::by_definition(by_name)});
+  return ternary("clamp", &x, lo, &hi, Execute{out, frontend::by_definition(by_name), {&x, &hi}});
 }
 Tensor clamp(const Tensor& x, WeakScalar lo, WeakScalar hi, const Output& out) {
   const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
-  return ternary("clamp", &x, lo, hi, Execute{out, frontend::by_definition(by_name)});
+  return ternary("clamp", &x, lo, hi, Execute{out, frontend::by_definition(by_name), {&x}});
 }
 Tensor eq(const Tensor& a, const Tensor& b, const Output& out) { return binary("eq", a, b, out); }
 Tensor ne(const Tensor& a, const Tensor& b, const Output& out) { return binary("ne", a, b, out); }
@@ -129,12 +129,12 @@ Tensor le(const Tensor& a, const Tensor& b, const Output& out) { return binary("
 
 Tensor logical_not(const Tensor& x, const Output& out) {
   const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("logical_not", {x}, {}, o); };
-  return logical_not_call(x, Execute{out, frontend::by_definition(by_name)});
+  return logical_not_call(x, Execute{out, frontend::by_definition(by_name), {&x}});
 }
 
 Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b, const Output& out) {
   const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("select", {cond, a, b}, {}, o); };
-  return ternary("select", &cond, &a, &b, Execute{out, frontend::by_definition(by_name)});
+  return ternary("select", &cond, &a, &b, Execute{out, frontend::by_definition(by_name), {&cond, &a, &b}});
 }
 
 namespace frontend {

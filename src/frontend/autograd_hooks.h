@@ -10,25 +10,40 @@
 #include <strideweave/operation.h>
 
 #include <memory>
+#include <optional>
 #include <span>
+#include <string_view>
 
 namespace strideweave::frontend {
 
 struct AutogradHooks {
   // After a kernel produced a fresh result (src/autograd/record.h).
-  void (*record_operation)(const OperationPlan& plan, std::span<const KernelOperand> operands,
-                           const Attributes& attributes, const Tensor& result);
+  void (*record_call)(const OperationPlan& plan, std::span<const KernelOperand> kernel_operands,
+                      const Attributes& attributes, const Tensor& published, std::span<const Tensor* const> inputs,
+                      const std::optional<Shape>& kernel_shape, const std::shared_ptr<Operation>& target);
   // Before a kernel writes a caller-provided output.
-  void (*refuse_caller_output)(const OperationPlan& plan, std::span<const KernelOperand> operands);
+  void (*refuse_caller_output)(const OperationPlan& plan, std::span<const Tensor* const> inputs);
   // Whether graph construction is on for the calling thread.
   bool (*grad_enabled)() noexcept;
   // The definition-backed pipeline (pipeline.cpp): after publication
-  // validation, the call's node (nothing attached yet; may throw); after
-  // publication, its attachment to the Float32 results (cannot fail).
-  std::shared_ptr<autograd::Node> (*prepare_definition_node)(
-      std::shared_ptr<const operation::ResolvedInvocation> invocation, std::span<const Tensor> results);
-  void (*attach_definition_node)(const std::shared_ptr<autograd::Node>& node,
-                                 std::span<const Tensor> results) noexcept;
+  // validation, the call's node (`target`, or a fresh one; nothing attached
+  // yet; may throw); after publication, its attachment to the Float32
+  // results (cannot fail).
+  std::shared_ptr<Operation> (*prepare_definition_node)(std::shared_ptr<const operation::ResolvedInvocation> invocation,
+                                                        std::span<const Tensor> results,
+                                                        const std::shared_ptr<Operation>& target);
+  void (*attach_definition_node)(const std::shared_ptr<Operation>& node, std::span<const Tensor> results) noexcept;
+  // A custom definition-free class's computation (carrier-extension R13.1),
+  // in two steps so that a class without an implementation refuses before
+  // anything is allocated: the Operation (`target` when dispatch_op already
+  // asked the hook, else prototype.dispatch_op(name); a hook that supplies
+  // nothing is UnsupportedOperationPlan), then its _forward(call) with grad
+  // mode off (NotImplementedError from it is UnsupportedOperationPlan too).
+  std::shared_ptr<Operation> (*dispatch_hook_operation)(const Carrier& prototype, const OperationPlan& plan,
+                                                        std::string_view name,
+                                                        const std::shared_ptr<Operation>& target);
+  void (*run_dispatch_hook)(Operation& op, const Carrier& prototype, const OperationPlan& plan,
+                            const DispatchedCall& call);
 };
 
 // Installs the hooks (the bootstrap does, once); `hooks` must outlive the

@@ -44,13 +44,11 @@ void add_unary_builtins(std::vector<BuiltinEntry>& out);        // unary.cpp
 void add_reduction_builtins(std::vector<BuiltinEntry>& out);    // reductions.cpp
 void add_structured_builtins(std::vector<BuiltinEntry>& out);   // structured.cpp
 
-// Runs the lowering of `entry` for `call` with kernel-level autograd
-// recording (the built-in VJPs re-run their forward this way): run() on a
-// kernel table; on a definition-backed carrier the built-in's definition
-// through the pipeline without a definition node, then the kernel-level node
-// on the kernel-shaped result and the published view (docs/extension.md,
-// "Built-in gradients on definition-backed carriers").
-Tensor run_builtin_recorded(const BuiltinEntry& entry, const BoundCall& call);
+// Runs the lowering of `entry` for `call` (the built-in references run it
+// on Generic): run() on a kernel table, recording as a typed call does; on a
+// definition-backed carrier the built-in's definition through the pipeline
+// without a definition node.
+Tensor run_builtin(const BuiltinEntry& entry, const BoundCall& call);
 
 // Every entry (the 56 registered operation names, then sort and topk),
 // sorted by name; built once.

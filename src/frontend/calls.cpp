@@ -173,7 +173,7 @@ CallResult call_builtin(const BuiltinEntry& e, std::span<const CallOperand> oper
   }
   Lowered lowered = e.lower(*call);
   OperationPlan plan = lowered.plan;
-  Tensor result = run(std::move(lowered), execution.out);
+  Tensor result = run(std::move(lowered), execution.out, CallRecord{CallInputs(call->operands()), nullptr});
   return CallResult{{std::move(plan)}, {std::move(result)}};
 }
 

@@ -12,6 +12,7 @@
 #include "frontend/autograd_hooks.h"
 #include "frontend/call_support.h"
 #include "frontend/dispatch.h"
+#include "execution/kernel_table.h"
 #include "extension/registry.h"
 #include "frontend/pipeline.h"
 #include "storage/gate.h"
@@ -28,14 +29,14 @@ namespace {
 
 // The exact-object alias rule (operation-semantics.md, "Automatic
 // differentiation belongs to the semantic definition"): with graph
-// construction on, a callable VJP and a differentiable Tensor operand that
-// requires grad, no result that would receive the node may alias an
-// operand. Atomic across results: checked before anything runs.
+// construction on, a callable VJP and a schema-differentiable operand that
+// is a differentiable Tensor, no result that would receive the node may
+// alias an operand. Atomic across results: checked before anything runs.
 //
 // Beyond the specification, with the same condition: a declared mutated
-// operand that tracks gradients (requires grad or has a grad_fn) is a
-// RuntimeError, like a caller-provided output under grad mode: the node
-// cannot record the overwrite, so the operand's history would be wrong.
+// operand that is differentiable is a RuntimeError, like a caller-provided
+// output under grad mode: the node cannot record the overwrite, so the
+// operand's history would be wrong.
 void check_alias_rule(const ResolvedInvocation& invocation) {
   if (!graph_would_attach(invocation)) return;
   const OperationDefinition& d = invocation.definition();
@@ -43,15 +44,14 @@ void check_alias_rule(const ResolvedInvocation& invocation) {
   for (std::size_t r = 0; r < invocation.results().size(); ++r)
     if (const auto& alias = invocation.results()[r].alias_of();
         alias && &invocation.results()[r].dtype() == &DType::Float32())  // a result that would receive the node
-      throw ValueError(fmt::format("{}: result {} aliases operand '{}' (alias_of={}) while a differentiable operand "
-                                   "requires grad; a differentiable result must be fresh storage (run under no_grad(), "
-                                   "or declare the operation NON_DIFFERENTIABLE)",
+      throw ValueError(fmt::format("{}: result {} aliases operand '{}' (alias_of={}) while grad mode is on and a "
+                                   "differentiable operand takes part; a differentiable result must be fresh storage "
+                                   "(run under no_grad(), or declare the operation NON_DIFFERENTIABLE)",
                                    d.name(), r, specs[*alias].name(), *alias));
   for (std::size_t i : invocation.mutated_operands())
-    if (std::get<Tensor>(invocation.operands()[i]).requires_grad())
-      throw RuntimeError(fmt::format("{}: operand '{}' is declared mutated but requires grad; an in-place update of a "
-                                     "tensor that tracks gradients cannot be recorded (run under no_grad(), or "
-                                     "detach() it first)",
+    if (std::get<Tensor>(invocation.operands()[i]).is_differentiable())
+      throw RuntimeError(fmt::format("{}: operand '{}' is declared mutated but is differentiable and grad mode is on; "
+                                     "an in-place update cannot be recorded for autograd (run under no_grad())",
                                      d.name(), specs[i].name()));
 }
 
@@ -90,7 +90,8 @@ std::shared_ptr<const ResolvedInvocation> admit(const OperationDefinition& defin
 }
 
 std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, std::vector<CallOperand> operands,
-                                        operation::OptionMap options, const Output& out) {
+                                        operation::OptionMap options, const Output& out,
+                                        const std::shared_ptr<Operation>& target) {
   // A built-in definition's resolve step is its record's lowering: bind,
   // then lower once and run that (the gate is execute()'s first step). The
   // lowering's carrier step refuses released operands, and a built-in
@@ -102,23 +103,33 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
     const std::shared_ptr<const operation::BoundOperationCall> call =
         operation::bind(definition, std::move(operands), std::move(options));
     if (const Carrier* prototype = definition_backed_prototype(*call))
-      return {run_builtin_definition_backed(*call, *prototype, out).result};
-    return {run(entry->lower(*call), out)};
+      return {run_builtin_definition_backed(*call, *prototype, out, target).result};
+    return {run(entry->lower(*call), out, CallRecord{CallInputs(call->operands()), target})};
   }
   const std::shared_ptr<const ResolvedInvocation> invocation =
       admit(definition, std::move(operands), std::move(options));
   const Carrier& prototype = dispatch_carrier(*invocation);
   if (extension::detail::find_definition_fast(prototype.exact_class()))
-    return execute_definition_backed(invocation, prototype, out);
-  storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
-  (void)out;
-  // A definition-free carrier executes built-in operations through its
-  // kernel table only (carrier-extension R13); a user-defined operation
-  // needs a definition-backed carrier's kernel pattern.
-  throw NotImplementedError(fmt::format("{}: {} is a definition-free carrier and runs no kernel for the user-defined "
-                                        "operation '{}' (its capability declaration names the plan, but only a "
-                                        "definition-backed carrier's kernel pattern can execute it)",
-                                        definition.name(), prototype.class_name(), definition.name()));
+    return execute_definition_backed(invocation, prototype, out, nullptr, target);
+  if (kernel_table(prototype.exact_class())) {
+    // Generic and CPU execute the built-in operations through their kernel
+    // tables only (carrier-extension R13.2; operation-semantics: definition-free
+    // Generic acquires no custom-operation patterns).
+    storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
+    throw UnsupportedOperationPlan(
+        fmt::format("{} is a shipped definition-free carrier: it executes the built-in operations through its own "
+                    "kernels and no user-defined operation such as '{}' (call it on a carrier whose kernel pattern or "
+                    "dispatch hook implements it).",
+                    prototype.class_name(), definition.name()),
+        invocation->plan());
+  }
+  // A custom definition-free class computes through its dispatch hook
+  // (carrier-extension R13.1), gated like any carrier.
+  if (out)
+    throw TypeError(fmt::format("{}: a caller-provided output is not supported for a user-defined operation on the "
+                                "definition-free class {}",
+                                definition.name(), prototype.class_name()));
+  return execute_by_dispatch_hook(invocation, prototype, target);
 }
 
 Tensor call_builtin_definition(std::string_view name, std::vector<CallOperand> operands, operation::OptionMap options,
@@ -136,23 +147,14 @@ operation::OptionMap execution_option_map(const std::optional<OperationExecution
   return out;
 }
 
-Tensor run_builtin_recorded(const BuiltinEntry& entry, const BoundCall& call) {
+Tensor run_builtin(const BuiltinEntry& entry, const BoundCall& call) {
   Lowered lowered = entry.lower(call);
   const Carrier& prototype = *lowered.prototype;
   if (!prototype.exact_class().traits().storage_provider ||
       !extension::detail::find_definition_fast(prototype.exact_class()))
-    return run(std::move(lowered), Output{});
+    return run(std::move(lowered), Output{}, CallRecord{CallInputs(call.operands()), nullptr});
   const auto invocation = std::make_shared<const ResolvedInvocation>(call.definition().resolve()(call));
-  const Tensor published = run_definition_backed_without_node(invocation, prototype).front();
-  // The published result is compact (the built-in's ResultSpec), so the
-  // kernel-shaped result (extent-1 axes the lowering squeezes away) is the
-  // same storage in its compact layout.
-  const Tensor kernel_result =
-      lowered.squeeze.empty() ? published
-                              : Tensor(published.carrier(), published.offset(), Layout::compact(lowered.kernel_shape));
-  autograd_hooks().record_operation(lowered.plan, lowered.operands, lowered.attributes, kernel_result);
-  if (lowered.squeeze.empty()) return kernel_result;
-  return kernel_result.squeeze(lowered.squeeze);
+  return run_definition_backed_without_node(invocation, prototype).front();
 }
 
 }  // namespace strideweave::frontend

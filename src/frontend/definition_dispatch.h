@@ -20,8 +20,13 @@ std::shared_ptr<const operation::ResolvedInvocation> admit(const operation::Oper
 const Carrier& dispatch_carrier(const operation::ResolvedInvocation& invocation);
 
 // The whole call (operation::Dispatcher).
+// Binds, resolves and runs one call of `definition`: a built-in through its
+// lowering (kernel table, or the definition-backed pipeline), a user-defined
+// one through the definition-backed pipeline or a custom definition-free
+// class's dispatch hook. `target`: the Operation dispatch_op made for the
+// call (it becomes the node), or null.
 std::vector<Tensor> dispatch_definition(const operation::OperationDefinition& definition,
                                         std::vector<operation::CallOperand> operands, operation::OptionMap options,
-                                        const Output& out);
+                                        const Output& out, const std::shared_ptr<Operation>& target = nullptr);
 
 }  // namespace strideweave::frontend

@@ -36,9 +36,9 @@ void admit_definition_output(const operation::ResolvedInvocation& invocation, co
     if (const Tensor* t = std::get_if<Tensor>(&o); t && t->carrier() == target.carrier())
       throw ValueError(fmt::format("{}: the output shares its carrier with an operand", op));
   if (graph)
-    throw RuntimeError(fmt::format("{}: a caller-provided output cannot record the call for automatic "
-                                   "differentiation (an operand requires grad); compute into fresh storage, or run "
-                                   "under no_grad()",
+    throw RuntimeError(fmt::format("{}: a caller-provided output cannot carry the call's autograd node (grad mode "
+                                   "is on and a Float32 operand takes part in differentiation); compute into fresh "
+                                   "storage, or write under no_grad()",
                                    op));
 }
 

@@ -181,8 +181,38 @@ const Carrier& common_carrier(std::string_view operation, std::initializer_list<
   return *first;
 }
 
-Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
-               const Shape& result_shape, const Carrier& prototype, const Output& out, const DefinitionRoute* definition_route) {
+namespace {
+
+// A custom definition-free class (no kernel table, no definition): the
+// result is allocated on its class and its dispatch hook's Operation
+// computes it (carrier-extension R13.1). Every refusal (the axes, the
+// operands' layouts) comes before the allocation, as for a kernel table.
+Tensor execute_by_hook(const OperationCapability& cap, const OperationPlan& plan,
+                       std::span<const KernelOperand> operands, const Attributes& attributes,
+                       const Shape& result_shape, const Carrier& prototype, const Output& out, CallRecord& record) {
+  if (out)
+    throw TypeError(fmt::format("{}: {} computes through its dispatch hook, which writes fresh results only; a "
+                                "caller-provided output is not supported on this class",
+                                plan.operation(), prototype.class_name()));
+  required_level(cap, plan, prototype, ExecutionAxis::owned_result);
+  check_operands(plan, cap, operands, prototype);
+  const AutogradHooks& hooks = autograd_hooks();
+  record.target = hooks.dispatch_hook_operation(prototype, plan, plan.operation(), record.target);
+  std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
+  const Tensor outputs[] = {Tensor(std::move(storage), 0, Layout::compact(result_shape))};
+  const DispatchedCall call{plan.operation(), plan, operands, attributes, outputs, nullptr};
+  hooks.run_dispatch_hook(*record.target, prototype, plan, call);
+  if (outputs[0].carrier()->is_released())
+    throw ProviderContractError("release", fmt::format("{}: {}'s dispatch hook released the result it was to write",
+                                                       plan.operation(), prototype.class_name()));
+  return outputs[0];
+}
+
+}  // namespace
+
+Tensor execute(const OperationPlan& plan, std::span<const KernelOperand> operands, const Attributes& attributes,
+               const Shape& result_shape, const Carrier& prototype, const Output& out,
+               const DefinitionRoute* definition_route, CallRecord& record) {
   // The gate: an exact capability, before any allocation or kernel entry.
   const OperationCapability& cap = storage::gate(prototype, plan);
   const KernelTable* table = kernel_table(prototype.exact_class());
@@ -200,6 +230,7 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
                                             "or by name (call_operation), which run its kernel patterns",
                                             plan.operation(), prototype.class_name(), plan.operation()));
     }
+    if (!table) return execute_by_hook(cap, plan, operands, attributes, result_shape, prototype, out, record);
     throw NotImplementedError(fmt::format("{} declares a capability for {} but registered no kernel for it",
                                           prototype.class_name(), plan.to_string()));
   }
@@ -208,7 +239,8 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
     const SupportLevel owned = required_level(cap, plan, prototype, ExecutionAxis::owned_result);
     check_operands(plan, cap, operands, prototype);
     const std::optional<std::vector<KernelOperand>> copied = copy_operands(cap, *table, operands, cls);
-    Tensor result = fresh_result(*kernel, plan, copied ? *copied : operands, attributes, result_shape, prototype);
+    Tensor result = fresh_result(*kernel, plan, copied ? std::span<const KernelOperand>(*copied) : operands, attributes,
+                                 result_shape, prototype);
     if (owned == SupportLevel::FallbackCopy) {
       // The kernel's result is materialised into a second fresh result by
       // the framework's counted copy.
@@ -216,12 +248,13 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
       result = Tensor(result.carrier()->new_like(values), 0, Layout::compact(result_shape));
       record_fallback_copy(cls, ExecutionAxis::owned_result);
     }
-    autograd_hooks().record_operation(plan, operands, attributes, result);  // autograd hook
     return result;
   }
   const OutputRoute route = admit_output(plan, cap, out, operands, result_shape, prototype);
   check_operands(plan, cap, operands, prototype);
-  autograd_hooks().refuse_caller_output(plan, operands);  // autograd hook: before anything is written
+  // Accumulation cannot be recorded (the old value's history would be lost):
+  // refused under grad mode before anything is written (autograd hook).
+  if (out.mode() == OutputMode::Accumulate) autograd_hooks().refuse_caller_output(plan, record.inputs.span());
   const std::optional<std::vector<KernelOperand>> copied = copy_operands(cap, *table, operands, cls);
   const std::span<const KernelOperand> kernel_operands = copied ? std::span<const KernelOperand>(*copied) : operands;
   const Tensor& target = out.tensor();
@@ -286,15 +319,33 @@ Shape Lowered::published_shape() const {
 Tensor Execute::operator()(const OperationPlan& plan, std::vector<KernelOperand> operands,
                            const Attributes& attributes, const Shape& shape, const Carrier& prototype,
                            std::span<const std::int64_t> squeeze) const {
-  Tensor result = execute(plan, std::move(operands), attributes, shape, prototype, out, &route);
-  if (route.taken) return result;  // the definition's published result
-  if (out || squeeze.empty()) return result;  // the caller's output itself
-  return result.squeeze(std::vector<std::int64_t>(squeeze.begin(), squeeze.end()));
+  CallRecord record{inputs, target};
+  Tensor result = execute(plan, operands, attributes, shape, prototype, out, &route, record);
+  if (route.taken) return result;  // the definition's published result (its node attached there)
+  const AutogradHooks& hooks = autograd_hooks();
+  if (out) {
+    // The caller's output itself: an overwrite records the call on it, as on
+    // a fresh result (accumulation was refused above when it would record).
+    if (out.mode() == OutputMode::Overwrite)
+      hooks.record_call(plan, operands, attributes, result, record.inputs.span(),
+                        result.shape() == shape ? std::nullopt : std::optional<Shape>(shape), record.target);
+    return result;
+  }
+  if (squeeze.empty()) {
+    hooks.record_call(plan, operands, attributes, result, record.inputs.span(), std::nullopt, record.target);
+    return result;
+  }
+  // The published view is part of this call: the call's Operation replaces
+  // whatever the view recorded.
+  const Tensor published = result.squeeze(std::vector<std::int64_t>(squeeze.begin(), squeeze.end()));
+  hooks.record_call(plan, operands, attributes, published, record.inputs.span(), shape, record.target);
+  return published;
 }
 
-Tensor run(Lowered lowered, const Output& out) {
-  return Execute{out}(lowered.plan, std::move(lowered.operands), lowered.attributes, lowered.kernel_shape,
-                      *lowered.prototype, lowered.squeeze);
+Tensor run(Lowered lowered, const Output& out, CallRecord record) {
+  return Execute{out, {}, record.inputs, std::move(record.target)}(lowered.plan, std::move(lowered.operands),
+                                                                    lowered.attributes, lowered.kernel_shape,
+                                                                    *lowered.prototype, lowered.squeeze);
 }
 
 // Normalised, sorted, duplicate-free axes (ValueError otherwise).

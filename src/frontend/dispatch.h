@@ -1,12 +1,16 @@
 // Internal: the one dispatch path every front-end operation takes.
 #pragma once
 
+#include <strideweave/call.h>
 #include <strideweave/execution.h>
 #include <strideweave/operation.h>
 #include <strideweave/ops.h>
 #include <strideweave/output.h>
 
+#include <array>
+#include <memory>
 #include <span>
+#include <variant>
 
 #include <optional>
 #include <string_view>
@@ -48,25 +52,64 @@ DefinitionRoute by_definition(const F& f) {
   return DefinitionRoute{[](const void* c, const Output& out) { return (*static_cast<const F*>(c))(out); }, &f};
 }
 // The built-in `name` called through its definition (definition_dispatch.cpp).
+// The typed call's positional inputs are the definition's Tensor operands.
 Tensor call_builtin_definition(std::string_view name, std::vector<operation::CallOperand> operands,
                                operation::OptionMap options, const Output& out);
 // The options of reduce_sum and matmul as the schema's option entries.
 operation::OptionMap execution_option_map(const std::optional<OperationExecutionOptions>& options);
 
+// The call's positional Tensor arguments, in argument order: what a
+// recorded Operation saves (core-concepts 6.2). At most four (no built-in
+// operation has more than three Tensor operands).
+class CallInputs {
+ public:
+  CallInputs() = default;
+  CallInputs(std::initializer_list<const Tensor*> tensors) noexcept {
+    for (const Tensor* t : tensors)
+      if (t && count_ < tensors_.size()) tensors_[count_++] = t;
+  }
+  // The Tensor entries of `operands` (a by-name call's or a bound call's
+  // operands, which must outlive this object).
+  template <class... Alternatives>
+  explicit CallInputs(std::span<const std::variant<Tensor, Alternatives...>> operands) noexcept {
+    for (const auto& o : operands)
+      if (const Tensor* t = std::get_if<Tensor>(&o); t && count_ < tensors_.size()) tensors_[count_++] = t;
+  }
+  std::span<const Tensor* const> span() const noexcept { return {tensors_.data(), count_}; }
+
+ private:
+  std::array<const Tensor*, 4> tensors_{};
+  std::size_t count_ = 0;
+};
+
+// What a call records besides its result: its positional inputs, the
+// Operation that dispatch_op made for it (null: recording makes one), and,
+// after execute(), the Operation a custom class's dispatch hook supplied
+// (which then is the call's node).
+struct CallRecord {
+  CallInputs inputs;
+  std::shared_ptr<Operation> target;
+};
+
 // Steps 4-5 of ops.h: gate on the exact plan; then, following the entry's
 // execution axes (docs/capabilities.md): admit the operands (borrowed_input)
 // and either allocate the result in the canonical layout on the prototype's
 // class (owned_result) or write the caller's `out` (caller_output,
-// strided_output, accumulation); run the kernel; record autograd. Every
-// refusal comes before any allocation; a FallbackCopy is counted
-// (execution_fallback_copies).
+// strided_output, accumulation); run the kernel. Every refusal comes before
+// any allocation; a FallbackCopy is counted (execution_fallback_copies). A
+// caller-provided output under grad mode with a differentiable input is a
+// RuntimeError before anything is written (autograd cannot record it).
 //
 // A class without a kernel table whose definition is present (its traits
 // say storage_provider) takes `definition_route` when one is given; without a route
-// the typed function does not reach it (NotImplementedError).
-Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
+// the typed function does not reach it (NotImplementedError). Any other
+// class without a kernel table (a custom definition-free class) computes
+// through its dispatch hook (Carrier::_dispatch_op, carrier-extension
+// R13.1): the result is allocated on its class and the hook's Operation
+// fills it; that Operation is left in `record.target`.
+Tensor execute(const OperationPlan& plan, std::span<const KernelOperand> operands, const Attributes& attributes,
                const Shape& result_shape, const Carrier& prototype, const Output& out,
-               const DefinitionRoute* definition_route = nullptr);
+               const DefinitionRoute* definition_route, CallRecord& record);
 
 // ---- Lowering: one call, decided before any capability check or allocation
 //
@@ -93,14 +136,17 @@ struct Lowered {
   Shape published_shape() const;
 };
 
-// Runs a lowered call: execute(), then the published view.
-Tensor run(Lowered lowered, const Output& out);
+// Runs a lowered call: execute(), then the published view, then autograd
+// records the call with `record`'s inputs (into record.target when set).
+Tensor run(Lowered lowered, const Output& out, CallRecord record);
 
 // The typed functions' finisher: execute, then squeeze (never a caller's
-// output: it is returned as given).
+// output: it is returned as given), then autograd records the call.
 struct Execute {
   const Output& out;
   DefinitionRoute route{};  // how the call reaches a definition-backed carrier
+  CallInputs inputs{};      // the call's positional Tensor arguments
+  std::shared_ptr<Operation> target{};  // dispatch_op's Operation, if any
   Tensor operator()(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
                     const Shape& shape, const Carrier& prototype, std::span<const std::int64_t> squeeze = {}) const;
 };
@@ -134,7 +180,7 @@ auto binary(std::string_view op, const Tensor& a, const Tensor& b, Finish&& fini
 }
 inline Tensor binary(std::string_view op, const Tensor& a, const Tensor& b, const Output& out) {
   const auto by_name = [&](const Output& o) { return call_builtin_definition(op, {a, b}, {}, o); };
-  return binary(op, a, b, Execute{out, by_definition(by_name)});
+  return binary(op, a, b, Execute{out, by_definition(by_name), {&a, &b}});
 }
 
 // Tensor/weak-scalar elementwise; the result has the tensor's (flat) shape.
@@ -147,7 +193,7 @@ auto tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, Fi
 }
 inline Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, const Output& out) {
   const auto by_name = [&](const Output& o) { return call_builtin_definition(op, {a, s}, {}, o); };
-  return tensor_scalar(op, a, s, Execute{out, by_definition(by_name)});
+  return tensor_scalar(op, a, s, Execute{out, by_definition(by_name), {&a}});
 }
 // Normalised, sorted, duplicate-free axes (ValueError otherwise); nullopt =
 // every axis.

@@ -1,4 +1,5 @@
 // The definition-backed half of the dispatch pipeline. See pipeline.h.
+#include "frontend/dispatch.h"
 #include "frontend/pipeline.h"
 
 #include <strideweave/dependent_carrier.h>
@@ -167,12 +168,12 @@ void validate(const ResolvedInvocation& invocation, const ProviderResult& result
 // snapshots the published versions. The validated result's outputs are
 // moved out, not copied (the result is spent).
 std::vector<Tensor> publish(const std::shared_ptr<const ResolvedInvocation>& invocation, ProviderResult&& result,
-                            bool graph) {
+                            bool graph, const std::shared_ptr<Operation>& target) {
   const std::vector<const Carrier*> declared = mutated_carriers(*invocation);
   for (const Carrier* c : declared) c->require_writable(invocation->operation().c_str());  // all, before any bump
   std::vector<Tensor> outputs = extension::detail::ProviderResultAccess::take_outputs(result);
   const AutogradHooks* hooks = graph ? &autograd_hooks() : nullptr;
-  const std::shared_ptr<autograd::Node> node = hooks ? hooks->prepare_definition_node(invocation, outputs) : nullptr;
+  const std::shared_ptr<Operation> node = hooks ? hooks->prepare_definition_node(invocation, outputs, target) : nullptr;
   for (const Carrier* c : declared) const_cast<Carrier*>(c)->bump_version();
   if (node) hooks->attach_definition_node(node, outputs);
   return outputs;
@@ -183,6 +184,7 @@ std::vector<Tensor> publish(const std::shared_ptr<const ResolvedInvocation>& inv
 struct Call {
   const std::shared_ptr<const ResolvedInvocation>& invocation;
   bool graph;
+  std::shared_ptr<Operation> target;  // dispatch_op's Operation, when the call came through one
 };
 
 std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
@@ -241,7 +243,7 @@ std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
     }
     ProviderResult result = settle(kernel.submit()(), who);
     validate(invocation, result, [&record](std::size_t) { return record.cls; }, before, who);
-    return publish(call.invocation, std::move(result), call.graph);
+    return publish(call.invocation, std::move(result), call.graph, call.target);
   }
   check_undeclared_mutation(invocation, before, who);
   throw UnsupportedOperationPlan(fmt::format("{}: every kernel pattern for the plan {} declined at run time: {}.",
@@ -274,7 +276,7 @@ std::vector<Tensor> run_composite(const Call& call, const Carrier& prototype,
   if (trace) trace->ran = "composite provider";
   ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()(), who);
   validate(invocation, result, [&classes](std::size_t r) { return classes[r]; }, before, who);
-  return publish(call.invocation, std::move(result), call.graph);
+  return publish(call.invocation, std::move(result), call.graph, call.target);
 }
 
 }  // namespace
@@ -293,7 +295,7 @@ std::vector<Tensor> run_gated(const Call& call, const Carrier& prototype, Pipeli
 std::vector<Tensor> run_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
                                           const Carrier& prototype, PipelineTrace* trace) {
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
-  return run_gated(Call{invocation, graph_would_attach(*invocation)}, prototype, trace);
+  return run_gated(Call{invocation, graph_would_attach(*invocation), nullptr}, prototype, trace);
 }
 
 bool graph_would_attach(const ResolvedInvocation& invocation) {
@@ -303,25 +305,62 @@ bool graph_would_attach(const ResolvedInvocation& invocation) {
   const std::span<const ResultSpec> results = invocation.results();
   if (std::none_of(results.begin(), results.end(), [](const ResultSpec& r) { return &r.dtype() == &DType::Float32(); }))
     return false;
-  // ... and some differentiable operand requires grad.
+  // ... and some schema-differentiable operand is a differentiable Tensor
+  // (a Float32 tensor takes part in every graph: no opt-in flag).
   const std::span<const operation::OperandSpec> specs = d.schema().operands();
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const Tensor* t = std::get_if<Tensor>(&invocation.operands()[i]);
-    if (specs[i].differentiable() && t && t->is_differentiable() && t->requires_grad()) return true;
+    if (specs[i].differentiable() && t && t->is_differentiable()) return true;
   }
   return false;
 }
 
 std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
-                                              const Carrier& prototype, const Output& out, PipelineTrace* trace) {
+                                              const Carrier& prototype, const Output& out, PipelineTrace* trace,
+                                              const std::shared_ptr<Operation>& target) {
   storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
   if (out) {
     const bool graph = graph_would_attach(*invocation);
     admit_definition_output(*invocation, prototype, out, graph);
-    const std::vector<Tensor> results = run_gated(Call{invocation, false}, prototype, trace);
+    const std::vector<Tensor> results = run_gated(Call{invocation, false, nullptr}, prototype, trace);
     return {write_definition_output(*invocation, results.front(), out)};
   }
-  return run_gated(Call{invocation, graph_would_attach(*invocation)}, prototype, trace);
+  return run_gated(Call{invocation, graph_would_attach(*invocation), target}, prototype, trace);
+}
+
+std::vector<Tensor> execute_by_dispatch_hook(const std::shared_ptr<const ResolvedInvocation>& invocation,
+                                             const Carrier& prototype, const std::shared_ptr<Operation>& target) {
+  const ResolvedInvocation& inv = *invocation;
+  storage::gate(prototype, inv.plan());  // UnsupportedOperationPlan before any work
+  const Who who{&inv, &prototype};
+  const bool graph = graph_would_attach(inv);
+  const AutogradHooks& hooks = autograd_hooks();
+  const std::shared_ptr<Operation> op = hooks.dispatch_hook_operation(prototype, inv.plan(), inv.operation(), target);
+  // The result storage, allocated on the class (an aliased result is the
+  // operand itself), then the operands as the hook sees them: tensors as
+  // bound, weak scalars materialised to the plan's convert_to dtype.
+  std::vector<Tensor> outputs;
+  for (const ResultSpec& r : inv.results()) {
+    if (r.alias_of()) {
+      outputs.push_back(std::get<Tensor>(inv.operands()[*r.alias_of()]));
+      continue;
+    }
+    outputs.emplace_back(prototype.allocate_like(r.layout().cosize(), true, &r.dtype(), false), 0, r.layout());
+  }
+  std::vector<KernelOperand> operands;
+  for (std::size_t i = 0; i < inv.operands().size(); ++i) {
+    if (const Tensor* t = std::get_if<Tensor>(&inv.operands()[i])) operands.emplace_back(*t);
+    else if (const WeakScalar* w = std::get_if<WeakScalar>(&inv.operands()[i]))
+      operands.emplace_back(frontend::materialize(*w, inv.plan().operands()[i], inv.operation()));
+  }
+  const OperandVersions before(inv);
+  const Attributes none;
+  const DispatchedCall call{inv.operation(), inv.plan(), operands, none, outputs, &inv};
+  hooks.run_dispatch_hook(*op, prototype, inv.plan(), call);
+  ProviderResult result(std::move(outputs));
+  const CarrierClass cls = prototype.exact_class();
+  validate(inv, result, [cls](std::size_t) { return cls; }, before, who);
+  return publish(invocation, std::move(result), graph, op);
 }
 
 const Carrier* definition_backed_prototype(const operation::BoundOperationCall& call) {
@@ -334,16 +373,16 @@ const Carrier* definition_backed_prototype(const operation::BoundOperationCall& 
 }
 
 BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall& call, const Carrier& prototype,
-                                             const Output& out) {
+                                             const Output& out, const std::shared_ptr<Operation>& target) {
   const auto invocation = std::make_shared<const ResolvedInvocation>(call.definition().resolve()(call));
-  std::vector<Tensor> results = execute_definition_backed(invocation, prototype, out);
+  std::vector<Tensor> results = execute_definition_backed(invocation, prototype, out, nullptr, target);
   return BuiltinOutcome{invocation->plan(), std::move(results.front())};
 }
 
 std::vector<Tensor> run_definition_backed_without_node(const std::shared_ptr<const ResolvedInvocation>& invocation,
                                                        const Carrier& prototype) {
   storage::gate(prototype, invocation->plan());
-  return run_gated(Call{invocation, false}, prototype, nullptr);
+  return run_gated(Call{invocation, false, nullptr}, prototype, nullptr);
 }
 
 }  // namespace strideweave::frontend

@@ -61,7 +61,7 @@ class PinnedKernelPattern {
 
 // Whether the call would attach a graph node (core-concepts 6.2): graph
 // construction on, a callable VJP, some result of dtype exactly Float32, and
-// a differentiable Tensor operand that requires grad.
+// a schema-differentiable operand that is a differentiable Tensor.
 bool graph_would_attach(const operation::ResolvedInvocation& invocation);
 
 // The gate, then the pipeline as run_definition_backed. With a
@@ -71,7 +71,17 @@ bool graph_would_attach(const operation::ResolvedInvocation& invocation);
 // one result returned.
 std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const operation::ResolvedInvocation>& invocation,
                                               const Carrier& prototype, const Output& out,
-                                              PipelineTrace* trace = nullptr);
+                                              PipelineTrace* trace = nullptr,
+                                              const std::shared_ptr<Operation>& target = nullptr);
+// A user-defined operation on a custom definition-free class
+// (carrier-extension R13.1): the gate, then the result storage allocated on
+// the class (an aliased result is the operand), then the class's dispatch
+// hook computes it (Operation::_forward; `target` when dispatch_op already
+// asked the hook), then the same publication validation and publication as
+// a kernel pattern's result. The hook's Operation is the call's node. A
+// hook without an implementation is UnsupportedOperationPlan.
+std::vector<Tensor> execute_by_dispatch_hook(const std::shared_ptr<const operation::ResolvedInvocation>& invocation,
+                                             const Carrier& prototype, const std::shared_ptr<Operation>& target);
 
 // The carrier a bound BUILT-IN call dispatches on when its class is
 // definition-backed (no kernel table, a carrier definition), else null: the
@@ -85,7 +95,7 @@ struct BuiltinOutcome {
   Tensor result;
 };
 BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall& call, const Carrier& prototype,
-                                             const Output& out);
+                                             const Output& out, const std::shared_ptr<Operation>& target = nullptr);
 
 // The built-in VJPs' forward re-run (src/builtins/definitions.cpp) on a
 // definition-backed carrier: the built-in's definition through the pipeline

@@ -10,6 +10,7 @@
 
 #include "execution/kernel_table.h"
 #include "frontend/call_support.h"
+#include "frontend/autograd_hooks.h"
 #include "frontend/dispatch.h"
 #include "storage/gate.h"
 
@@ -144,8 +145,10 @@ void gate_before_allocation(std::initializer_list<const OperationPlan*> plans, c
   for (const OperationPlan* plan : plans) {
     if (definition_backed)
       (void)storage::gate(prototype, *plan);
-    else if (!table || !table->find(*plan))
-      execute(*plan, {}, Attributes{}, Shape{}, prototype, Output{});
+    else if (!table || !table->find(*plan)) {
+      frontend::CallRecord record;
+      execute(*plan, {}, Attributes{}, Shape{}, prototype, Output{}, nullptr, record);
+    }
   }
 }
 
@@ -165,8 +168,20 @@ SortResult line_pair(std::string_view op, const Tensor& x, const char* values_op
   const auto indices_by_name = [&](const Output& o) { return call_builtin_definition(indices_op, {x}, options, o); };
   const frontend::DefinitionRoute values_route = by_definition(values_by_name);
   const frontend::DefinitionRoute indices_route = by_definition(indices_by_name);
-  Tensor values = execute(values_plan, {x}, c.attributes, c.shape, prototype, Output{}, &values_route);
-  Tensor indices = execute(indices_plan, {x}, c.attributes, c.shape, prototype, Output{}, &indices_route);
+  const KernelOperand operands[] = {x};
+  frontend::CallRecord values_record{{&x}, nullptr}, indices_record{{&x}, nullptr};
+  Tensor values = execute(values_plan, operands, c.attributes, c.shape, prototype, Output{}, &values_route,
+                          values_record);
+  Tensor indices = execute(indices_plan, operands, c.attributes, c.shape, prototype, Output{}, &indices_route,
+                           indices_record);
+  // Each plan is its own recorded call (a definition route recorded there).
+  const frontend::AutogradHooks& hooks = frontend::autograd_hooks();
+  if (!values_route.taken)
+    hooks.record_call(values_plan, std::span<const KernelOperand>(operands), c.attributes, values, values_record.inputs.span(), std::nullopt,
+                      values_record.target);
+  if (!indices_route.taken)
+    hooks.record_call(indices_plan, std::span<const KernelOperand>(operands), c.attributes, indices, indices_record.inputs.span(), std::nullopt,
+                      indices_record.target);
   return SortResult{std::move(values), std::move(indices)};
 }
 
@@ -216,26 +231,26 @@ Tensor reduce_sum(const Tensor& x, Axes requested, bool keepdims, const std::opt
     map.merge(reduction_options(requested, keepdims));
     return call_builtin_definition("reduce_sum", {x}, std::move(map), o);
   };
-  return reduce_sum_call(x, requested, keepdims, options, Execute{out, by_definition(by_name)});
+  return reduce_sum_call(x, requested, keepdims, options, Execute{out, by_definition(by_name), {&x}});
 }
 
 Tensor reduce_prod(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
   const auto by_name = [&](const Output& o) {
     return call_builtin_definition("reduce_prod", {x}, reduction_options(axes, keepdims), o);
   };
-  return reduce("reduce_prod", x, axes, keepdims, true, Execute{out, by_definition(by_name)});
+  return reduce("reduce_prod", x, axes, keepdims, true, Execute{out, by_definition(by_name), {&x}});
 }
 Tensor reduce_max(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
   const auto by_name = [&](const Output& o) {
     return call_builtin_definition("reduce_max", {x}, reduction_options(axes, keepdims), o);
   };
-  return reduce("reduce_max", x, axes, keepdims, false, Execute{out, by_definition(by_name)});
+  return reduce("reduce_max", x, axes, keepdims, false, Execute{out, by_definition(by_name), {&x}});
 }
 Tensor reduce_min(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
   const auto by_name = [&](const Output& o) {
     return call_builtin_definition("reduce_min", {x}, reduction_options(axes, keepdims), o);
   };
-  return reduce("reduce_min", x, axes, keepdims, false, Execute{out, by_definition(by_name)});
+  return reduce("reduce_min", x, axes, keepdims, false, Execute{out, by_definition(by_name), {&x}});
 }
 
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
@@ -244,7 +259,7 @@ Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, 
     if (axis) options.emplace("axis", *axis);
     return call_builtin_definition("argmax", {x}, std::move(options), o);
   };
-  return arg_reduce("argmax", x, axis, keepdims, Execute{out, by_definition(by_name)});
+  return arg_reduce("argmax", x, axis, keepdims, Execute{out, by_definition(by_name), {&x}});
 }
 Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
   const auto by_name = [&](const Output& o) {
@@ -252,12 +267,12 @@ Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, 
     if (axis) options.emplace("axis", *axis);
     return call_builtin_definition("argmin", {x}, std::move(options), o);
   };
-  return arg_reduce("argmin", x, axis, keepdims, Execute{out, by_definition(by_name)});
+  return arg_reduce("argmin", x, axis, keepdims, Execute{out, by_definition(by_name), {&x}});
 }
 
 Tensor cumsum(const Tensor& x, std::int64_t axis, const Output& out) {
   const auto by_name = [&](const Output& o) { return call_builtin_definition("cumsum", {x}, {{"axis", axis}}, o); };
-  return cumsum_call(x, axis, Execute{out, by_definition(by_name)});
+  return cumsum_call(x, axis, Execute{out, by_definition(by_name), {&x}});
 }
 
 SortResult sort(const Tensor& x, std::int64_t axis, bool descending) {

@@ -62,7 +62,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExe
   const auto by_name = [&](const Output& o) {
     return frontend::call_builtin_definition("matmul", {a, b}, frontend::execution_option_map(options), o);
   };
-  return matmul_call(a, b, options, Execute{out, frontend::by_definition(by_name)});
+  return matmul_call(a, b, options, Execute{out, frontend::by_definition(by_name), {&a, &b}});
 }
 
 // ---- conv_general
@@ -161,7 +161,7 @@ Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions
     if (options.dilation) map.emplace("dilation", *options.dilation);
     return frontend::call_builtin_definition("conv_general", {input, weight}, std::move(map), o);
   };
-  return conv_general_call(input, weight, options, Execute{out, frontend::by_definition(by_name)});
+  return conv_general_call(input, weight, options, Execute{out, frontend::by_definition(by_name), {&input, &weight}});
 }
 
 // ---- gather, scatter, scatter_add
@@ -231,14 +231,14 @@ Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis, cons
   const auto by_name = [&](const Output& o) {
     return frontend::call_builtin_definition("gather", {data, indices}, {{"axis", axis}}, o);
   };
-  return gather_call(data, indices, axis, Execute{out, frontend::by_definition(by_name)});
+  return gather_call(data, indices, axis, Execute{out, frontend::by_definition(by_name), {&data, &indices}});
 }
 
 Tensor scatter(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis, const Output& out) {
   const auto by_name = [&](const Output& o) {
     return frontend::call_builtin_definition("scatter", {data, indices, src}, {{"axis", axis}}, o);
   };
-  return scatter_like("scatter", data, indices, src, axis, Execute{out, frontend::by_definition(by_name)});
+  return scatter_like("scatter", data, indices, src, axis, Execute{out, frontend::by_definition(by_name), {&data, &indices, &src}});
 }
 
 Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
@@ -246,7 +246,7 @@ Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src,
   const auto by_name = [&](const Output& o) {
     return frontend::call_builtin_definition("scatter_add", {data, indices, src}, {{"axis", axis}}, o);
   };
-  return scatter_like("scatter_add", data, indices, src, axis, Execute{out, frontend::by_definition(by_name)});
+  return scatter_like("scatter_add", data, indices, src, axis, Execute{out, frontend::by_definition(by_name), {&data, &indices, &src}});
 }
 
 namespace frontend {

@@ -36,7 +36,7 @@ auto unary_call(const char* op, const Tensor& x, Finish&& finish, Options&& opti
 }
 Tensor unary_call(const char* op, const Tensor& x, const Output& out) {
   const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition(op, {x}, {}, o); };
-  return unary_call(op, x, Execute{out, frontend::by_definition(by_name)}, [] { return Attributes{}; });
+  return unary_call(op, x, Execute{out, frontend::by_definition(by_name), {&x}}, [] { return Attributes{}; });
 }
 
 // A real option as the binary32 value every kernel step uses (round to
@@ -96,25 +96,25 @@ Tensor elu(const Tensor& x, double alpha, const Output& out) {
   const auto by_name = [&](const Output& o) {
     return frontend::call_builtin_definition("elu", {x}, {{"alpha", alpha}}, o);
   };
-  return unary_call("elu", x, Execute{out, frontend::by_definition(by_name)}, [&] { return elu_attributes(alpha); });
+  return unary_call("elu", x, Execute{out, frontend::by_definition(by_name), {&x}}, [&] { return elu_attributes(alpha); });
 }
 Tensor gelu(const Tensor& x, bool approximate, const Output& out) {
   const auto by_name = [&](const Output& o) {
     return frontend::call_builtin_definition("gelu", {x}, {{"approximate", approximate}}, o);
   };
-  return unary_call("gelu", x, Execute{out, frontend::by_definition(by_name)}, [&] { return gelu_attributes(approximate); });
+  return unary_call("gelu", x, Execute{out, frontend::by_definition(by_name), {&x}}, [&] { return gelu_attributes(approximate); });
 }
 Tensor leaky_relu(const Tensor& x, double negative_slope, const Output& out) {
   const auto by_name = [&](const Output& o) {
     return frontend::call_builtin_definition("leaky_relu", {x}, {{"negative_slope", negative_slope}}, o);
   };
-  return unary_call("leaky_relu", x, Execute{out, frontend::by_definition(by_name)}, [&] { return leaky_relu_attributes(negative_slope); });
+  return unary_call("leaky_relu", x, Execute{out, frontend::by_definition(by_name), {&x}}, [&] { return leaky_relu_attributes(negative_slope); });
 }
 Tensor softplus(const Tensor& x, double beta, double threshold, const Output& out) {
   const auto by_name = [&](const Output& o) {
     return frontend::call_builtin_definition("softplus", {x}, {{"beta", beta}, {"threshold", threshold}}, o);
   };
-  return unary_call("softplus", x, Execute{out, frontend::by_definition(by_name)}, [&] { return softplus_attributes(beta, threshold); });
+  return unary_call("softplus", x, Execute{out, frontend::by_definition(by_name), {&x}}, [&] { return softplus_attributes(beta, threshold); });
 }
 
 Tensor neg(const Tensor& x, const Output& out) { return unary_call("neg", x, out); }

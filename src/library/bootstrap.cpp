@@ -4,6 +4,7 @@
 // itself runs lazily, before the first answer of any registry (core/bootstrap.h).
 #include <strideweave/autograd.h>
 
+#include "autograd/graph.h"
 #include "autograd/record.h"
 #include "builtins/definitions.h"
 #include "carriers/carrier_list.h"
@@ -15,20 +16,34 @@
 namespace strideweave {
 namespace {
 
-constexpr frontend::AutogradHooks autograd_recording{&autograd::record_operation, &autograd::refuse_caller_output,
-                                                     &is_grad_enabled, &autograd::prepare_definition_node,
-                                                     &autograd::attach_definition_node};
+constexpr frontend::AutogradHooks autograd_recording{&autograd::record_call,
+                                                     &autograd::refuse_caller_output,
+                                                     &is_grad_enabled,
+                                                     &autograd::prepare_definition_node,
+                                                     &autograd::attach_definition_node,
+                                                     &autograd::dispatch_hook_operation,
+                                                     &autograd::run_dispatch_hook};
+
+// A definition called as a function (OperationDefinition::operator()) has no
+// dispatch_op Operation: the call makes its own node.
+std::vector<Tensor> dispatch_called_definition(const operation::OperationDefinition& definition,
+                                               std::vector<operation::CallOperand> operands,
+                                               operation::OptionMap options, const Output& out) {
+  return frontend::dispatch_definition(definition, std::move(operands), std::move(options), out, nullptr);
+}
 
 void bootstrap() {
   frontend::install_autograd_hooks(&autograd_recording);
-  operation::install_dispatcher(&frontend::dispatch_definition);
+  operation::install_dispatcher(&dispatch_called_definition);
   carriers::register_shipped_carriers();
   builtins::register_builtin_definitions();
 }
 
-// Static initialisation of the library installs the bootstrap (a pointer
-// store: safe in any initialisation order).
-[[maybe_unused]] const bool installed = (detail::install_bootstrap(&bootstrap), true);
+// Static initialisation of the library installs the bootstrap and the view
+// hook (pointer stores into constant-initialised atomics: safe in any
+// initialisation order). The view hook cannot wait for the lazy bootstrap:
+// a view made before any registry answered must record too.
+[[maybe_unused]] const bool installed = (detail::install_bootstrap(&bootstrap), autograd::install_view_hook(), true);
 
 }  // namespace
 }  // namespace strideweave

@@ -231,4 +231,10 @@ std::shared_ptr<Carrier> Carrier::allocate_like(std::int64_t size, bool mutable_
   return make_like_mapped(*this, size, mutable_, d, empty);
 }
 
+std::shared_ptr<Operation> Carrier::_dispatch_op(std::string_view operation_name) const {
+  throw NotImplementedError(
+      fmt::format("{} does not dispatch operation '{}' (its dispatch hook _dispatch_op supplies no implementation)",
+                  class_name(), operation_name));
+}
+
 }  // namespace strideweave

@@ -31,11 +31,11 @@ Layout whole_carrier_layout(const std::shared_ptr<Carrier>& carrier, const Shape
   return Layout::compact(shape);
 }
 
-// ---- autograd: report a view of a gradient-tracking source (tensor_impl.h)
+// ---- autograd: report a view of a differentiable source (tensor_impl.h)
 Tensor record_view(const Tensor& source, Tensor view, detail::ViewKind kind,
                    std::span<const std::int64_t> params = {}) {
   const detail::ViewHook hook = detail::view_hook.load(std::memory_order_acquire);
-  if (hook && detail::TensorAccess::impl(source).tracks_grad()) hook(source, view, kind, params);
+  if (hook && source.is_differentiable()) hook(source, view, kind, params);
   return view;
 }
 
@@ -108,9 +108,8 @@ Tensor Tensor::as_strided(const Layout& l, std::int64_t off) const {
 }
 
 // ---- autograd: the plain queries (the rest is in src/autograd)
-bool Tensor::requires_grad() const noexcept { return impl_->tracks_grad(); }
 bool Tensor::is_leaf() const noexcept { return impl_->grad_fn == nullptr; }
-const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const noexcept { return impl_->grad_fn; }
+const std::shared_ptr<Operation>& Tensor::autograd_ctx() const noexcept { return impl_->grad_fn; }
 Tensor Tensor::detach() const {
   Tensor out = *this;
   out.impl_ = std::make_shared<detail::TensorImpl>();

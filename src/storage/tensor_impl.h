@@ -15,12 +15,10 @@ struct TensorImpl {
   Layout layout;
 
   // ---- autograd state (owned by src/autograd; docs/autograd.md) ----------
-  bool requires_grad = false;                // a leaf marked by set_requires_grad(true)
-  bool retains_grad = false;                 // a non-leaf after retain_grad()
-  std::shared_ptr<autograd::Node> grad_fn;   // the node that produced this tensor
+  bool retains_grad = false;                 // a non-leaf after retain_grad(true)
+  std::shared_ptr<Operation> grad_fn;        // the Operation that produced this tensor (autograd_ctx)
   std::optional<Tensor> grad;                // accumulated gradient
-  std::uint32_t grad_output = 0;             // which result of grad_fn this tensor is (definition nodes)
-  bool tracks_grad() const noexcept { return requires_grad || grad_fn != nullptr; }
+  std::uint32_t grad_output = 0;             // which result of grad_fn this tensor is
   // ---- end autograd state -------------------------------------------------
 };
 
@@ -31,11 +29,11 @@ struct TensorAccess {
 };
 
 // ---- the view hook (autograd) ----------------------------------------------
-// Core never calls autograd: src/autograd installs this hook the first time a
-// tensor is marked as requiring a gradient. Each view method then reports a
-// view of a source that tracks gradients (kind plus its parameters: permute
-// -> the permutation; slice -> axis, start, stop, step; the others -> none)
-// so that autograd can attach a view node to `view`.
+// Core never calls autograd: the library bootstrap installs this hook. Each
+// view method of a differentiable (Float32) source then reports the view
+// (kind plus its parameters: permute -> the permutation; slice -> axis,
+// start, stop, step; the others -> none) so that autograd can record the
+// view as an Operation when grad mode is on.
 enum class ViewKind : std::uint8_t { permute, slice, reshape, squeeze, unsqueeze, broadcast_to, as_strided };
 using ViewHook = void (*)(const Tensor& source, const Tensor& view, ViewKind kind,
                           std::span<const std::int64_t> params);

@@ -28,7 +28,6 @@ namespace {
 Tensor F(std::initializer_list<float> v, const Shape& s) { return sw::make_tensor<CPU>(v, s); }
 Tensor leaf(std::initializer_list<float> v, const Shape& s) {
   Tensor t = F(v, s);
-  t.set_requires_grad(true);
   return t;
 }
 std::vector<float> floats(const Tensor& t) { return sw::TypedTensor<float>(t).values(); }
@@ -53,23 +52,63 @@ std::string message_of(F&& f) {
 
 // ---- 6.2: recording
 
-TEST(CoreConcepts_6_2_Recording, ResultOfADifferentiableCallGetsANode) {
-  Tensor x = leaf({1, 2, 3}, Shape{3});
+TEST(CoreConcepts_6_2_Recording, AUserBuiltFloat32TensorTakesPartWithoutAnyFlag) {
+  // core-concepts 6.2: grad mode on, a differentiable positional input and
+  // a differentiable result decide recording; nothing opts in.
+  Tensor x = F({1, 2, 3}, Shape{3});
   Tensor y = sw::mul(x, 2.0);
-  ASSERT_TRUE(y.grad_fn());
-  EXPECT_EQ(y.grad_fn()->name(), "mul");
+  ASSERT_TRUE(y.autograd_ctx());
+  EXPECT_EQ(y.autograd_ctx()->name(), "mul");
+  EXPECT_EQ(y.autograd_ctx()->_operation_name(), std::optional<std::string>("mul"));
+  EXPECT_EQ(y.autograd_ctx()->_dispatch_carrier_class(), std::optional(sw::carrier_class<CPU>()));
   EXPECT_FALSE(y.is_leaf());
-  EXPECT_TRUE(y.requires_grad());
-  EXPECT_EQ(y.grad_fn()->operands().size(), 2u);  // the tensor and the materialised scalar
-  EXPECT_TRUE(y.grad_fn()->plan().has_value());
+  EXPECT_TRUE(y.requires_grad());  // a read-only report of the rule
+  EXPECT_TRUE(y.autograd_ctx()->plan().has_value());
   EXPECT_TRUE(x.is_leaf());
-  EXPECT_FALSE(x.grad_fn());
+  EXPECT_FALSE(x.autograd_ctx());
+  total(y).backward();
+  EXPECT_EQ(grad_of(x), (std::vector<float>{2, 2, 2}));  // the user's leaf receives .grad when reached
 }
 
-TEST(CoreConcepts_6_2_Recording, NoNodeWithoutAnOperandThatRequiresGrad) {
+TEST(CoreConcepts_6_2_Recording, TheSavedInputsAreThePositionalTensorArgumentsPerOccurrence) {
+  // Saved inputs: exactly the positional Tensor arguments in argument order,
+  // each occurrence saved, the weak scalar and options left out.
   Tensor x = F({1, 2, 3}, Shape{3});
-  EXPECT_FALSE(sw::exp(x).grad_fn());
-  EXPECT_FALSE(sw::exp(x).requires_grad());
+  const Tensor scaled = sw::mul(x, 2.0);
+  const std::span<const Tensor> scalar_call = scaled.autograd_ctx()->inputs();
+  ASSERT_EQ(scalar_call.size(), 1u);
+  EXPECT_TRUE(scalar_call[0].is(x));
+  const Tensor twice = sw::add(x, x);
+  ASSERT_EQ(twice.autograd_ctx()->inputs().size(), 2u);
+  EXPECT_TRUE(twice.autograd_ctx()->inputs()[0].is(x));
+  EXPECT_TRUE(twice.autograd_ctx()->inputs()[1].is(x));
+  // A broadcast operand is saved as the caller passed it, not as the
+  // broadcast view the kernel read.
+  Tensor row = F({10, 20, 30}, Shape{3});
+  Tensor grid = F({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  const Tensor sum = sw::add(grid, row);
+  ASSERT_EQ(sum.autograd_ctx()->inputs().size(), 2u);
+  EXPECT_TRUE(sum.autograd_ctx()->inputs()[0].is(grid));
+  EXPECT_TRUE(sum.autograd_ctx()->inputs()[1].is(row));
+  // One version snapshot per saved input: each distinct carrier with its version.
+  const auto versions = sum.autograd_ctx()->input_versions();
+  ASSERT_EQ(versions.size(), 2u);
+  ASSERT_EQ(versions[1].size(), 1u);
+  EXPECT_EQ(versions[1][0].carrier, row.carrier());
+  EXPECT_EQ(versions[1][0].version, row.carrier()->version());
+  // Operation.backward returns one entry per saved input, in its shape.
+  const auto g = sum.autograd_ctx()->backward(F({1, 1, 1, 1, 1, 1}, Shape{2, 3}));
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(floats(*g[0]), (std::vector<float>{1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(floats(*g[1]), (std::vector<float>{2, 2, 2}));
+}
+
+TEST(CoreConcepts_6_2_Recording, NoNodeWithoutADifferentiableInputOrWithoutGradMode) {
+  Tensor i = sw::make_tensor<CPU>(std::initializer_list<std::int32_t>{1, 2, 3}, Shape{3});
+  EXPECT_FALSE(sw::mul(i, 2).autograd_ctx());
+  Tensor x = F({1, 2, 3}, Shape{3});
+  sw::NoGradGuard off;
+  EXPECT_FALSE(sw::exp(x).autograd_ctx());
 }
 
 TEST(CoreConcepts_6_2_Recording, Int32AndBoolResultsAttachNoNode) {
@@ -95,7 +134,7 @@ TEST(CoreConcepts_6_2_Recording, MixedInt32AndFloat32OperandsRecordAndDifferenti
   EXPECT_EQ(grad_of(x), (std::vector<float>{4, 5, 6}));
 }
 
-TEST(CoreConcepts_6_2_Recording, ViewsOfATensorThatRequiresGradAreRecorded) {
+TEST(CoreConcepts_6_2_Recording, ViewsOfADifferentiableTensorAreRecorded) {
   Tensor x = leaf({1, 2, 3, 4, 5, 6}, Shape{2, 3});
   EXPECT_EQ(x.permute({1, 0}).grad_fn()->name(), "permute");
   EXPECT_EQ(x.slice(1, 0, 2).grad_fn()->name(), "slice");
@@ -103,18 +142,23 @@ TEST(CoreConcepts_6_2_Recording, ViewsOfATensorThatRequiresGradAreRecorded) {
   EXPECT_EQ(x.unsqueeze(0).grad_fn()->name(), "unsqueeze");
   EXPECT_EQ(x.unsqueeze(0).squeeze().grad_fn()->name(), "squeeze");
   EXPECT_EQ(x.broadcast_to(Shape{4, 2, 3}).grad_fn()->name(), "broadcast_to");
-  EXPECT_FALSE(F({1, 2}, Shape{2}).permute({0}).grad_fn());
+  EXPECT_TRUE(x.permute({1, 0}).autograd_ctx()->inputs()[0].is(x));
+  Tensor i = sw::make_tensor<CPU>(std::initializer_list<std::int32_t>{1, 2}, Shape{2});
+  EXPECT_FALSE(i.permute({0}).grad_fn());
 }
 
-TEST(CoreConcepts_6_2_Recording, DetachGivesAnUntrackedHandleOnTheSameStorage) {
+TEST(CoreConcepts_6_2_Recording, DetachGivesALeafHandleOnTheSameStorage) {
   Tensor x = leaf({1, 2}, Shape{2});
   Tensor y = sw::mul(x, 2.0);
   Tensor d = y.detach();
   EXPECT_EQ(d.carrier(), y.carrier());
-  EXPECT_FALSE(d.requires_grad());
   EXPECT_TRUE(d.is_leaf());
   EXPECT_FALSE(d.is(y));
-  EXPECT_FALSE(sw::mul(d, 2.0).grad_fn());
+  // The detached handle is a leaf of its own: a graph through it stops there.
+  Tensor z = sw::mul(d, 3.0);
+  total(z).backward();
+  EXPECT_EQ(grad_of(d), (std::vector<float>{3, 3}));
+  EXPECT_FALSE(x.grad());
 }
 
 // ---- 6.3: grad mode
@@ -126,7 +170,6 @@ TEST(CoreConcepts_6_3_GradMode, NoGradRecordsNothing) {
     EXPECT_FALSE(sw::is_grad_enabled());
     Tensor y = sw::mul(x, 2.0);
     EXPECT_FALSE(y.grad_fn());
-    EXPECT_FALSE(y.requires_grad());
     EXPECT_FALSE(x.slice(0, 0, 2).grad_fn());
   }
   EXPECT_TRUE(sw::is_grad_enabled());
@@ -245,18 +288,49 @@ TEST(CoreConcepts_6_4_Backward, BroadcastingGradientsAreReducedToTheInputShape) 
 TEST(CoreConcepts_6_4_Backward, GradientsFlowThroughExplicitViews) {
   Tensor x = leaf({1, 2, 3, 4, 5, 6}, Shape{2, 3});
   Tensor s = x.slice(1, 1, 3).permute({1, 0});  // (2, 2): columns 1 and 2, transposed
-  s.backward(F({1, 2, 3, 4}, Shape{2, 2}));
+  // The cotangent of an injective tensor has exactly its layout (here (2, 2)
+  // with strides (2, 1)); {1, 3, 2, 4} in that layout is {1, 2, 3, 4} in logical order.
+  const std::vector<sw::Value> slots{sw::Value::from_float32(1), sw::Value::from_float32(3), sw::Value::from_float32(2),
+                                     sw::Value::from_float32(4)};
+  EXPECT_THROW_EXACTLY(s.backward(F({1, 2, 3, 4}, Shape{2, 2})), sw::ValueError);  // compact: another layout
+  s.backward(Tensor(CPU::from_values(slots, DType::Float32()), 0, s.layout()));
   EXPECT_EQ(grad_of(x), (std::vector<float>{0, 0, 1, 3, 2, 4}));
-  // as_strided with overlapping windows: contributions add up.
+  // as_strided without overlap: the gradient lands on the viewed elements.
   Tensor v = leaf({1, 2, 3, 4}, Shape{4});
-  Tensor windows = v.as_strided(sw::Layout(Shape{2, 3}, sw::Stride{1, 1}), 0);  // [v0 v1 v2], [v1 v2 v3]
-  windows.backward(F({1, 1, 1, 1, 1, 1}, Shape{2, 3}));
-  EXPECT_EQ(grad_of(v), (std::vector<float>{1, 2, 2, 1}));
+  Tensor odd = v.as_strided(sw::Layout(Shape{2}, sw::Stride{2}), 1);  // [v1 v3]
+  odd.backward(Tensor(CPU::from_values(std::vector<sw::Value>{sw::Value::from_float32(5), sw::Value::from_float32(0),
+                                                              sw::Value::from_float32(7)},
+                                       DType::Float32()),
+                      0, odd.layout()));  // the cotangent has odd's exact layout (2):(2)
+  EXPECT_EQ(grad_of(v), (std::vector<float>{0, 5, 0, 7}));
 }
 
-TEST(CoreConcepts_6_4_Backward, RequiresATensorThatRequiresGrad) {
+TEST(CoreConcepts_6_4_Backward, AliasingThatBroadcastModesDoNotExplainIsRefused) {
+  // Upstream autograd, scenario "Refuse aliasing that broadcast modes do not
+  // explain": overlapping windows ((2, 3):(1, 1)) reached by a traversal are
+  // a ValueError before any .grad changes, as the root or inside the graph.
+  Tensor v = leaf({1, 2, 3, 4}, Shape{4});
+  Tensor windows = v.as_strided(sw::Layout(Shape{2, 3}, sw::Stride{1, 1}), 0);  // [v0 v1 v2], [v1 v2 v3]
+  EXPECT_THROW_EXACTLY(windows.backward(F({1, 1, 1, 1, 1, 1}, Shape{2, 3})), sw::ValueError);
+  EXPECT_THROW_EXACTLY(total(windows).backward(), sw::ValueError);
+  EXPECT_FALSE(v.grad());
+  // Broadcast aliasing is explained by its stride-0 mode: the sum per slot.
+  Tensor b(CPU::from_values(std::vector<sw::Value>{sw::Value::from_float32(1), sw::Value::from_float32(2)},
+                            DType::Float32()),
+           0, sw::Layout(Shape{3, 2}, sw::Stride{0, 1}));  // a broadcast leaf
+  b.backward(F({1, 2, 3, 4, 5, 6}, Shape{3, 2}));  // an injective cotangent of b's shape
+  EXPECT_EQ(b.grad()->layout(), sw::Layout::compact(Shape{3, 2}));
+  EXPECT_EQ(grad_of(b), (std::vector<float>{6, 6, 6, 15, 15, 15}));
+}
+
+TEST(CoreConcepts_6_4_Backward, ATensorWithoutANodeAccumulatesItsCotangentAndPropagatesNoFurther) {
+  // Upstream autograd: "A backward call on a Tensor that has no autograd node
+  // SHALL accumulate the supplied cotangent into that Tensor's .grad".
   Tensor x = F({1}, Shape{1});
-  EXPECT_THROW(x.backward(), sw::RuntimeError);
+  x.backward();
+  EXPECT_EQ(grad_of(x), (std::vector<float>{1}));
+  Tensor i = sw::make_tensor<CPU>(std::initializer_list<std::int32_t>{1}, Shape{1});
+  EXPECT_THROW(i.backward(), sw::RuntimeError);  // not differentiable
 }
 
 // ---- 6.5: accumulation and retain_grad
@@ -301,7 +375,6 @@ TEST(CoreConcepts_6_5_Accumulation, AFailedAccumulationChangesNoGradAndReleasesN
 
 TEST(CoreConcepts_6_5_Accumulation, TheGradientLivesOnTheLeafsExactCarrierClass) {
   Tensor g = sw::make_tensor<Generic>({1.0f, 2.0f}, Shape{2});
-  g.set_requires_grad(true);
   sw::reduce_sum(sw::mul(g, g), {0}, true).backward();
   EXPECT_EQ(g.grad()->carrier_type(), sw::carrier_class<Generic>());
   EXPECT_EQ(floats(*g.grad()), (std::vector<float>{2, 4}));
@@ -311,7 +384,6 @@ TEST(CoreConcepts_6_5_Accumulation, TheGradientLivesOnTheLeafsExactCarrierClass)
 TEST(CoreConcepts_6_5_Accumulation, AHierarchicalLeafGetsItsOwnShape) {
   const Shape nested{2, sw::IntTuple{2, 2}};  // (2,(2,2)): top-level extents (2, 4)
   Tensor x = F({1, 2, 3, 4, 5, 6, 7, 8}, nested);
-  x.set_requires_grad(true);
   total(sw::mul(x, x)).backward();
   EXPECT_EQ(x.grad()->shape(), nested);
   EXPECT_EQ(grad_of(x), (std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16}));
@@ -328,6 +400,20 @@ TEST(CoreConcepts_6_5_Accumulation, NonLeavesKeepGradOnlyAfterRetainGrad) {
   EXPECT_EQ(grad_of(x), (std::vector<float>{6, 6}));
 }
 
+TEST(CoreConcepts_6_5_Accumulation, RetainGradFalseTurnsRetentionOffAgain) {
+  Tensor x = leaf({1, 2}, Shape{2});
+  Tensor y = sw::mul(x, 2.0);
+  Tensor z = sw::mul(y, 3.0);
+  y.retain_grad(true);
+  total(z).backward(std::nullopt, /*retain_graph=*/true);
+  EXPECT_EQ(grad_of(y), (std::vector<float>{3, 3}));
+  y.retain_grad(false);
+  y.set_grad(std::nullopt);
+  total(z).backward();
+  EXPECT_FALSE(y.grad());
+  EXPECT_EQ(grad_of(x), (std::vector<float>{12, 12}));  // two traversals
+}
+
 // ---- 6.6: saved versions and graph release
 
 TEST(CoreConcepts_6_6_SavedVersions, ModifiedSavedInputRaisesBeforeAnyBackwardWork) {
@@ -340,7 +426,7 @@ TEST(CoreConcepts_6_6_SavedVersions, ModifiedSavedInputRaisesBeforeAnyBackwardWo
   b.set(at, sw::Value::from_float32(9.0f));
   const std::string message = message_of<sw::RuntimeError>([&] { loss.backward(); });
   EXPECT_NE(message.find("modified by an inplace operation"), std::string::npos) << message;
-  EXPECT_NE(message.find("operand 1 of 'mul'"), std::string::npos) << message;
+  EXPECT_NE(message.find("input 1 of 'mul'"), std::string::npos) << message;
   EXPECT_FALSE(a.grad());
   EXPECT_FALSE(b.grad());
   EXPECT_FALSE(c.grad());  // no backward work happened anywhere
@@ -361,7 +447,7 @@ TEST(CoreConcepts_6_6_SavedVersions, ModifiedConstantOperandRaisesNamingTheOpera
                          "operation"),
             std::string::npos)
       << message;
-  EXPECT_NE(message.find("operand 1 of 'mul'"), std::string::npos) << message;
+  EXPECT_NE(message.find("input 1 of 'mul'"), std::string::npos) << message;
   EXPECT_EQ(grad_of(x), (std::vector<float>{1, 1}));
   const Tensor inputs[] = {x};
   EXPECT_THROW(sw::grad(loss, inputs), sw::RuntimeError);
@@ -377,7 +463,7 @@ TEST(CoreConcepts_6_6_SavedVersions, ModifiedBroadcastConstantIsDetected) {
   const std::int64_t at[] = {0};
   c.set(at, sw::Value::from_float32(5.0f));
   const std::string message = message_of<sw::RuntimeError>([&] { loss.backward(); });
-  EXPECT_NE(message.find("operand 0 of 'mul'"), std::string::npos) << message;
+  EXPECT_NE(message.find("input 0 of 'mul'"), std::string::npos) << message;
   EXPECT_FALSE(x.grad());
 }
 
@@ -444,18 +530,35 @@ TEST(CoreConcepts_6_7_Functional, GradReturnsVjpsWithoutTouchingDotGrad) {
   EXPECT_FALSE(g[2]);
   EXPECT_FALSE(x.grad());
   EXPECT_FALSE(w.grad());
-  EXPECT_FALSE(g[0]->requires_grad());
+  EXPECT_TRUE(g[0]->is_leaf());  // detached
   EXPECT_THROW(sw::grad(y, inputs, F({1, 1}, Shape{2})), sw::RuntimeError);  // released
 }
 
-TEST(CoreConcepts_6_7_Functional, NodeBackwardReturnsOneEntryPerOperand) {
+TEST(CoreConcepts_6_7_Functional, GradRefusesANonDifferentiableInputWithValueErrorAndOutputWithRuntimeError) {
+  Tensor x = leaf({1, 2}, Shape{2});
+  Tensor y = sw::mul(x, 2.0);
+  Tensor i = sw::make_tensor<CPU>(std::initializer_list<std::int32_t>{1, 2}, Shape{2});
+  const Tensor bad_inputs[] = {x, i};
+  EXPECT_THROW_EXACTLY(sw::grad(y, bad_inputs, F({1, 1}, Shape{2})), sw::ValueError);
+  const Tensor inputs[] = {x};
+  EXPECT_THROW_EXACTLY(sw::grad(i, inputs, std::nullopt), sw::RuntimeError);
+  EXPECT_FALSE(y.grad_fn()->is_released());  // nothing was traversed
+}
+
+TEST(CoreConcepts_6_7_Functional, OperationBackwardReturnsOneEntryPerSavedInput) {
   Tensor x = leaf({1, 2}, Shape{2});
   Tensor y = sw::mul(x, 5.0);
   const auto g = y.grad_fn()->backward(F({1, 1}, Shape{2}));
-  ASSERT_EQ(g.size(), 2u);
+  ASSERT_EQ(g.size(), 1u);  // one saved input: the weak scalar is not one
   EXPECT_EQ(floats(*g[0]), (std::vector<float>{5, 5}));
-  EXPECT_FALSE(g[1]);  // the weak scalar
   EXPECT_THROW(y.grad_fn()->backward(F({1}, Shape{1})), sw::ValueError);
+  // A non-differentiable saved input gets None.
+  Tensor i = sw::make_tensor<CPU>(std::initializer_list<std::int32_t>{4, 5}, Shape{2});
+  const Tensor z = sw::mul(i, x);
+  const auto h = z.grad_fn()->backward(F({1, 1}, Shape{2}));
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_FALSE(h[0]);
+  EXPECT_EQ(floats(*h[1]), (std::vector<float>{4, 5}));
 }
 
 // ---- 6.1: non-differentiable tensors
@@ -466,8 +569,6 @@ TEST(CoreConcepts_6_1_Differentiability, GradientRequestsOnNonDifferentiableTens
   for (Tensor t : {i, b}) {
     EXPECT_FALSE(t.is_differentiable());
     EXPECT_FALSE(t.requires_grad());
-    EXPECT_THROW(t.set_requires_grad(true), sw::RuntimeError);
-    EXPECT_NO_THROW(t.set_requires_grad(false));
     EXPECT_THROW((void)t.grad(), sw::RuntimeError);
     EXPECT_THROW(t.retain_grad(), sw::RuntimeError);
     EXPECT_THROW(t.backward(), sw::RuntimeError);
@@ -478,25 +579,64 @@ TEST(CoreConcepts_6_1_Differentiability, GradientRequestsOnNonDifferentiableTens
   EXPECT_THROW(i.set_autograd_ctx(sw::mul(x, 2.0).grad_fn()), sw::RuntimeError);
 }
 
-TEST(CoreConcepts_6_1_Differentiability, OnlyLeavesChangeTheirFlag) {
+TEST(CoreConcepts_6_1_Differentiability, RequiresGradReportsTheLogicalDtypeRuleAndNothingElse) {
   Tensor x = leaf({1}, Shape{1});
-  Tensor y = sw::mul(x, 2.0);
-  EXPECT_THROW(y.set_requires_grad(false), sw::RuntimeError);
-  EXPECT_NO_THROW(x.set_requires_grad(false));
-  EXPECT_FALSE(x.requires_grad());
+  EXPECT_TRUE(x.requires_grad());
+  EXPECT_TRUE(sw::mul(x, 2.0).requires_grad());
+  sw::NoGradGuard off;  // grad mode does not change differentiability
+  EXPECT_TRUE(sw::mul(x, 2.0).requires_grad());
+  EXPECT_FALSE(sw::make_tensor<CPU>(std::initializer_list<std::int32_t>{1}, Shape{1}).requires_grad());
+}
+
+// ---- graph lifetime under no_grad
+
+TEST(CoreConcepts_6_3_GradMode, ALongChainUnderNoGradHoldsNoOperation) {
+  // Inference without a graph: the memory a chain holds is constant.
+  Tensor x = leaf({1, 2}, Shape{2});
+  const std::int64_t before = sw::autograd::live_operation_count();
+  sw::NoGradGuard off;
+  Tensor y = x;
+  for (int k = 0; k < 1000; ++k) y = sw::add(sw::mul(y, 0.5), x);
+  EXPECT_EQ(sw::autograd::live_operation_count(), before);
+  EXPECT_FALSE(y.autograd_ctx());
+}
+
+TEST(CoreConcepts_6_3_GradMode, ALongChainUnderGradModeHoldsOneOperationPerCall) {
+  Tensor x = leaf({1, 2}, Shape{2});
+  const std::int64_t before = sw::autograd::live_operation_count();
+  {
+    Tensor y = x;
+    for (int k = 0; k < 100; ++k) y = sw::mul(y, 0.5);
+    EXPECT_EQ(sw::autograd::live_operation_count(), before + 100);
+  }
+  EXPECT_EQ(sw::autograd::live_operation_count(), before);  // freed with the chain
 }
 
 // ---- caller-provided outputs
 
-TEST(AutogradCallerOutput, ACallerOutputRefusesARecordedCallBeforeWriting) {
+TEST(AutogradCallerOutput, AnOverwrittenCallerOutputCarriesTheCallsNode) {
+  // core-concepts 6.2: the call becomes its result's autograd_ctx; with
+  // into(out) the result is the caller's output.
+  Tensor x = leaf({1, 2}, Shape{2});
+  Tensor out = F({0, 0}, Shape{2});
+  const Tensor r = sw::mul(x, x, sw::into(out));
+  EXPECT_TRUE(r.is(out));
+  ASSERT_TRUE(out.autograd_ctx());
+  EXPECT_EQ(out.autograd_ctx()->name(), "mul");
+  EXPECT_TRUE(out.autograd_ctx()->inputs()[0].is(x));
+  out.backward(F({1, 1}, Shape{2}));
+  EXPECT_EQ(grad_of(x), (std::vector<float>{2, 4}));
+}
+
+TEST(AutogradCallerOutput, AccumulatingUnderGradModeIsRefusedBeforeWriting) {
   Tensor x = leaf({1, 2}, Shape{2});
   Tensor out = F({0, 0}, Shape{2});
   const std::uint64_t version = out.carrier()->version();
-  EXPECT_THROW_EXACTLY(sw::add(x, x, sw::into(out)), sw::RuntimeError);
+  EXPECT_THROW_EXACTLY(sw::add(x, x, sw::accumulate_into(out)), sw::RuntimeError);
   EXPECT_EQ(out.carrier()->version(), version);
   EXPECT_EQ(floats(out), (std::vector<float>{0, 0}));
   sw::NoGradGuard off;
-  sw::add(x, x, sw::into(out));
+  sw::add(x, x, sw::accumulate_into(out));
   EXPECT_EQ(floats(out), (std::vector<float>{2, 4}));
 }
 

@@ -40,7 +40,6 @@ constexpr long kProbeEvery = kDeepChain / 10;
 
 Tensor scalar_leaf(float v) {
   Tensor t = sw::make_tensor<CPU>({v}, Shape{1});
-  t.set_requires_grad(true);
   return t;
 }
 
@@ -49,7 +48,7 @@ float only_value(const Tensor& t) { return sw::TypedTensor<float>(t).values().at
 // Weak references to the nodes at a few positions of a chain, to check that
 // the whole chain was freed.
 struct NodeProbes {
-  std::vector<std::weak_ptr<sw::autograd::Node>> nodes;
+  std::vector<std::weak_ptr<sw::Operation>> nodes;
   void sample(const Tensor& t) { nodes.push_back(t.grad_fn()); }
   bool all_freed() const {
     for (const auto& n : nodes)
@@ -119,17 +118,17 @@ TEST(AutogradGraphLifetime, ADeepChainReleasedByBackwardIsFreed) {
 }
 
 // A node whose saved result handle was given a node by the caller
-// (set_autograd_ctx on a handle copied from output()) owns that node through
+// (set_autograd_ctx on a handle copied from outputs()) owns that node through
 // its saved state, not through an edge: a chain linked only that way is torn
 // down with bounded stack use too.
 TEST(AutogradGraphLifetime, AChainLinkedThroughSavedHandlesIsDestroyed) {
   Tensor x = scalar_leaf(1.0f);
   NodeProbes probes;
   {
-    std::shared_ptr<sw::autograd::Node> last;
+    std::shared_ptr<sw::Operation> last;
     for (long i = 0; i < kDeepChain; ++i) {
       Tensor y = sw::mul(x, 1.0);
-      Tensor saved_result = *y.grad_fn()->output();  // shares the node's saved handle
+      Tensor saved_result = y.grad_fn()->outputs()[0];  // shares the node's saved handle
       if (last) saved_result.set_autograd_ctx(last);
       last = y.grad_fn();
       if (i % kProbeEvery == 0) probes.sample(y);

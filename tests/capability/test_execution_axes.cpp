@@ -409,9 +409,15 @@ void prove_every_claim(CarrierClass cls, const std::string& backend) {
 
 // ---------------------------------------------------------------- the claims
 
-TEST(ExecutionAxes_ProveEveryClaimedLevel, Generic) { prove_every_claim(carrier_class<Generic>(), "Generic"); }
+TEST(ExecutionAxes_ProveEveryClaimedLevel, Generic) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
+  prove_every_claim(carrier_class<Generic>(), "Generic");
+}
 
-TEST(ExecutionAxes_ProveEveryClaimedLevel, CPU) { prove_every_claim(carrier_class<CPU>(), "CPU"); }
+TEST(ExecutionAxes_ProveEveryClaimedLevel, CPU) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
+  prove_every_claim(carrier_class<CPU>(), "CPU");
+}
 
 TEST(ExecutionAxes_ShippedClaims, EntriesCarryTheAxesTheirKernelsRegistered) {
   for (CarrierClass cls : {carrier_class<Generic>(), carrier_class<CPU>()}) {
@@ -744,6 +750,7 @@ std::vector<float> floats(const Carrier& c) {
 }
 
 TEST(ExecutionAxes_OutputPath, NativeLevelsWriteTheCallerOutputDirectly) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   using P = KernelProbe<210>;
   P::install(axes_of(SupportLevel::Native, SupportLevel::Native, SupportLevel::Native));
   const KernelBacked<210> k;
@@ -775,6 +782,7 @@ TEST(ExecutionAxes_OutputPath, NativeLevelsWriteTheCallerOutputDirectly) {
 }
 
 TEST(ExecutionAxes_OutputPath, FallbackCopyLevelsComputeIntoFreshStorageThenCopy) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   using P = KernelProbe<211>;
   P::install(axes_of(SupportLevel::FallbackCopy, SupportLevel::FallbackCopy, SupportLevel::FallbackCopy));
   const KernelBacked<211> k;
@@ -803,6 +811,7 @@ TEST(ExecutionAxes_OutputPath, FallbackCopyLevelsComputeIntoFreshStorageThenCopy
 }
 
 TEST(ExecutionAxes_OutputPath, NativeCallerOutputWithFallbackStridedOutput) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   using P = KernelProbe<212>;
   P::install(axes_of(SupportLevel::Native, SupportLevel::FallbackCopy, SupportLevel::Unsupported));
   const KernelBacked<212> k;
@@ -852,6 +861,7 @@ TEST(ExecutionAxes_OutputPath, UnsupportedLevelsAreRefusedBeforeAllocationOrKern
 }
 
 TEST(ExecutionAxes_OutputPath, UnsupportedStridedOutputIsRefusedForViewsOnly) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   using P = KernelProbe<214>;
   P::install(axes_of(SupportLevel::Native, SupportLevel::Unsupported, SupportLevel::FallbackCopy));
   const KernelBacked<214> k;
@@ -999,6 +1009,7 @@ TYPED_TEST(ExecutionAxes_CallerOutput, OutputValidationErrors) {
 }
 
 TYPED_TEST(ExecutionAxes_CallerOutput, NativeAndFallbackWritesAreOneVersionStep) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   using C = TypeParam;
   const Tensor a = f32<C>({1.5f, -2, 3}, Shape{3});
   const Tensor b = f32<C>({0.25f, 2, -3}, Shape{3});

@@ -82,6 +82,7 @@ void expect_refused(const std::function<void()>& f, ExecutionAxis axis) {
 // ---------------------------------------------------------------- owned_result
 
 TEST(ExecutionAxes_OwnedResult, UnsupportedIsRefusedBeforeAllocationOrKernel) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   using P = Probe<230>;
   P::install(SupportLevel::Unsupported, SupportLevel::Native);
   const Tensor a = P::compact({1, 2, 3}), b = P::compact({10, 20, 30});
@@ -222,6 +223,7 @@ TEST(ExecutionAxes_BorrowedInput, ShippedClaimsAreWhatExecutionDoes) {
 // ---------------------------------------------------------------- outputs are counted too
 
 TEST(ExecutionAxes_OutputCounts, FallbackCopyOutputsAreCountedAndNativeOnesAreNot) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   for (const ShippedCarrier& c : shipped_carriers()) {
     SCOPED_TRACE(std::string(c.name));
     const Tensor f = Tensor(c.make(twelve(), DType::Float32()), Shape{12});

@@ -242,6 +242,7 @@ TEST(CpuExp, NanKeepsItsPayloadQuieted) {
 // layout, the Int32 operand dtype and a strided caller output give the bits
 // of the compact Float32 call.
 TEST(CpuExp, EveryLayoutAndDtypeGivesTheBitsOfTheCompactPath) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   ThreadGuard guard;
   const std::int64_t R = 37, C = 1001;  // logical [R, C], first axis fastest
   std::vector<float> v = exp_inputs();

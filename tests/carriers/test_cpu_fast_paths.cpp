@@ -60,6 +60,7 @@ Tensor other_storage(const Tensor& x) {
 }
 
 TEST(CpuFastPaths, StrictMatmulIsBitExactAtEveryThreadCountAndLayout) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   ThreadGuard guard;
   // Several k passes (K > 256), row and column tails, enough work to split.
   const std::int64_t M = 203, N = 70, K = 601;

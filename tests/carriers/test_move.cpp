@@ -410,7 +410,6 @@ TEST(InteropMovement_PinnedPair, RejectAMismatchedCarrierClass) {
 
 TEST(InteropMovement_Autograd, MoveAGradientBackToTheSourceCarrierClass) {
   Tensor x = cpu_tensor({1, 2, 3});
-  x.set_requires_grad(true);
   const Tensor y = move(x, empty_file());
   ASSERT_NE(y.grad_fn(), nullptr);
   EXPECT_EQ(y.grad_fn()->name(), "move");
@@ -420,8 +419,7 @@ TEST(InteropMovement_Autograd, MoveAGradientBackToTheSourceCarrierClass) {
   ASSERT_TRUE(grads[0].has_value());
   EXPECT_TRUE(grads[0]->carrier_type() == carrier_class<CPU>());
   EXPECT_NE(grads[0]->carrier().get(), x.carrier().get());  // fresh storage
-  EXPECT_TRUE(grads[0]->is_leaf());
-  EXPECT_FALSE(grads[0]->requires_grad());
+  EXPECT_TRUE(grads[0]->is_leaf());  // detached
   EXPECT_EQ(floats(*grads[0]), (std::vector<float>{10, 20, 30}));
   y.backward(cot);
   ASSERT_TRUE(x.grad().has_value());
@@ -431,7 +429,6 @@ TEST(InteropMovement_Autograd, MoveAGradientBackToTheSourceCarrierClass) {
 
 TEST(InteropMovement_Autograd, RejectANonInjectiveCotangent) {
   Tensor x = cpu_tensor({1, 2, 3});
-  x.set_requires_grad(true);
   const Tensor y = move(x, empty_file());
   const Tensor stride_zero(FileBacked::from_values(std::vector<Value>{F(1)}, DType::Float32()), 0,
                            Layout(Shape::of({3}), Stride::of({0})));
@@ -450,7 +447,6 @@ TEST(InteropMovement_Autograd, RejectANonInjectiveCotangent) {
 
 TEST(InteropMovement_Autograd, ABroadcastViewGetsAnInjectiveGradientAndSums) {
   Tensor x = cpu_tensor({1, 2});
-  x.set_requires_grad(true);
   const Tensor b = x.broadcast_to(Shape::of({3, 2}));
   const Tensor y = move(b, Generic::zeros(2, DType::Float32()));
   std::vector<Value> ones(6, F(1));
@@ -459,14 +455,16 @@ TEST(InteropMovement_Autograd, ABroadcastViewGetsAnInjectiveGradientAndSums) {
   EXPECT_EQ(floats(*x.grad()), (std::vector<float>{3, 3}));
 }
 
-TEST(InteropMovement_Autograd, NoNodeUnderNoGradOrWithoutRequiresGrad) {
+TEST(InteropMovement_Autograd, NoNodeUnderNoGradOrForANonDifferentiableTensor) {
   Tensor x = cpu_tensor({1});
-  x.set_requires_grad(true);
   {
     NoGradGuard guard;
     EXPECT_EQ(move(x, CPU::create(1)).grad_fn(), nullptr);
   }
-  EXPECT_EQ(move(cpu_tensor({1}), CPU::create(1)).grad_fn(), nullptr);
+  // core-concepts 7.4: a differentiable tensor's move records with no flag.
+  EXPECT_NE(move(cpu_tensor({1}), CPU::create(1)).grad_fn(), nullptr);
+  const Tensor i(CPU::from_values(std::vector<Value>{Value::from_int32(1)}, DType::Int32()), Shape::of({1}));
+  EXPECT_EQ(move(i, CPU::create(1, DType::Int32())).grad_fn(), nullptr);
 }
 
 // ---------------------------------------------------------------- transaction and faults

@@ -117,6 +117,7 @@ class StrictMatmulKernel : public ::testing::TestWithParam<std::string> {
 // partial tile, several B panels (the columns split evenly into panels that
 // are not whole multiples of C), K = 1.
 TEST_P(StrictMatmulKernel, MatchesGenericBitForBitOnEdgeTilesAndLayouts) {
+  const NoGradGuard no_graph;  // a numeric check: no graph (accumulation into an output is refused under grad mode)
   const std::int64_t R = info_->rows, C = info_->cols, KC = info_->kc, MC = info_->mc, NC = info_->nc;
   ASSERT_GT(KC, 0);
   ASSERT_EQ(MC % R, 0);

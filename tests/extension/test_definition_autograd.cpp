@@ -529,16 +529,18 @@ void expect_close(const std::vector<float>& analytic, const std::vector<double>&
 TEST(OperationSemantics_AD_SaveAndContext, SavesExactlyTheDeclaredOperandsInDeclaredOrderWithInvocationAndOutputs) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2}), w = dev_tensor<1>({3, 4}, Shape{2});
-  x.set_requires_grad(true);
-  w.set_requires_grad(true);
   const Tensor y = (*mul_op())({x, w})[0];
   ASSERT_TRUE(y.grad_fn());
-  const autograd::Node& node = *y.grad_fn();
+  const Operation& node = *y.grad_fn();
   EXPECT_EQ(node.name(), "adtest.mul");
   ASSERT_TRUE(node.invocation());
   EXPECT_EQ(&node.invocation()->definition(), mul_op().get());
-  ASSERT_EQ(node.operands().size(), 2u);  // saved_operands = (1, 0)
-  EXPECT_EQ(floats(std::get<Tensor>(node.operands()[0])), (std::vector<float>{3, 4}));
+  // core-concepts 6.2: the saved inputs are the positional Tensor
+  // arguments; the declared saved_operands = (1, 0) reach the VJP below.
+  ASSERT_EQ(node.inputs().size(), 2u);
+  EXPECT_TRUE(node.inputs()[0].is(x));
+  EXPECT_TRUE(node.inputs()[1].is(w));
+  ASSERT_EQ(node.input_versions().size(), 2u);
   ASSERT_EQ(node.outputs().size(), 1u);
   seen = {};
   y.backward(like_tensor(y, {1, 1}, Shape{2}));
@@ -552,23 +554,22 @@ TEST(OperationSemantics_AD_SaveAndContext, SavesExactlyTheDeclaredOperandsInDecl
   EXPECT_EQ(x.grad()->carrier()->exact_class(), carrier_class<Dev<1>>());
 }
 
-TEST(OperationSemantics_AD_SaveAndContext, OnlyTheOperandsThatRequireGradAreEdgesAndGetGradients) {
+TEST(OperationSemantics_AD_SaveAndContext, EveryDifferentiableOperandIsAnEdgeWithoutAnyFlag) {
+  // core-concepts 6.2: no opt-in flag; both Float32 operands take part.
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
   const Tensor w = dev_tensor<1>({3, 4}, Shape{2});
-  x.set_requires_grad(true);
   const Tensor y = (*mul_op())({x, w})[0];
   seen = {};
   const auto grads = grad(y, std::vector<Tensor>{x}, like_tensor(y, {1, 1}, Shape{2}));
-  EXPECT_EQ(seen.needs_grad, (std::vector<bool>{true, false}));
+  EXPECT_EQ(seen.needs_grad, (std::vector<bool>{true, true}));
   EXPECT_EQ(floats(*grads[0]), (std::vector<float>{3, 4}));
-  EXPECT_FALSE(w.grad().has_value());
+  EXPECT_FALSE(w.grad().has_value());  // grad() touches no .grad
 }
 
 TEST(OperationSemantics_AD_OneNode, OneNodeAttachesToEveryDifferentiableResultAndRunsOnceWithEveryCotangent) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, -2, 3}, Shape{3});
-  x.set_requires_grad(true);
   const std::vector<Tensor> r = (*split_op())({x});
   ASSERT_EQ(r.size(), 2u);
   ASSERT_TRUE(r[0].grad_fn());
@@ -591,7 +592,6 @@ TEST(OperationSemantics_AD_OneNode, OneNodeAttachesToEveryDifferentiableResultAn
 TEST(OperationSemantics_AD_OneNode, ANonFloat32ResultCarriesNoNode) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, -2}, Shape{2});
-  x.set_requires_grad(true);
   const std::vector<Tensor> r = (*with_sign_op())({x});
   EXPECT_TRUE(r[0].grad_fn());
   EXPECT_FALSE(r[1].grad_fn());
@@ -600,17 +600,14 @@ TEST(OperationSemantics_AD_OneNode, ANonFloat32ResultCarriesNoNode) {
   EXPECT_EQ(floats(*g[0]), (std::vector<float>{3, 6}));
 }
 
-TEST(OperationSemantics_AD_OneNode, NoOperandRequiringGradOrNoGradModeAttachesNothing) {
+TEST(OperationSemantics_AD_OneNode, NoGradModeAttachesNothing) {
   register_dev<1>();
-  const Tensor plain = dev_tensor<1>({1}, Shape{1});
-  EXPECT_FALSE((*split_op())({plain})[0].grad_fn());
   Tensor x = dev_tensor<1>({1}, Shape{1});
-  x.set_requires_grad(true);
   {
     NoGradGuard off;
     const std::vector<Tensor> r = (*split_op())({x});
     EXPECT_FALSE(r[0].grad_fn());
-    EXPECT_FALSE(r[0].requires_grad());
+    EXPECT_TRUE(r[0].is_leaf());
   }
   EXPECT_TRUE((*split_op())({x})[0].grad_fn());  // and back with grad mode
 }
@@ -620,7 +617,6 @@ TEST(OperationSemantics_AD_Accumulation, ReturnedGradientsEnterOrdinaryAccumulat
   // fresh storage of x's own (definition-backed) class.
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   const Tensor w = dev_tensor<1>({3, 4}, Shape{2});
   const Tensor a = (*mul_op())({x, w})[0];
   const Tensor b = (*mul_op())({a, x})[0];  // b = x * w * x: db/dx = 2 x w
@@ -644,7 +640,6 @@ TEST(OperationSemantics_AD_Scenario, UseAFusedNamespacedBackward) {
     for (std::int64_t i = 0; i < m * k; ++i) xv.push_back(0.3f * static_cast<float>((i * 7) % 5) - 0.6f);
     for (std::int64_t i = 0; i < k * n; ++i) wv.push_back(0.2f * static_cast<float>((i * 3) % 7) - 0.5f);
     Tensor x = dev_tensor<1>(xv, Shape{m, k}), w = dev_tensor<1>(wv, Shape{k, n}), b = dev_tensor<1>(bv, Shape{n});
-    for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
     const Tensor y = (*fused_linear_op())({x, w, b})[0];
     std::vector<float> c;
     for (std::int64_t i = 0; i < m * n; ++i) c.push_back(0.1f * static_cast<float>(i % 4) - 0.15f);
@@ -668,7 +663,6 @@ TEST(OperationSemantics_AD_Scenario, BackpropagateThroughTwoCarrierKernels) {
   register_dev<2>();
   const std::vector<float> xv{0.5f, -1.0f, 2.0f, 0.25f}, wv{1.5f, 0.5f, -0.75f, 1.0f}, bv{0.1f, 0.2f};
   auto gradients = [&](Tensor x, Tensor w, Tensor b) {
-    for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
     const Tensor y = (*fused_linear_op())({x, w, b})[0];
     y.backward(like_tensor(y, {1, -1, 0.5f, 2}, Shape{2, 2}));
     return std::vector{floats(*x.grad()), floats(*w.grad()), floats(*b.grad())};
@@ -681,7 +675,6 @@ TEST(OperationSemantics_AD_Scenario, BackpropagateThroughTwoCarrierKernels) {
 TEST(OperationSemantics_AD_Scenario, DetectAModifiedSavedInput) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2}), w = dev_tensor<1>({3, 4}, Shape{2});
-  x.set_requires_grad(true);
   const Tensor y = (*mul_op())({x, w})[0];
   w.carrier()->set_value(0, Value::from_float32(9));  // w is saved
   seen = {};
@@ -690,7 +683,7 @@ TEST(OperationSemantics_AD_Scenario, DetectAModifiedSavedInput) {
     FAIL() << "expected RuntimeError";
   } catch (const RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("modified by an inplace operation"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("saved operand 'w'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("input 'w' (operand 1)"), std::string::npos) << e.what();
   }
   EXPECT_EQ(seen.calls, 0);  // before the VJP (and any provider work)
   EXPECT_FALSE(x.grad().has_value());
@@ -699,7 +692,6 @@ TEST(OperationSemantics_AD_Scenario, DetectAModifiedSavedInput) {
 TEST(OperationSemantics_AD_Scenario, AWriteIntoAnOutputIsDetectedToo) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   const Tensor y = (*mul_op())({x, dev_tensor<1>({3, 4}, Shape{2})})[0];
   y.carrier()->set_value(1, Value::from_float32(0));
   EXPECT_THROW(y.backward(like_tensor(y, {1, 1}, Shape{2})), RuntimeError);
@@ -708,7 +700,6 @@ TEST(OperationSemantics_AD_Scenario, AWriteIntoAnOutputIsDetectedToo) {
 TEST(OperationSemantics_AD_Lifetime, WithoutRetainGraphASecondBackwardNamesRetainGraph) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1}, Shape{1});
-  x.set_requires_grad(true);
   const Tensor y = (*split_op())({x})[0];
   y.backward();
   try {
@@ -727,7 +718,6 @@ TEST(OperationSemantics_AD_Lifetime, ALongChainOfDefinitionNodesIsFreedWithBound
   // (operand x of adtest.carry is not differentiable, so it is no edge).
   register_dev<1>();
   Tensor s = dev_tensor<1>({1}, Shape{1});
-  s.set_requires_grad(true);
   std::optional<Tensor> y = dev_tensor<1>({1}, Shape{1});
   for (int i = 0; i < 200000; ++i) y = (*carry_op())({*y, s})[0];
   EXPECT_TRUE(y->grad_fn());
@@ -747,7 +737,6 @@ class OperationSemantics_AD_ReturnValidation : public ::testing::TestWithParam<V
 TEST_P(OperationSemantics_AD_ReturnValidation, AWrongReturnIsRefusedBeforeAnyGradientIsAccumulated) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   const Tensor y = (*checked_op())({x})[0];
   vjp_fault = GetParam().fault;
   if (GetParam().error == VjpFaultCase::Value)
@@ -772,9 +761,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(OperationSemantics_AD_Cotangents, NodeBackwardTakesOneCotangentPerResultInResultOrder) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 3}, Shape{2});
-  x.set_requires_grad(true);
   const std::vector<Tensor> r = (*split_op())({x});
-  const autograd::Node& node = *r[0].grad_fn();
+  const Operation& node = *r[0].grad_fn();
   const std::vector<std::optional<Tensor>> cot{std::nullopt, like_tensor(x, {1, 1}, Shape{2})};
   const auto g = node.backward(std::span<const std::optional<Tensor>>(cot));
   ASSERT_EQ(g.size(), 1u);  // one per schema operand
@@ -792,17 +780,18 @@ TEST(OperationSemantics_AD_Cotangents, NodeBackwardTakesOneCotangentPerResultInR
 TEST(OperationSemantics_AD_NonDifferentiable, AttachesNoNodeAndNeverCallsAVjp) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   const Tensor y = (*nd_double_op())({x})[0];
   EXPECT_FALSE(y.grad_fn());
-  EXPECT_FALSE(y.requires_grad());
-  EXPECT_THROW(y.backward(like_tensor(y, {1, 1}, Shape{2})), RuntimeError);  // nothing to differentiate
+  EXPECT_TRUE(y.is_leaf());
+  // y is a leaf of its own: backward accumulates into y and reaches nothing.
+  y.backward(like_tensor(y, {1, 1}, Shape{2}));
+  EXPECT_TRUE(y.grad().has_value());
+  EXPECT_FALSE(x.grad().has_value());
 }
 
 TEST(OperationSemantics_AD_Scenario, RejectADifferentiableExactObjectAliasBeforeProviderWork) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   const auto version = x.carrier()->version();
   const int before = forward_prepares.load();
   EXPECT_THROW((*identity_op())({x}), ValueError);
@@ -815,7 +804,6 @@ TEST(OperationSemantics_AD_Scenario, RejectADifferentiableExactObjectAliasBefore
 TEST(OperationSemantics_AD_Scenario, RejectOneGraphBuildingAliasAtomicallyAmongMultipleResults) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   const int before = forward_prepares.load();
   EXPECT_THROW((*pair_alias_op())({x}), ValueError);  // result 0 is fresh, result 1 aliases
   EXPECT_EQ(forward_prepares.load(), before);
@@ -824,7 +812,6 @@ TEST(OperationSemantics_AD_Scenario, RejectOneGraphBuildingAliasAtomicallyAmongM
 TEST(OperationSemantics_AD_Scenario, PermitANonDifferentiableExactObjectAlias) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   const std::vector<Tensor> r = (*nd_identity_op())({x});
   EXPECT_TRUE(r[0].is(x));
   EXPECT_TRUE(x.is_leaf());  // no node attached to the operand itself
@@ -834,7 +821,6 @@ TEST(OperationSemantics_AD_Scenario, PermitANonDifferentiableExactObjectAlias) {
 TEST(OperationSemantics_AD_Scenario, PermitANoGradExactObjectAlias) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   NoGradGuard off;
   const std::vector<Tensor> r = (*identity_op())({x});
   EXPECT_TRUE(r[0].is(x));
@@ -844,7 +830,6 @@ TEST(OperationSemantics_AD_Scenario, PermitANoGradExactObjectAlias) {
 TEST(OperationSemantics_AD_Scenario, ADistinctViewSharingStorageKeepsOrdinaryAutogradBehaviour) {
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   const Tensor v = (*view_op())({x})[0];
   EXPECT_FALSE(v.is(x));
   EXPECT_EQ(v.carrier(), x.carrier());
@@ -853,25 +838,20 @@ TEST(OperationSemantics_AD_Scenario, ADistinctViewSharingStorageKeepsOrdinaryAut
   EXPECT_EQ(floats(*x.grad()), (std::vector<float>{5, 7}));
 }
 
-TEST(OperationSemantics_AD_Mutation, AMutatedOperandThatRequiresGradIsRefusedBeforeProviderWork) {
+TEST(OperationSemantics_AD_Mutation, ADifferentiableMutatedOperandUnderGradModeIsRefusedBeforeProviderWork) {
   // Beyond the specification (docs/autograd.md): the node cannot record an
-  // overwrite of a tensor that tracks gradients.
+  // overwrite of a tensor that takes part in differentiation.
   register_dev<1>();
   Tensor x = dev_tensor<1>({1, 2}, Shape{2}), s = dev_tensor<1>({2, 2}, Shape{2});
-  x.set_requires_grad(true);
-  s.set_requires_grad(true);
   const int before = forward_prepares.load();
   EXPECT_THROW((*scale_inplace_op())({x, s}), RuntimeError);
   EXPECT_EQ(forward_prepares.load(), before);
   EXPECT_EQ(floats(x), (std::vector<float>{1, 2}));
-  // A mutated operand that does not track gradients is fine; the saved
-  // version is the published one.
-  const Tensor plain = dev_tensor<1>({1, 2}, Shape{2});
-  const Tensor y = (*scale_inplace_op())({plain, s})[0];
-  EXPECT_EQ(floats(plain), (std::vector<float>{2, 4}));
-  ASSERT_TRUE(y.grad_fn());
-  EXPECT_NO_THROW(y.backward(like_tensor(y, {1, 1}, Shape{2})));
-  EXPECT_EQ(floats(*s.grad()), (std::vector<float>{1, 1}));
+  // Under no_grad() the in-place update runs.
+  NoGradGuard off;
+  const Tensor y = (*scale_inplace_op())({x, s})[0];
+  EXPECT_EQ(floats(x), (std::vector<float>{2, 4}));
+  EXPECT_FALSE(y.grad_fn());
 }
 
 // ---------------------------------------------------------------- nothing attaches on a failure
@@ -900,7 +880,6 @@ void register_failing(std::function<ext::ProviderResult(const op::ResolvedInvoca
 template <int N>
 void expect_no_node_on_failure(const char* field) {
   Tensor x = dev_tensor<N>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   stash.clear();
   const auto version = x.carrier()->version();
   try {
@@ -933,7 +912,6 @@ TEST(OperationSemantics_AD_Publication, APublicationFailureAttachesNoNodeToAnyPr
     return ext::ProviderResult({like_tensor(x, {2, 4}, Shape{2})});
   });
   Tensor x = dev_tensor<22>({1, 2}, Shape{2});
-  x.set_requires_grad(true);
   stash.clear();
   EXPECT_THROW((void)(*checked_op())({x}), ProviderContractError);
   ASSERT_EQ(stash.size(), 1u);
