@@ -71,6 +71,7 @@ void bind_autograd(py::module_& m);    // autograd.cpp
 void bind_operations(py::module_& m);  // operations.cpp
 void bind_operation(py::module_& m);   // operation.cpp (strideweave.operation)
 void bind_interop(py::module_& m);     // interop.cpp
+void bind_literal(py::module_& m);     // literal.cpp (strideweave.tensor)
 void bind_formats(py::module_& m);     // formats.cpp (.npy and safetensors)
 void bind_move(py::module_& m);       // move.cpp (after carriers and tensors)
 void bind_extension(py::module_& m);   // extension.cpp, extension_records.cpp (after carriers and tensors)
