@@ -123,7 +123,7 @@ const char* buffer_format(const SimpleDType& d) {
 int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   view->obj = nullptr;
   try {
-    const Tensor& t = py::handle(obj).cast<const Tensor&>();
+    const Tensor& t = tensor_arg(obj, "buffer export");  // TypeError for a Tensor never initialised
     const Description d = describe(t, "buffer export");
     if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && !d.writable)
       throw BufferError(d.carrier->is_mutable() ? "buffer export: a broadcast view (stride 0) is exported read-only"
@@ -156,6 +156,8 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
     e.restore();
   } catch (const BufferError& e) {
     PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (const TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
   } catch (const RuntimeError& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (const std::exception& e) {

@@ -29,4 +29,5 @@ PYBIND11_MODULE(_core, m) {
         "Changes it for every later call from any thread; n < 1 -> ValueError.");
   m.def("threading_available", &strideweave::threading_available,
         "False in a build without OpenMP (kernels then run on the calling thread).");
+  sw::guard_uninitialised(m);  // last: after every class and function is bound
 }
