@@ -80,9 +80,29 @@ void bind_autograd(py::module_& m);    // autograd.cpp
 void bind_operations(py::module_& m);  // operations.cpp
 void bind_operation(py::module_& m);   // operation.cpp (strideweave.operation)
 void bind_interop(py::module_& m);     // interop.cpp
+void bind_literal(py::module_& m);     // literal.cpp (strideweave.tensor)
 void bind_formats(py::module_& m);     // formats.cpp (.npy and safetensors)
 void bind_move(py::module_& m);       // move.cpp (after carriers and tensors)
 void bind_extension(py::module_& m);   // extension.cpp, extension_records.cpp (after carriers and tensors)
+// Last: every bound function refuses objects whose __init__ never ran
+// (guard.cpp; docs/python.md, "Uninitialised objects").
+void guard_uninitialised(py::module_& m);
+
+// ---- uninitialised objects (guard.cpp)
+// True for an instance of a bound class whose __init__ never ran or failed
+// (its C++ value does not exist).
+bool is_uninitialised(py::handle value);
+// The TypeError for such an instance met as `what`.
+[[noreturn]] void throw_uninitialised(py::handle value, const char* what);
+// value.cast<const T&>() for an object already known to be a T instance:
+// a TypeError naming `what` (not pybind11's reference_cast_error) when it
+// was never initialised. Every helper that turns a handle into a reference
+// to a bound value goes through it.
+template <class T>
+const T& bound_value(py::handle value, const char* what) {
+  if (is_uninitialised(value)) throw_uninitialised(value, what);
+  return value.template cast<const T&>();
+}
 
 // ---- enums (enums.cpp): the Python enum.Enum classes made from the C++
 // central lists, and conversions. from_py raises TypeError naming `what`.

@@ -21,7 +21,7 @@ ExecutionAxes axes_arg(py::handle axes) {
   if (!py::isinstance<ExecutionAxes>(axes))
     throw TypeError(fmt::format("OperationCapability: axes must be an ExecutionAxes, got {}",
                                 py::repr(axes).cast<std::string>()));
-  return axes.cast<ExecutionAxes>();
+  return bound_value<ExecutionAxes>(axes, "OperationCapability: axes");
 }
 
 std::vector<OperandCapability> operand_capabilities_arg(py::handle operands) {
@@ -34,7 +34,7 @@ std::vector<OperandCapability> operand_capabilities_arg(py::handle operands) {
     if (!py::isinstance<OperandCapability>(o))
       throw TypeError(fmt::format("OperationCapability: operand {} is not an OperandCapability ({})", i,
                                   py::repr(o).cast<std::string>()));
-    out.push_back(o.cast<OperandCapability>());
+    out.push_back(bound_value<OperandCapability>(o, "OperationCapability: operands"));
     ++i;
   }
   return out;
@@ -50,7 +50,7 @@ std::vector<OperationCapability> capabilities_arg(py::handle capabilities, const
     if (!py::isinstance<OperationCapability>(c))
       throw TypeError(fmt::format("{}: entry {} is not an OperationCapability ({})", what, i,
                                   py::repr(c).cast<std::string>()));
-    out.push_back(c.cast<OperationCapability>());
+    out.push_back(bound_value<OperationCapability>(c, what));
     ++i;
   }
   return out;

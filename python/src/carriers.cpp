@@ -225,7 +225,7 @@ class PyDependentCarrier final : public PyStorage<DependentCarrier> {
       if (!py::isinstance<OperationCapability>(e))
         throw TypeError(fmt::format("{}: entry {} is not an OperationCapability ({})", what, i,
                                     py::repr(e).cast<std::string>()));
-      out.push_back(e.cast<OperationCapability>());
+      out.push_back(bound_value<OperationCapability>(e, what.c_str()));
       ++i;
     }
     return out;
@@ -508,6 +508,7 @@ const SimpleDType& like_dtype(const Carrier& c, py::handle dtype, const char* wh
 std::shared_ptr<Carrier> carrier_arg(py::handle value, const char* what) {
   if (!py::isinstance<Carrier>(value))
     throw TypeError(fmt::format("{}: expected a Carrier, got {}", what, py::repr(value).cast<std::string>()));
+  if (is_uninitialised(value)) throw_uninitialised(value, what);
   auto held = value.cast<std::shared_ptr<Carrier>>();
   if (exact_bound_class(py::type::handle_of(value))) return held;
   // A Python subclass: the handle C++ keeps also keeps the Python object

@@ -72,7 +72,7 @@ py::object dtype_object(const DType* dtype) {
 const DType& dtype_arg(py::handle value, const char* what) {
   if (!py::isinstance<DType>(value))
     throw TypeError(fmt::format("{}: expected a DType, got {}", what, py::repr(value).cast<std::string>()));
-  return value.cast<const DType&>();
+  return bound_value<DType>(value, what);
 }
 
 const SimpleDType& simple_dtype_arg(py::handle value, const char* what) {

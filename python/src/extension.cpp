@@ -69,14 +69,14 @@ template <class T>
 const T& entry_arg(py::handle value, const char* who, const char* field, std::size_t index, const char* expected) {
   if (!py::isinstance<T>(value))
     throw TypeError(fmt::format("{}: {}[{}] must be a {}, got {}", who, field, index, expected, repr_of(value)));
-  return value.cast<const T&>();
+  return bound_value<T>(value, who);
 }
 
 template <class T>
 const T& record_arg(py::handle value, const char* who, const char* field, const char* expected) {
   if (!py::isinstance<T>(value))
     throw TypeError(fmt::format("{}: {} must be a {}, got {}", who, field, expected, repr_of(value)));
-  return value.cast<const T&>();
+  return bound_value<T>(value, who);
 }
 
 // ---- KernelExecutionInterface (R9.1)
@@ -132,6 +132,7 @@ std::shared_ptr<const ext::KernelExecutionInterface> interface_arg(py::handle va
                                                                    const char* field) {
   if (!py::isinstance(value, interface_type_object()))
     throw TypeError(fmt::format("{}: {} must be a KernelExecutionInterface, got {}", who, field, repr_of(value)));
+  if (is_uninitialised(value)) throw_uninitialised(value, who);
   auto held = value.cast<std::shared_ptr<ext::KernelExecutionInterface>>();
   if (py::type::handle_of(value).ptr() == interface_type_object().ptr()) return held;
   std::shared_ptr<SharedPyObject> keep = share(value);
@@ -599,6 +600,7 @@ ext::KernelPattern kernel_pattern(py::handle operation, py::handle plans, py::ha
   if (!py::isinstance<operation::OperationDefinition>(operation))
     throw TypeError(fmt::format("KernelPattern: operation must be a registered OperationDefinition, got {}",
                                 repr_of(operation)));
+  if (is_uninitialised(operation)) throw_uninitialised(operation, who);
   auto definition = operation.cast<std::shared_ptr<operation::OperationDefinition>>();
   frozen_plans = tuple_arg(plans, who, "plans");
   std::vector<OperationCapability> caps = capabilities_arg(frozen_plans, who, "plans");

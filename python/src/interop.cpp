@@ -12,8 +12,8 @@
 //    buffer protocol (a numpy array) in a CPU carrier without a copy,
 //    keeping the exporter alive for as long as the carrier lives; a read-only
 //    exporter gives an immutable carrier.
-//  - strideweave.tensor(data, *, dtype=None, carrier=None) builds a tensor
-//    from nested Python lists, row-major as written (a copy).
+//  - strideweave.tensor(data, *, dtype=None, carrier=None), which copies
+//    Python data and numpy arrays, is the literal reader (literal.cpp).
 // Other carriers export nothing (BufferError), and a hierarchical mode that
 // does not coalesce to one stride cannot be described (BufferError).
 //
@@ -123,7 +123,7 @@ const char* buffer_format(const SimpleDType& d) {
 int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   view->obj = nullptr;
   try {
-    const Tensor& t = py::handle(obj).cast<const Tensor&>();
+    const Tensor& t = tensor_arg(obj, "buffer export");  // TypeError for a Tensor never initialised
     const Description d = describe(t, "buffer export");
     if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && !d.writable)
       throw BufferError(d.carrier->is_mutable() ? "buffer export: a broadcast view (stride 0) is exported read-only"
@@ -156,6 +156,8 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
     e.restore();
   } catch (const BufferError& e) {
     PyErr_SetString(PyExc_BufferError, e.what());
+  } catch (const TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
   } catch (const RuntimeError& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (const std::exception& e) {
@@ -325,91 +327,6 @@ Tensor asarray(py::handle obj) {
   return Tensor(std::move(carrier), 0, Layout(Shape::of(extents), Stride::of(strides)));
 }
 
-// ---- tensor(data)
-
-struct Nested {
-  std::vector<std::int64_t> extents;
-  std::vector<py::handle> leaves;  // row-major
-  bool known = false;
-};
-
-void collect(py::handle item, std::size_t depth, Nested& n) {
-  const bool is_list = !PyUnicode_Check(item.ptr()) && !is_tensor(item) && py::isinstance<py::sequence>(item);
-  if (!n.known) {
-    if (!is_list) {
-      n.known = true;
-    } else {
-      n.extents.push_back(static_cast<std::int64_t>(py::len(item)));
-      if (py::len(item) == 0) n.known = true;
-    }
-  }
-  if (depth == n.extents.size()) {
-    if (is_list) throw ValueError("tensor: ragged nested lists (every list at one depth must have the same length)");
-    n.leaves.push_back(item);
-    return;
-  }
-  if (!is_list || static_cast<std::int64_t>(py::len(item)) != n.extents[depth])
-    throw ValueError("tensor: ragged nested lists (every list at one depth must have the same length)");
-  for (py::handle c : item) collect(c, depth + 1, n);
-}
-
-const SimpleDType& inferred_dtype(const std::vector<py::handle>& leaves) {
-  bool any_bool = false, any_float = false, any_int = false;
-  for (py::handle v : leaves) {
-    if (!is_real_number(v))
-      throw TypeError(fmt::format("tensor: {} is not a number", py::repr(v).cast<std::string>()));
-    const WeakScalar s = weak_scalar_arg(v, "tensor");
-    if (s.is_bool()) any_bool = true;
-    else if (s.kind() == WeakScalarKind::INTEGER) any_int = true;
-    else any_float = true;
-  }
-  if (any_bool && (any_int || any_float))
-    throw TypeError("tensor: bools do not mix with numbers; pass dtype= to choose");
-  if (any_bool) return DType::Bool();
-  if (any_int && !any_float) return DType::Int32();
-  return DType::Float32();
-}
-
-Tensor tensor_from_data(py::handle data, py::handle dtype, py::handle carrier) {
-  Nested n;
-  collect(data, 0, n);
-  const SimpleDType& d = dtype.is_none() ? inferred_dtype(n.leaves) : simple_dtype_arg(dtype, "tensor: dtype");
-  std::vector<Value> row_major;
-  row_major.reserve(n.leaves.size());
-  for (py::handle v : n.leaves) row_major.push_back(value_arg(v, d, "tensor"));
-  // Logical order is first axis fastest (docs/layout.md).
-  std::vector<Value> logical(row_major.size());
-  std::vector<std::int64_t> coordinate(n.extents.size(), 0);
-  for (const Value& v : row_major) {
-    std::int64_t ordinal = 0, stride = 1;
-    for (std::size_t i = 0; i < n.extents.size(); ++i) {
-      ordinal += coordinate[i] * stride;
-      stride *= n.extents[i];
-    }
-    logical[static_cast<std::size_t>(ordinal)] = v;
-    for (std::size_t i = n.extents.size(); i-- > 0;) {
-      if (++coordinate[i] < n.extents[i]) break;
-      coordinate[i] = 0;
-    }
-  }
-  std::shared_ptr<Carrier> storage;
-  if (carrier.is_none()) {
-    storage = CPU::from_values(logical, d);
-  } else if (py::isinstance<Carrier>(carrier)) {
-    storage = carrier_arg(carrier, "tensor: carrier")->new_like(logical, true, &d);
-  } else {
-    const CarrierClass cls = carrier_class_arg(carrier, "tensor: carrier");
-    const ShippedCarrier* shipped = nullptr;
-    for (const ShippedCarrier& s : shipped_carriers())
-      if (s.cls == cls) shipped = &s;
-    if (!shipped)
-      throw TypeError("tensor: carrier must be a shipped carrier class (Generic, CPU) or a carrier instance to use "
-                      "as a prototype");
-    storage = shipped->make(logical, d);
-  }
-  return Tensor(std::move(storage), 0, Layout::compact(Shape::of(n.extents)));
-}
-
 }  // namespace
 
 void require_no_exports(const Carrier& carrier, const char* what) {
@@ -454,14 +371,6 @@ shape and strides; the carrier keeps obj alive. float32, int32 and bool
 elements only (ValueError otherwise: convert first); negative strides are a
 ValueError; a read-only obj gives an immutable carrier. A Tensor is returned
 as it is.)doc");
-  m.def("tensor", &tensor_from_data, py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(),
-        py::arg("carrier") = py::none(), R"doc(
-tensor(data, *, dtype=None, carrier=None): a fresh compact tensor holding
-`data` (a number or nested lists of numbers, row-major as written: the outer
-list is axis 0). dtype=None infers it: all bools -> Bool, all ints -> Int32,
-otherwise Float32 (bools do not mix with numbers: TypeError). carrier: None
-(CPU), a shipped class (Generic, CPU), or a carrier instance whose class's
-new_like makes the storage. Ragged lists -> ValueError.)doc");
 }
 
 }  // namespace strideweave::python

@@ -55,7 +55,7 @@ std::string modes_repr(const char* cls, std::span<const IntTuple> modes) {
 }
 
 Stride stride_arg(py::handle value, const char* what) {
-  if (py::isinstance<Stride>(value)) return value.cast<Stride>();
+  if (py::isinstance<Stride>(value)) return bound_value<Stride>(value, what);
   if (py::isinstance<py::tuple>(value)) return Stride(modes_arg(value, what));
   throw TypeError(fmt::format("{}: expected a Stride, got {}", what, py::repr(value).cast<std::string>()));
 }
@@ -127,7 +127,7 @@ py::object int_tuple_object(const IntTuple& t) {
 }
 
 Shape shape_arg(py::handle value, const char* what) {
-  if (py::isinstance<Shape>(value)) return value.cast<Shape>();
+  if (py::isinstance<Shape>(value)) return bound_value<Shape>(value, what);
   if (py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value))
     return Shape(modes_arg(value, what));
   throw TypeError(fmt::format("{}: expected a Shape (or a tuple of extents), got {}", what,

@@ -20,6 +20,7 @@ PYBIND11_MODULE(_core, m) {
   sw::bind_operations(m);
   sw::bind_operation(m);
   sw::bind_interop(m);
+  sw::bind_literal(m);
   sw::bind_formats(m);
   sw::bind_extension(m);
   sw::bind_move(m);
@@ -28,4 +29,5 @@ PYBIND11_MODULE(_core, m) {
         "Changes it for every later call from any thread; n < 1 -> ValueError.");
   m.def("threading_available", &strideweave::threading_available,
         "False in a build without OpenMP (kernels then run on the calling thread).");
+  sw::guard_uninitialised(m);  // last: after every class and function is bound
 }

@@ -201,7 +201,7 @@ op::OptionMap call_options(const op::OperationDefinition& d, const py::kwargs& k
 const op::OperationDefinition& definition_arg(py::handle value, const char* what) {
   if (!py::isinstance<op::OperationDefinition>(value))
     throw TypeError(fmt::format("{}: expected an OperationDefinition, got {}", what, repr_of(value)));
-  return value.cast<const op::OperationDefinition&>();
+  return bound_value<op::OperationDefinition>(value, what);
 }
 
 py::object definition_object(const op::OperationDefinition& d) {
@@ -242,13 +242,13 @@ py::object bound_call_object(std::shared_ptr<const op::BoundOperationCall> call,
 const PyBoundCall& bound_call_arg(py::handle value, const char* what) {
   if (!py::isinstance<PyBoundCall>(value))
     throw TypeError(fmt::format("{}: expected a BoundOperationCall, got {}", what, repr_of(value)));
-  return value.cast<const PyBoundCall&>();
+  return bound_value<PyBoundCall>(value, what);
 }
 
 const PyInvocation& invocation_arg(py::handle value, const char* what) {
   if (!py::isinstance<PyInvocation>(value))
     throw TypeError(fmt::format("{}: expected a ResolvedInvocation, got {}", what, repr_of(value)));
-  return value.cast<const PyInvocation&>();
+  return bound_value<PyInvocation>(value, what);
 }
 
 py::object invocation_object(std::shared_ptr<const op::ResolvedInvocation> invocation, py::handle originals) {
@@ -459,7 +459,7 @@ std::vector<T> records_arg(py::handle values, const char* what, const char* reco
   for (py::handle v : values) {
     if (!py::isinstance<T>(v))
       throw TypeError(fmt::format("{}: entry {} is not an {} ({})", what, i, record, repr_of(v)));
-    out.push_back(v.cast<T>());
+    out.push_back(bound_value<T>(v, what));
     ++i;
   }
   return out;

@@ -37,7 +37,7 @@ std::vector<T> records_arg(py::handle values, const char* what, const char* reco
   for (py::handle v : values) {
     if (!py::isinstance<T>(v))
       throw TypeError(fmt::format("{}: entry {} is not an {} ({})", what, i, record, py::repr(v).cast<std::string>()));
-    out.push_back(v.cast<T>());
+    out.push_back(bound_value<T>(v, what));
     ++i;
   }
   return out;
@@ -95,7 +95,7 @@ PlanRule rule_arg(py::handle rule, const char* what) {
     if (!py::isinstance<OperationPlan>(plan))
       throw TypeError(fmt::format("plan rule of '{}': returned {}, not an OperationPlan", operation,
                                   py::repr(plan).cast<std::string>()));
-    return plan.cast<OperationPlan>();
+    return bound_value<OperationPlan>(plan, "plan rule");
   };
 }
 
@@ -158,7 +158,7 @@ std::string operand_plan_repr(const OperandPlan& p) {
 const OperationPlan& plan_arg(py::handle value, const char* what) {
   if (!py::isinstance<OperationPlan>(value))
     throw TypeError(fmt::format("{}: expected an OperationPlan, got {}", what, py::repr(value).cast<std::string>()));
-  return value.cast<const OperationPlan&>();
+  return bound_value<OperationPlan>(value, what);
 }
 
 void bind_policy(py::module_& m) {

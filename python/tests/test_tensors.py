@@ -4,6 +4,7 @@ checks, what a tensor reads, views, element access and indexing."""
 import gc
 import weakref
 
+import numpy as np
 import pytest
 
 import strideweave as sw
@@ -85,6 +86,15 @@ def test_basic_indexing_makes_views():
     raises_exactly(IndexError, t.__getitem__, (0, 0, 0))
     raises_exactly(ValueError, t.__getitem__, slice(None, None, -1))
     raises_exactly(TypeError, t.__getitem__, 1.5)
+
+
+def test_core_concepts_4_4_indexing_a_tensor_empty_in_another_axis():
+    # Found by test_properties.py: t[1] of a (2, 0) tensor was a ValueError
+    # (offset 1 past the end of the empty carrier); numpy gives shape (0,).
+    t = sw.tensor(np.zeros((2, 0), np.float32))
+    assert t[1].shape == sw.Shape(0) and t[1].offset == 0
+    assert t.slice(0, 1, 2).shape == sw.Shape(1, 0)
+    assert sw.tensor(np.zeros((3, 0, 2), np.int32))[:, :, 1].shape == sw.Shape(3, 0)
 
 
 def test_item_bool_len_and_conversions():

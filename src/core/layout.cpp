@@ -622,7 +622,9 @@ Layout Layout::slice(std::int64_t axis, std::int64_t start, std::int64_t stop, s
   std::vector<IntTuple> stride_modes(stride_.modes().begin(), stride_.modes().end());
   shape_modes[a] = IntTuple(len);
   stride_modes[a] = IntTuple(new_stride);
-  if (offset_delta) *offset_delta = len > 0 ? start * *s : 0;  // start <= n - 1: fits
+  // An empty result (this axis or another one has extent 0) addresses no
+  // slot, so its offset stays where it was: start * s may lie past the end.
+  if (offset_delta) *offset_delta = len > 0 && shape_.size() > 0 ? start * *s : 0;  // start <= n - 1: fits
   return Layout(Shape(std::move(shape_modes)), Stride(std::move(stride_modes)));
 }
 

@@ -493,6 +493,20 @@ TEST(CoreConcepts_4_4_ViewSlice, EmptyResultHasZeroExtentAndZeroOffset) {
   EXPECT_EQ(off, 0);
 }
 
+TEST(CoreConcepts_4_4_ViewSlice, SliceOfALayoutEmptyInAnotherAxisHasZeroOffset) {
+  // numpy's a[1] of a (2, 0) array: the slice keeps one index of axis 0,
+  // but axis 1 is empty, so no slot is addressed and the offset is 0 (not
+  // 1 * stride, which lies past the end of an empty carrier).
+  const Layout l = Layout::compact(Shape::of({2, 0}));
+  std::int64_t off = -1;
+  const Layout s = l.slice(0, 1, 2, 1, &off);
+  EXPECT_EQ(s.shape(), Shape::of({1, 0}));
+  EXPECT_EQ(off, 0);
+  off = -1;
+  EXPECT_EQ(Layout::compact(Shape::of({3, 0, 2})).slice(2, 1, 2, 1, &off).shape(), Shape::of({3, 0, 1}));
+  EXPECT_EQ(off, 0);
+}
+
 TEST(CoreConcepts_4_4_ViewSlice, CoalescingNestedModeBecomesLeaf) {
   const Layout l((Shape{2, IntTuple{3, 4}}), (Stride{12, IntTuple{1, 3}}));
   std::int64_t off = -1;
