@@ -630,6 +630,15 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
       .def("require_operation_plan", [](const Carrier& c, py::handle plan) {
              return c.require_operation_plan(plan_arg(plan, "Carrier.require_operation_plan"));
            }, py::arg("plan"), "The matching capability, or UnsupportedOperationPlan.")
+      .def("execution_axes", [](const Carrier& c, py::handle capability) {
+             if (!py::isinstance<OperationCapability>(capability))
+               throw TypeError(fmt::format("Carrier.execution_axes: capability must be an OperationCapability, got {}",
+                                           py::repr(capability).cast<std::string>()));
+             return c.execution_axes(capability.cast<const OperationCapability&>());
+           }, py::arg("capability"),
+           "The ExecutionAxes kept beside one of this carrier's capabilities: its exact class's (an independent "
+           "carrier), or the default ExecutionAxes for a dependent instance's snapshot entry. "
+           "UnsupportedOperationPlan when the carrier does not hold the capability.")
       .def("__repr__", [](const Carrier& c) {
         if (c.is_released()) return fmt::format("<{} carrier of {}, released>", c.class_name(), c.dtype().name());
         return fmt::format("<{} carrier of {}: {} slots, version {}{}>", c.class_name(), c.dtype().name(), c.size(),

@@ -1087,6 +1087,7 @@ declined one. Immutable.)doc")
 What one call did, step by step (explain()): operation, bound_call, plan
 (None when resolution failed), results (the ResultSpecs), carrier,
 admitted_by (the OperationCapability that admitted the plan, or None),
+admitted_axes (the ExecutionAxes the carrier keeps beside it, or None),
 route ("kernel table", "kernel patterns", "composite provider"),
 candidates (CandidateTrace, in preference order), ran, outputs (Tensors),
 error_type and error_message (None unless a step failed). str() gives the
@@ -1099,6 +1100,7 @@ text `strideweave explain` prints. Immutable.)doc")
       })
       .def_property_readonly("carrier", [](const PyExplanation& x) { return x.e.carrier; })
       .def_property_readonly("admitted_by", [](const PyExplanation& x) { return x.e.admitted_by; })
+      .def_property_readonly("admitted_axes", [](const PyExplanation& x) { return x.e.admitted_axes; })
       .def_property_readonly("route", [](const PyExplanation& x) { return x.e.route; })
       .def_property_readonly("candidates", [](const PyExplanation& x) { return py::tuple(py::cast(x.e.candidates)); })
       .def_property_readonly("ran", [](const PyExplanation& x) { return x.e.ran; })

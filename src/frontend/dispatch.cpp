@@ -40,9 +40,9 @@ Value accumulate_value(const Value& old, const Value& add, const std::string& op
 // The level of `axis` in the entry the gate found; an Unsupported axis goes
 // back to the registry, which raises the structured UnsupportedOpDType with
 // its stable sentence (before anything is allocated).
-SupportLevel required_level(const OperationCapability& cap, const OperationPlan& plan, const Carrier& prototype,
+SupportLevel required_level(const ExecutionAxes& axes, const OperationPlan& plan, const Carrier& prototype,
                             ExecutionAxis axis) {
-  const SupportLevel level = cap.axes().level(axis);
+  const SupportLevel level = axes.level(axis);
   if (level == SupportLevel::Unsupported) require_capability(prototype.exact_class(), plan, axis);
   return level;
 }
@@ -56,7 +56,7 @@ struct OutputRoute {
 
 // Validates a caller-provided output and decides Native or FallbackCopy.
 // Raises before any allocation.
-OutputRoute admit_output(const OperationPlan& plan, const OperationCapability& cap, const Output& request,
+OutputRoute admit_output(const OperationPlan& plan, const ExecutionAxes& axes, const Output& request,
                          std::span<const KernelOperand> operands, const Shape& result_shape, const Carrier& prototype) {
   const std::string& op = plan.operation();
   const Tensor& out = request.tensor();
@@ -88,10 +88,10 @@ OutputRoute admit_output(const OperationPlan& plan, const OperationCapability& c
       throw ValueError(fmt::format("{}: the output shares its carrier with an operand", op));
   const ExecutionAxis write_axis =
       request.mode() == OutputMode::Accumulate ? ExecutionAxis::accumulation : ExecutionAxis::caller_output;
-  const SupportLevel level = required_level(cap, plan, prototype, write_axis);
+  const SupportLevel level = required_level(axes, plan, prototype, write_axis);
   const bool strided = !out.layout().is_compact() || out.offset() != 0;
   const SupportLevel strided_level =
-      strided ? required_level(cap, plan, prototype, ExecutionAxis::strided_output) : SupportLevel::Native;
+      strided ? required_level(axes, plan, prototype, ExecutionAxis::strided_output) : SupportLevel::Native;
   OutputRoute route;
   route.aligned = out.layout().reshape(result_shape);
   route.native = level == SupportLevel::Native && strided_level == SupportLevel::Native && route.aligned.is_flat();
@@ -103,12 +103,12 @@ OutputRoute admit_output(const OperationPlan& plan, const OperationCapability& c
 
 // The borrowed_input axis, first half: Unsupported refuses a non-compact
 // operand (UnsupportedOpDType) before anything is allocated.
-void check_operands(const OperationPlan& plan, const OperationCapability& cap, std::span<const KernelOperand> operands,
+void check_operands(const OperationPlan& plan, const ExecutionAxes& axes, std::span<const KernelOperand> operands,
                     const Carrier& prototype) {
-  if (cap.axes().borrowed_input != SupportLevel::Unsupported) return;
+  if (axes.borrowed_input != SupportLevel::Unsupported) return;
   for (const KernelOperand& o : operands)
     if (const Tensor* t = std::get_if<Tensor>(&o); t && !t->layout().is_compact())
-      required_level(cap, plan, prototype, ExecutionAxis::borrowed_input);
+      required_level(axes, plan, prototype, ExecutionAxis::borrowed_input);
 }
 
 // Second half: under FallbackCopy, the operands the class's kernels cannot
@@ -116,9 +116,9 @@ void check_operands(const OperationPlan& plan, const OperationCapability& cap, s
 // framework's counted copy; returns the operands the kernel reads, or
 // nullopt when they are the caller's own (Native, or nothing to copy). The
 // caller's operands stay what autograd records.
-std::optional<std::vector<KernelOperand>> copy_operands(const OperationCapability& cap, const KernelTable& table,
+std::optional<std::vector<KernelOperand>> copy_operands(const ExecutionAxes& axes, const KernelTable& table,
                                                         std::span<const KernelOperand> operands, CarrierClass cls) {
-  if (cap.axes().borrowed_input != SupportLevel::FallbackCopy) return std::nullopt;
+  if (axes.borrowed_input != SupportLevel::FallbackCopy) return std::nullopt;
   std::optional<std::vector<KernelOperand>> replaced;
   for (std::size_t i = 0; i < operands.size(); ++i) {
     const Tensor* t = std::get_if<Tensor>(&operands[i]);
@@ -183,8 +183,9 @@ const Carrier& common_carrier(std::string_view operation, std::initializer_list<
 
 Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
                const Shape& result_shape, const Carrier& prototype, const Output& out, const DefinitionRoute* definition_route) {
-  // The gate: an exact capability, before any allocation or kernel entry.
-  const OperationCapability& cap = storage::gate(prototype, plan);
+  // The gate: an exact capability, before any allocation or kernel entry;
+  // the axes kept beside it decide the route below.
+  const ExecutionAxes& axes = storage::gate(prototype, plan).axes;
   const KernelTable* table = kernel_table(prototype.exact_class());
   const KernelFn* kernel = table ? table->find(plan) : nullptr;
   if (!kernel) {
@@ -205,9 +206,9 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
   }
   const CarrierClass cls = prototype.exact_class();
   if (!out) {
-    const SupportLevel owned = required_level(cap, plan, prototype, ExecutionAxis::owned_result);
-    check_operands(plan, cap, operands, prototype);
-    const std::optional<std::vector<KernelOperand>> copied = copy_operands(cap, *table, operands, cls);
+    const SupportLevel owned = required_level(axes, plan, prototype, ExecutionAxis::owned_result);
+    check_operands(plan, axes, operands, prototype);
+    const std::optional<std::vector<KernelOperand>> copied = copy_operands(axes, *table, operands, cls);
     Tensor result = fresh_result(*kernel, plan, copied ? *copied : operands, attributes, result_shape, prototype);
     if (owned == SupportLevel::FallbackCopy) {
       // The kernel's result is materialised into a second fresh result by
@@ -219,10 +220,10 @@ Tensor execute(const OperationPlan& plan, std::vector<KernelOperand> operands, c
     autograd_hooks().record_operation(plan, operands, attributes, result);  // autograd hook
     return result;
   }
-  const OutputRoute route = admit_output(plan, cap, out, operands, result_shape, prototype);
-  check_operands(plan, cap, operands, prototype);
+  const OutputRoute route = admit_output(plan, axes, out, operands, result_shape, prototype);
+  check_operands(plan, axes, operands, prototype);
   autograd_hooks().refuse_caller_output(plan, operands);  // autograd hook: before anything is written
-  const std::optional<std::vector<KernelOperand>> copied = copy_operands(cap, *table, operands, cls);
+  const std::optional<std::vector<KernelOperand>> copied = copy_operands(axes, *table, operands, cls);
   const std::span<const KernelOperand> kernel_operands = copied ? std::span<const KernelOperand>(*copied) : operands;
   const Tensor& target = out.tensor();
   if (route.native) {
