@@ -253,7 +253,9 @@ for a definition-backed class (use a TransferRoute). Returns None.)doc");
           return operation_class(op);
         },
         py::arg("source_class"), py::arg("destination_class"),
-        "The operation class registered for exactly the pair, else ElementwiseMoveOperation (no base-class lookup).");
+        "The operation class registered for exactly the pair, else ElementwiseMoveOperation (no base-class lookup). "
+        "RuntimeError when either class is definition-backed (carrier-extension R5.6: it moves through its "
+        "definition's TransferRoutes).");
 }
 
 }  // namespace strideweave::python

@@ -19,15 +19,21 @@
 // vjp fields give back the very Python callables it was defined with; a
 // built-in definition's are Python callables over its C++ functions.
 //
-// Option values and STRUCTURAL operands (OptionValue): None, bool, int
-// (64-bit; OverflowError beyond), float, str, a DType, and a list or tuple of
-// ints (shown back as a tuple) keep their C++ types, which the built-in
-// operations read; any other Python object is an OpaqueValue that holds the
-// object itself (compared by identity, kept alive, released with the GIL
-// held) and reads back as that same object.
+// Option values (OptionValue): None, bool, int (64-bit; OverflowError
+// beyond), float, str, a DType, and a list or tuple of ints (shown back as a
+// tuple) keep their C++ types, which the built-in operations read; any other
+// Python object is an OpaqueValue that holds the object itself (compared by
+// identity, kept alive, released with the GIL held) and reads back as that
+// same object. A STRUCTURAL operand is passed unchanged: a Python resolve
+// sees the caller's very object (the same list, an int of any size); a C++
+// resolve reads the option value where one represents it exactly, the
+// OpaqueValue otherwise.
 #include "bindings.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
 
 namespace strideweave::python {
 
@@ -147,10 +153,36 @@ py::object tensor_in(const Tensor& tensor, py::handle originals) {
   return tensor_object(Tensor(tensor));
 }
 
-py::object operand_object(const op::CallOperand& operand, py::handle originals) {
+// Operand `index` of a call as resolve sees it. A STRUCTURAL operand is
+// "passed unchanged" (operation-semantics.md): when the call came from
+// Python (`originals`, the caller's positional operands) it is the caller's
+// very object (the same list, the same int however large), else the Python
+// form of its option value.
+py::object operand_object(const op::CallOperand& operand, py::handle originals, std::size_t index) {
   if (const Tensor* t = std::get_if<Tensor>(&operand)) return tensor_in(*t, originals);
   if (const WeakScalar* s = std::get_if<WeakScalar>(&operand)) return weak_scalar_object(*s);
+  if (originals && PyTuple_Check(originals.ptr()) &&
+      index < static_cast<std::size_t>(PyTuple_GET_SIZE(originals.ptr())))
+    return py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(originals.ptr(), static_cast<Py_ssize_t>(index)));
   return option_object(std::get<op::Structural>(operand).value);
+}
+
+bool fits_int64(py::handle value) {
+  int overflow = 0;
+  (void)PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  return overflow == 0;
+}
+
+// The C++ value of a STRUCTURAL operand, for a resolve written in C++: its
+// option value where one represents the object exactly; otherwise (an int
+// beyond 64 bits, a list or tuple holding one) the object itself, an
+// OpaqueValue. Never refuses: a STRUCTURAL value is for resolve to judge.
+op::OptionValue structural_value_arg(py::handle value, const char* what) {
+  if (is_python_int(value) && !fits_int64(value)) return opaque_value(value);
+  if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr()))
+    for (py::handle v : value)
+      if (is_python_int(v) && !fits_int64(v)) return opaque_value(value);
+  return option_value_arg(value, what);
 }
 
 // The positional operands of a call, converted for the schema: a Tensor is
@@ -169,12 +201,12 @@ std::vector<op::CallOperand> call_operands(const op::OperationDefinition& d, con
     if (is_tensor(a)) {
       out.emplace_back(tensor_arg(a, what.c_str()));
     } else if (spec && spec->kind() == op::OperandKind::STRUCTURAL) {
-      out.emplace_back(op::Structural{option_value_arg(a, what.c_str())});
+      out.emplace_back(op::Structural{structural_value_arg(a, what.c_str())});
     } else if (is_real_number(a)) {
       out.emplace_back(weak_scalar_arg(a, what.c_str()));
     } else if (!spec || args.size() != specs.size()) {
       // A count mismatch: bind() reports it (TypeError).
-      out.emplace_back(op::Structural{option_value_arg(a, what.c_str())});
+      out.emplace_back(op::Structural{structural_value_arg(a, what.c_str())});
     } else {
       throw TypeError(fmt::format("{}: operand '{}' must be {}, got {}", d.name(), spec->name(),
                                   spec->kind() == op::OperandKind::WEAK_SCALAR ? "a weak scalar (a real number)"
@@ -231,7 +263,8 @@ py::object read_only(py::dict d) {
 
 py::object bound_call_object(std::shared_ptr<const op::BoundOperationCall> call, py::handle originals) {
   py::tuple operands(call->operands().size());
-  for (std::size_t i = 0; i < call->operands().size(); ++i) operands[i] = operand_object(call->operands()[i], originals);
+  for (std::size_t i = 0; i < call->operands().size(); ++i)
+    operands[i] = operand_object(call->operands()[i], originals, i);
   py::dict options;
   for (const auto& [name, value] : call->options()) options[py::str(name)] = option_object(value);
   return py::cast(PyBoundCall{std::move(call), std::move(operands), read_only(options)});
@@ -440,11 +473,27 @@ std::vector<std::size_t> indices_arg(py::handle values, const char* what) {
   return out;
 }
 
+// A finite non-negative real (operation-semantics.md, ResultSpec): a
+// Python int too large for a double (10**400) is not a finite double, so it
+// is the ValueError of a non-finite tolerance, not an OverflowError.
+// ResultSpec's shape "SHALL be a Shape": a Shape object, nothing else (a
+// tuple of extents is a TypeError, docs/python.md).
+Shape result_shape_arg(py::handle value, const char* what) {
+  if (!py::isinstance<Shape>(value))
+    throw TypeError(fmt::format("{}: expected a Shape, got {}", what, repr_of(value)));
+  return value.cast<Shape>();
+}
+
 double tolerance_arg(py::handle value, const char* what) {
   if (PyBool_Check(value.ptr()) || !is_real_number(value))
     throw TypeError(fmt::format("{}: expected a real number (not a bool), got {}", what, repr_of(value)));
   const double d = PyFloat_AsDouble(value.ptr());
-  if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  if (d == -1.0 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw py::error_already_set();
+    PyErr_Clear();
+    throw ValueError(fmt::format("{}: must be finite and non-negative, got an {} beyond any finite double", what,
+                                 type_name(value)));
+  }
   return d;
 }
 
@@ -678,7 +727,7 @@ void bind_operation(py::module_& m) {
   // ---- schema records
   py::class_<op::OperandSpec>(m, "OperandSpec", R"doc(
 OperandSpec(name, kind, differentiable=False): one positional operand of an
-OperationSchema (operation-semantics.md). name a non-empty identifier (str;
+OperationSchema (operation-semantics.md). name a non-empty Python identifier (str;
 ValueError otherwise); kind an OperandKind; differentiable a bool, True only
 for OperandKind.TENSOR (ValueError otherwise). A field of the wrong type is a
 TypeError. Immutable, equal by field, hashable. accepts_weak_scalar is True
@@ -704,7 +753,7 @@ that also take a weak scalar (mul, pow, clamp).)doc")
 
   py::class_<op::OptionSpec>(m, "OptionSpec", R"doc(
 OptionSpec(name, default=REQUIRED): one keyword option of an OperationSchema
-(operation-semantics.md). name a non-empty identifier (str; TypeError for
+(operation-semantics.md). name a non-empty Python identifier (str; TypeError for
 another type, ValueError for a bad name); default REQUIRED (the option has no
 default) or an option value: None, bool, int, float, str, a DType, a list or
 tuple of ints (read back as a tuple), or any other object (kept and compared
@@ -763,17 +812,19 @@ an option is a ValueError. Immutable, equal by field, hashable.)doc")
   // ---- results
   py::class_<op::ResultSpec>(m, "ResultSpec", R"doc(
 ResultSpec(dtype, shape, layout, alias_of=None, *, atol=0.0, rtol=0.0): one
-result contract (operation-semantics.md). dtype a DType; shape a Shape (or a
-tuple of extents); layout a Layout with exactly that shape (ValueError
-otherwise); alias_of None for fresh storage, or the non-negative positional
-index of the Tensor operand the result is (checked against the call when an
-invocation is built: ValueError); atol and rtol finite non-negative real
-numbers, not bools (the reference-comparison tolerance). A field of the wrong
-type is a TypeError. Immutable, equal by field, hashable.)doc")
+result contract (operation-semantics.md). dtype a DType; shape a Shape (a
+tuple of extents or another type is a TypeError); layout a Layout with
+exactly that shape (ValueError otherwise); alias_of None for fresh storage,
+or the non-negative positional index of the Tensor operand the result is
+(checked against the call when an invocation is built: ValueError, also when
+that operand's dtype, shape or layout is not the result's); atol and rtol
+finite non-negative real numbers, not bools (the reference-comparison
+tolerance; an int beyond any finite double is a ValueError). A field of the
+wrong type is a TypeError. Immutable, equal by field, hashable.)doc")
       .def(py::init([](py::handle dtype, py::handle shape, py::handle layout, py::handle alias_of, py::handle atol,
                        py::handle rtol) {
              const DType& d = dtype_arg(dtype, "ResultSpec: dtype");
-             Shape s = shape_arg(shape, "ResultSpec: shape");
+             Shape s = result_shape_arg(shape, "ResultSpec: shape");
              if (!py::isinstance<Layout>(layout))
                throw TypeError(fmt::format("ResultSpec: layout must be a Layout, got {}", repr_of(layout)));
              std::optional<std::size_t> alias;
@@ -785,7 +836,7 @@ type is a TypeError. Immutable, equal by field, hashable.)doc")
            py::arg("atol") = 0.0, py::arg("rtol") = 0.0)
       .def_static("compact", [](py::handle dtype, py::handle shape, py::handle atol, py::handle rtol) {
              return op::ResultSpec::compact(dtype_arg(dtype, "ResultSpec.compact: dtype"),
-                                            shape_arg(shape, "ResultSpec.compact: shape"),
+                                            result_shape_arg(shape, "ResultSpec.compact: shape"),
                                             tolerance_arg(atol, "ResultSpec.compact: atol"),
                                             tolerance_arg(rtol, "ResultSpec.compact: rtol"));
            },
@@ -817,7 +868,8 @@ type is a TypeError. Immutable, equal by field, hashable.)doc")
   py::class_<PyBoundCall>(m, "BoundOperationCall", R"doc(
 What resolve receives (operation-semantics.md): the definition, the operands
 in schema order (the caller's own Tensor objects; weak scalars as Python
-numbers; STRUCTURAL values as option values), and a read-only mapping of
+numbers; STRUCTURAL values unchanged: the caller's very objects), and a
+read-only mapping of
 every option with the declared defaults filled in. Only the framework makes
 one (calling a definition, resolve_call or bind); immutable.)doc")
       .def_property_readonly("definition", [](const PyBoundCall& c) { return definition_object(c.call->definition()); })

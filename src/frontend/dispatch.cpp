@@ -167,6 +167,17 @@ const AutogradHooks& autograd_hooks() {
   return *h;
 }
 
+bool definition_backed(const Tensor& tensor) {
+  const CarrierClass cls = tensor.carrier()->exact_class();
+  return cls.traits().storage_provider && !kernel_table(cls);
+}
+
+OperationPlan scalar_first_mul_plan(const OperationPlan& tensor_scalar) {
+  const std::span<const OperandPlan> o = tensor_scalar.operands();
+  return OperationPlan(tensor_scalar.operation(), {o[1], o[0]}, tensor_scalar.compute(), tensor_scalar.accumulation(),
+                       tensor_scalar.accumulator_dtype(), tensor_scalar.output());
+}
+
 const Carrier& common_carrier(std::string_view operation, std::initializer_list<const Tensor*> tensors) {
   const Carrier* first = nullptr;
   for (const Tensor* t : tensors) {
