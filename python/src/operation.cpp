@@ -254,7 +254,70 @@ struct PyInvocation {
 struct PyVJPContext {
   std::shared_ptr<const op::VJPContext> context;
   py::object invocation;  // the ResolvedInvocation object
+  py::object outputs;     // the published Tensor objects (a tuple)
 };
+
+// ---------------------------------------------------------------- Python identities
+//
+// The specification's VJPContext shows "the immutable invocation" and "the
+// published outputs": in Python, the very ResolvedInvocation object the
+// providers were given and the very Tensor objects the call returned. C++
+// keeps one invocation per call (shared by the pipeline and the autograd
+// node) and Tensor handles, not Python objects, so the binding remembers the
+// Python objects it handed out, weakly (it never keeps one alive), keyed by
+// a C++ identity that the object itself keeps alive:
+//  - an invocation by its bound call (each call is bound and resolved once;
+//    the Python object holds an invocation of that call);
+//  - a published Tensor by its carrier and offset (the Python object holds
+//    the carrier). The autograd node keeps detached handles of the outputs
+//    (a handle of the output itself would keep the output alive through its
+//    own node), which name the same carrier, offset and layout: a lookup
+//    also checks the layout, so it finds the published object exactly when
+//    the handle views the same elements the same way.
+// An entry whose object is gone is dropped by the weak reference's callback.
+// Guarded by the GIL.
+struct TensorKey {
+  const void* carrier;
+  std::int64_t offset;
+  friend bool operator==(const TensorKey&, const TensorKey&) = default;
+};
+struct TensorKeyHash {
+  std::size_t operator()(const TensorKey& k) const noexcept {
+    return std::hash<const void*>{}(k.carrier) ^ (std::hash<std::int64_t>{}(k.offset) * 31);
+  }
+};
+template <class Key, class Hash = std::hash<Key>>
+using IdentityMap = std::unordered_map<Key, py::object, Hash>;  // key -> weakref
+
+IdentityMap<const void*>& invocation_objects() {
+  static auto* map = new IdentityMap<const void*>();  // lives for the process (weakrefs may outlive module teardown)
+  return *map;
+}
+IdentityMap<TensorKey, TensorKeyHash>& tensor_objects() {
+  static auto* map = new IdentityMap<TensorKey, TensorKeyHash>();
+  return *map;
+}
+
+template <class Map>
+void remember(Map& map, const typename Map::key_type& key, py::handle object) {
+  Map* where = &map;
+  py::cpp_function forget([where, key](py::handle ref) {
+    auto it = where->find(key);
+    if (it != where->end() && it->second.ptr() == ref.ptr()) where->erase(it);
+  });
+  map[key] = py::weakref(object, forget);
+}
+
+// The live object remembered under `key`, or a null object.
+template <class Map>
+py::object recall(const Map& map, const typename Map::key_type& key) {
+  auto it = map.find(key);
+  if (it == map.end()) return py::object();
+  py::object target = it->second();  // the weak reference's referent, or None
+  return target.is_none() ? py::object() : target;
+}
+
+TensorKey tensor_key(const Tensor& t) { return TensorKey{t.carrier().get(), t.offset()}; }
 
 py::object read_only(py::dict d) {
   static py::object* proxy = new py::object(py::module_::import("types").attr("MappingProxyType"));
@@ -287,18 +350,54 @@ py::object invocation_object(std::shared_ptr<const op::ResolvedInvocation> invoc
   return py::cast(PyInvocation{std::move(invocation), std::move(call)});
 }
 
+// Whether two invocations of one bound call say the same thing.
+bool same_invocation(const op::ResolvedInvocation& a, const op::ResolvedInvocation& b) {
+  return &a.call() == &b.call() && a.plan() == b.plan() && std::ranges::equal(a.results(), b.results()) &&
+         std::ranges::equal(a.mutated_operands(), b.mutated_operands()) &&
+         std::ranges::equal(a.saved_operands(), b.saved_operands()) && a.kernel_id() == b.kernel_id();
+}
+
+// Remembers `object` (a ResolvedInvocation object) as the Python object of
+// its call's invocation.
+void remember_invocation(py::handle object) {
+  remember(invocation_objects(), &object.cast<const PyInvocation&>().invocation->call(), object);
+}
+
 // The Python object of an invocation C++ hands to a callback: the caller's
-// own object when this thread's Python call passed it in.
+// own object when this thread's Python call passed it in; else the object
+// already handed out for this call (the one a Python resolve returned, or
+// the one a first callback received), while it lives; else a new one, which
+// later callbacks of the call then see.
 py::object invocation_object_for(const op::ResolvedInvocation& invocation) {
   CallScope* scope = CallScope::current;
   if (scope && scope->invocation == &invocation) return py::reinterpret_borrow<py::object>(scope->invocation_object);
-  return invocation_object(std::make_shared<const op::ResolvedInvocation>(invocation),
-                           scope ? scope->operands : py::handle());
+  if (py::object known = recall(invocation_objects(), &invocation.call());
+      known && same_invocation(*known.cast<const PyInvocation&>().invocation, invocation))
+    return known;
+  py::object made = invocation_object(std::make_shared<const op::ResolvedInvocation>(invocation),
+                                      scope ? scope->operands : py::handle());
+  remember_invocation(made);
+  return made;
+}
+
+// The Python object of a Tensor a definition call published: the very
+// object the call returned while it lives, else a new one.
+py::object published_tensor_object(const Tensor& tensor) {
+  if (py::object known = recall(tensor_objects(), tensor_key(tensor))) {
+    const Tensor& published = tensor_arg(known, "published tensor");
+    if (published.carrier() == tensor.carrier() && published.offset() == tensor.offset() &&
+        published.layout() == tensor.layout())
+      return known;
+  }
+  return tensor_object(Tensor(tensor));
 }
 
 py::object context_object(std::shared_ptr<const op::VJPContext> context) {
   py::object invocation = invocation_object_for(context->invocation());
-  return py::cast(PyVJPContext{std::move(context), std::move(invocation)});
+  py::tuple outputs(context->outputs().size());
+  for (std::size_t i = 0; i < context->outputs().size(); ++i)
+    outputs[i] = published_tensor_object(context->outputs()[i]);
+  return py::cast(PyVJPContext{std::move(context), std::move(invocation), std::move(outputs)});
 }
 
 py::tuple tensors_tuple(std::span<const Tensor> tensors, py::handle originals = py::handle()) {
@@ -329,6 +428,7 @@ struct PyResolve {
       throw TypeError(fmt::format("{}: resolve returned {}, not a ResolvedInvocation", call.definition().name(),
                                   repr_of(returned)));
     if (ours) scope->resolved = returned;
+    remember_invocation(returned);  // the object every callback of this call is shown
     return *returned.cast<const PyInvocation&>().invocation;
   }
 };
@@ -542,8 +642,10 @@ std::string option_spec_repr(const op::OptionSpec& s) {
 // The results of a definition call: one Tensor, or a tuple for several. A
 // result that is one of the caller's operands is that very object.
 py::object results_object(std::vector<Tensor>&& results, py::handle originals) {
-  if (results.size() == 1) return tensor_in(results.front(), originals);
-  return tensors_tuple(results, originals);
+  py::tuple all = tensors_tuple(results, originals);
+  for (std::size_t i = 0; i < results.size(); ++i) remember(tensor_objects(), tensor_key(results[i]), all[i]);
+  if (results.size() == 1) return all[0];
+  return all;
 }
 
 
@@ -930,13 +1032,21 @@ of Tensors. The framework makes one for each backward; constructing one is
 for calling a VJP directly (a test of one). Immutable.)doc")
       .def(py::init([](py::handle invocation, py::handle outputs, py::handle saved) {
              const PyInvocation& inv = invocation_arg(invocation, "VJPContext: invocation");
-             auto context = std::make_shared<const op::VJPContext>(inv.invocation, tensors_arg(outputs, "VJPContext: outputs"),
-                                                                   tensors_arg(saved, "VJPContext: saved_operands"));
-             return PyVJPContext{std::move(context), py::reinterpret_borrow<py::object>(invocation)};
+             if (!is_iterable_not_text(outputs))
+               throw TypeError(fmt::format("VJPContext: outputs: expected an iterable of Tensors, got {}",
+                                           repr_of(outputs)));
+             const py::tuple output_objects(py::reinterpret_borrow<py::object>(outputs));  // read once
+             auto context = std::make_shared<const op::VJPContext>(
+                 inv.invocation, tensors_arg(output_objects, "VJPContext: outputs"),
+                 tensors_arg(saved, "VJPContext: saved_operands"));
+             py::tuple given(context->outputs().size());
+             for (std::size_t i = 0; i < context->outputs().size(); ++i)
+               given[i] = tensor_in(context->outputs()[i], output_objects);
+             return PyVJPContext{std::move(context), py::reinterpret_borrow<py::object>(invocation), std::move(given)};
            }),
            py::arg("invocation"), py::arg("outputs"), py::arg("saved_operands"))
       .def_property_readonly("invocation", [](const PyVJPContext& c) { return c.invocation; })
-      .def_property_readonly("outputs", [](const PyVJPContext& c) { return tensors_tuple(c.context->outputs()); })
+      .def_property_readonly("outputs", [](const PyVJPContext& c) { return c.outputs; })
       .def_property_readonly("saved_operands", [](const PyVJPContext& c) { return tensors_tuple(c.context->saved_operands()); })
       .def("needs_grad", [](const PyVJPContext& c, py::handle operand) {
              return c.context->needs_grad(index_arg(operand, "VJPContext.needs_grad"));
