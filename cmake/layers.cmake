@@ -16,6 +16,10 @@ set(STRIDEWEAVE_LAYER_LIBS_carriers hwy::hwy strideweave_dnnl ${STRIDEWEAVE_URIN
 if(STRIDEWEAVE_OPENMP)
   list(APPEND STRIDEWEAVE_LAYER_LIBS_carriers OpenMP::OpenMP_CXX)
 endif()
+# The operation layer checks names as Python identifiers (str.isidentifier:
+# Unicode XID_Start / XID_Continue) with ICU's character properties.
+find_package(ICU REQUIRED COMPONENTS uc)                           # Debian libicu-dev
+set(STRIDEWEAVE_LAYER_LIBS_operation ICU::uc)
 # The formats layer parses safetensors' JSON header with nlohmann-json
 # (header-only).
 set(STRIDEWEAVE_LAYER_LIBS_formats nlohmann_json::nlohmann_json)

@@ -5,6 +5,8 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build ccache pkg-config python3 libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libcli11-dev nlohmann-json3-dev libhwy-dev libdnnl-dev
+  # names checked as Python identifiers (Unicode XID properties, src/operation/schema.cpp)
+  libicu-dev
   # the Python package (python/, docs/python.md), for Debian's /usr/bin/python3
   python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest python3-hypothesis
   # storage: BlockDeviceCarrier's direct I/O, region checksums, the format parsers' fuzz targets

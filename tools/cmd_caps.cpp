@@ -49,9 +49,9 @@ std::vector<const ShippedCarrier*> select_carriers(const std::string& wanted) {
 
 std::shared_ptr<Carrier> prototype_of(const ShippedCarrier& carrier) { return carrier.make({}, DType::Float32()); }
 
-json capability_to_json(const OperationCapability& c) {
+json capability_to_json(CarrierClass cls, const OperationCapability& c) {
   json j = plan_to_json(c.to_plan());
-  const ExecutionAxes& a = c.axes();
+  const ExecutionAxes a = execution_axes(cls, c);
   j["axes"] = {{"owned_result", name_of(a.owned_result)},
                {"borrowed_input", name_of(a.borrowed_input)},
                {"caller_output", name_of(a.caller_output)},
@@ -88,7 +88,7 @@ int run_caps(const CapsArguments& a) {
       for (const ShippedCarrier* shipped : carriers) {
         json caps = json::array();
         for (const OperationCapability& c : capabilities_for_carrier_class(shipped->cls))
-          caps.push_back(capability_to_json(c));
+          caps.push_back(capability_to_json(shipped->cls, c));
         list.push_back({{"name", shipped->name}, {"capabilities", caps}});
       }
       std::cout << json{{"carriers", list}}.dump() << "\n";

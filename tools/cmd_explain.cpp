@@ -41,7 +41,8 @@ json explanation_to_json(const Explanation& e) {
   out["carrier"] = e.carrier;
   if (e.admitted_by) {
     json axes = json::object();
-    for (ExecutionAxis axis : all_execution_axes()) axes[name_of(axis)] = name_of(e.admitted_by->axes().level(axis));
+    if (e.admitted_axes)
+      for (ExecutionAxis axis : all_execution_axes()) axes[name_of(axis)] = name_of(e.admitted_axes->level(axis));
     out["admitted_by"] = {{"plan", plan_to_json(e.admitted_by->to_plan())}, {"axes", axes}};
   } else {
     out["admitted_by"] = nullptr;

@@ -2,11 +2,15 @@
 // and the execution-axis descriptor (backend-capability-descriptor.md).
 //
 // A capability is an immutable, executor-free record asserting that a backend
-// executes exactly one resolved OperationPlan shape. Each entry also records a
+// executes exactly one resolved OperationPlan shape; it is equal to (and
+// hashes like) another exactly when the six plan-shape fields agree
+// (operation, operands, compute, accumulation, accumulator_dtype, output).
+// Beside each capability of a class, not inside it, the class records a
 // SupportLevel for five execution axes (owned result, borrowed input,
-// caller-provided output, strided output, accumulation). Every execution is
-// checked against the executing carrier's capabilities before any
-// allocation, kernel entry or lowering.
+// caller-provided output, strided output, accumulation): execution_axes()
+// reads them per (carrier class, capability). Every execution is checked
+// against the executing carrier's capabilities before any allocation, kernel
+// entry or lowering.
 //
 // Ownership:
 //  - independent carriers: one sealed declaration per exact class. Shipped
@@ -49,7 +53,8 @@ const char* name_of(SupportLevel level) noexcept;
 const char* name_of(ExecutionAxis axis) noexcept;
 std::span<const ExecutionAxis> all_execution_axes() noexcept;
 
-// The support levels of one capability entry.
+// The support levels a carrier class offers for one of its capabilities
+// (kept beside the capability: see execution_axes()).
 struct ExecutionAxes {
   SupportLevel owned_result = SupportLevel::Native;
   SupportLevel borrowed_input = SupportLevel::Native;
@@ -90,10 +95,9 @@ class OperationCapability {
   // "not a string"); operands non-empty (ValueError); accumulator_dtype null
   // or a SimpleDType, output a SimpleDType (TypeError otherwise).
   OperationCapability(std::string operation, std::vector<OperandCapability> operands, Arithmetic compute,
-                      std::optional<Accumulation> accumulation, const DType* accumulator_dtype, const DType* output,
-                      ExecutionAxes axes = {});
+                      std::optional<Accumulation> accumulation, const DType* accumulator_dtype, const DType* output);
   // The capability mirroring `plan` exactly.
-  static OperationCapability from_plan(const OperationPlan& plan, ExecutionAxes axes = {});
+  static OperationCapability from_plan(const OperationPlan& plan);
 
   const std::string& operation() const noexcept { return operation_; }
   std::span<const OperandCapability> operands() const noexcept { return operands_; }
@@ -101,14 +105,11 @@ class OperationCapability {
   std::optional<Accumulation> accumulation() const noexcept { return accumulation_; }
   const SimpleDType* accumulator_dtype() const noexcept { return accumulator_dtype_; }
   const SimpleDType& output() const noexcept { return *output_; }
-  const ExecutionAxes& axes() const noexcept { return axes_; }
 
   // True only when every plan field agrees exactly (name, operand count,
   // order, roles, dtype identities, conversions, compute, accumulation
   // including its absence, accumulator and output identities).
   bool matches(const OperationPlan& plan) const noexcept;
-  // The same plan shape (every field but the axes).
-  bool same_shape(const OperationCapability& other) const noexcept;
   // The plan this capability mirrors.
   OperationPlan to_plan() const;
   // The deterministic order "by stable field names": operation, operands
@@ -116,10 +117,13 @@ class OperationCapability {
   // output (names compared as strings, absent before present).
   friend STRIDEWEAVE_EXPORT bool operator<(const OperationCapability& a, const OperationCapability& b);
 
+  // The six plan-shape fields agree ("the same exact shape").
   friend bool operator==(const OperationCapability& a, const OperationCapability& b) noexcept {
-    return a.same_shape(b) && a.axes_ == b.axes_;
+    return a.operation_ == b.operation_ && a.operands_ == b.operands_ && a.compute_ == b.compute_ &&
+           a.accumulation_ == b.accumulation_ && a.accumulator_dtype_ == b.accumulator_dtype_ &&
+           a.output_ == b.output_;
   }
-  std::size_t hash() const noexcept;  // of the shape (axes excluded)
+  std::size_t hash() const noexcept;  // of the six fields
 
  private:
   std::string operation_;
@@ -128,7 +132,6 @@ class OperationCapability {
   std::optional<Accumulation> accumulation_;
   const SimpleDType* accumulator_dtype_;
   const SimpleDType* output_;
-  ExecutionAxes axes_;
 };
 
 // ---------------------------------------------------------------- errors
@@ -177,7 +180,12 @@ class UnsupportedOpDType : public UnsupportedOperationPlan {
 // class with a kernel table or carrier definition, an already declared or
 // observed class, an entry that is not a whole record (a moved-from
 // OperationCapability). ValueError for a duplicate exact shape. All or nothing.
-void register_operation_capabilities(CarrierClass carrier_class, std::span<const OperationCapability> capabilities);
+//
+// Beyond the specification: `execution_axes` is empty (every capability gets
+// the default ExecutionAxes) or holds one entry per capability, in the same
+// order (ValueError otherwise); the class keeps them beside its capabilities.
+void register_operation_capabilities(CarrierClass carrier_class, std::span<const OperationCapability> capabilities,
+                                     std::span<const ExecutionAxes> execution_axes = {});
 
 // Observing queries (each seals an undeclared class empty). TypeError for a
 // class that is not a Carrier class or is a DependentCarrier class (whose
@@ -192,6 +200,17 @@ bool supports_operation_plan(CarrierClass carrier_class, const OperationPlan& pl
 std::optional<std::string> unsupported_plan_reason(CarrierClass carrier_class, const OperationPlan& plan);
 // The exact match, or UnsupportedOperationPlan with that reason.
 OperationCapability require_capability(CarrierClass carrier_class, const OperationPlan& plan);
+
+// The execution axes the exact class records beside `capability`
+// (backend-capability-descriptor.md): what its implementation offers for
+// that plan shape on each axis. Kernel-backed classes record what each
+// kernel registered; a declared class what it declared (default
+// ExecutionAxes unless given); a definition-backed class the default
+// ExecutionAxes (its kernel patterns publish through the definition-backed
+// pipeline, which does not read them). UnsupportedOperationPlan with
+// unsupported_plan_reason's sentence when the class does not hold the
+// capability; TypeError as the other class-level queries. Observes the class.
+ExecutionAxes execution_axes(CarrierClass carrier_class, const OperationCapability& capability);
 
 // Descriptor-style queries by (operation, representative input dtype)
 // (backend-capability-descriptor.md): the class's entry for exactly the

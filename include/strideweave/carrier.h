@@ -54,6 +54,7 @@ class Carrier;
 class DependentCarrier;
 class Operation;  // <strideweave/autograd.h>
 class Layout;
+struct ExecutionAxes;
 class OperationCapability;
 class OperationPlan;
 class Tensor;
@@ -136,6 +137,12 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   std::optional<std::string> unsupported_plan_reason(const OperationPlan& plan) const;
   // The matching capability, or UnsupportedOperationPlan.
   OperationCapability require_operation_plan(const OperationPlan& plan) const;
+  // The execution axes kept beside `capability` (capability.h,
+  // execution_axes): an independent carrier's exact class answers; a
+  // dependent instance's snapshot records plan shapes only, so each of its
+  // capabilities answers the default ExecutionAxes. UnsupportedOperationPlan
+  // when the carrier does not hold the capability.
+  ExecutionAxes execution_axes(const OperationCapability& capability) const;
 
   // Dispatch (core-concepts 1.8; upstream carrier-dispatch): a fresh,
   // single-use Operation for `operation_name`, bound to this instance's exact

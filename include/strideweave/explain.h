@@ -42,6 +42,7 @@ struct Explanation {
   std::vector<operation::ResultSpec> results;    // after resolve
   std::string carrier;                           // the dispatch carrier's class
   std::optional<OperationCapability> admitted_by;  // the capability entry that admitted the plan
+  std::optional<ExecutionAxes> admitted_axes;      // the axes the carrier keeps beside that entry
   std::string route;                             // "kernel table", "kernel patterns", "composite provider"
   std::vector<CandidateTrace> candidates;        // kernel patterns, in preference order
   std::optional<std::string> ran;                // what executed: a kernel id, "kernel table", "composite provider"

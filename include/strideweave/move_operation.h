@@ -183,10 +183,13 @@ STRIDEWEAVE_EXPORT void register_move_operation(CarrierClass source_class, Carri
 STRIDEWEAVE_EXPORT std::shared_ptr<const MoveOperation> unregister_move_operation(CarrierClass source_class,
                                                                                   CarrierClass destination_class);
 // The operation registered for exactly the pair, else the
-// ElementwiseMoveOperation instance. Never walks base classes.
+// ElementwiseMoveOperation instance. Never walks base classes. RuntimeError
+// when either class is definition-backed (carrier-extension R5.6: it moves
+// through its CarrierDefinition's TransferRoutes).
 STRIDEWEAVE_EXPORT std::shared_ptr<const MoveOperation> dispatch_move(CarrierClass source_class,
                                                                       CarrierClass destination_class);
-// The registered operation for exactly the pair, or null (no fallback).
+// The registered operation for exactly the pair, or null (no fallback);
+// RuntimeError for a definition-backed class, as dispatch_move.
 STRIDEWEAVE_EXPORT std::shared_ptr<const MoveOperation> registered_move_operation_for(CarrierClass source_class,
                                                                                      CarrierClass destination_class);
 

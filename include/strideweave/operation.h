@@ -92,8 +92,10 @@ struct Required {
 };
 inline constexpr Required REQUIRED{};
 
-// OperandSpec(name, kind, differentiable=false): name a non-empty identifier
-// (ValueError otherwise); differentiable only for TENSOR (ValueError).
+// OperandSpec(name, kind, differentiable=false): name a non-empty Python
+// identifier, as str.isidentifier() decides (Unicode XID_Start/XID_Continue:
+// "größe" is one; ValueError otherwise); differentiable only for TENSOR
+// (ValueError).
 //
 // Beyond the specification, for the built-in overloads (mul, pow, clamp): a
 // TENSOR operand that also accepts a weak scalar (tensor_or_weak_scalar).
@@ -115,9 +117,9 @@ class OperandSpec {
   bool accepts_weak_scalar_ = false;
 };
 
-// OptionSpec(name, default=REQUIRED): name a non-empty identifier. `doc` is
-// a sentence for generated help (beyond the specification; not part of
-// equality).
+// OptionSpec(name, default=REQUIRED): name a non-empty Python identifier
+// (as OperandSpec's). `doc` is a sentence for generated help (beyond the
+// specification; not part of equality).
 class OptionSpec {
  public:
   using Default = std::variant<Required, OptionValue>;
@@ -220,10 +222,16 @@ class ResultSpec {
 // one call. Validation (operation-semantics.md): `call` is the framework's
 // bound call being resolved; the plan names the call's operation and has one
 // operand per TENSOR/WEAK_SCALAR operand of the schema with the matching
-// role, in order (ValueError); results non-empty; mutated and saved indices
-// unique, in range and naming Tensor operands (ValueError); alias_of of a
-// result in range and naming a Tensor operand (ValueError); kernel_id
-// non-empty (nullopt: the definition's name).
+// role and stored dtype, in the call's order (ValueError): plan operand p
+// describes the p-th non-structural call operand, so a kernel reads the
+// operands in the plan's role order (mul(weak_scalar, tensor) resolves a
+// plan that lists the weak scalar first, docs/policy.md); results
+// non-empty, the first of the plan's output dtype (later results of a
+// multi-result operation declare their own; ValueError); mutated and
+// saved indices unique, in range and naming Tensor operands (ValueError);
+// alias_of of a result in range, naming a Tensor operand whose dtype, shape
+// and layout are the result's (ValueError); kernel_id non-empty (nullopt:
+// the definition's name).
 //
 // The braced form ResolvedInvocation(call, plan, {spec}) takes the
 // initializer-list overload: the same contract and validation, and a single
@@ -356,7 +364,7 @@ class OperationDefinition : public std::enable_shared_from_this<OperationDefinit
 };
 
 // Registers and returns a user-defined operation (operation-semantics.md):
-// `name` a dot-namespaced identifier path ("acme.fused_linear") whose first
+// `name` a dot-namespaced Python-identifier path ("acme.fused_linear") whose first
 // segment is neither "strideweave" nor a built-in operation name; resolve
 // non-empty; vjp explicitly NON_DIFFERENTIABLE or a non-empty VjpFn. An
 // invalid or reserved name, a name already registered, or an empty resolve
@@ -375,9 +383,11 @@ std::vector<std::shared_ptr<const OperationDefinition>> registered_definitions()
 // Runs `definition`'s reference on `invocation` and normalises its return:
 // one Tensor becomes a one-element vector, a vector keeps its order. No
 // reference (NotImplementedError); an invocation of another definition
-// (ValueError); an empty vector, or a result whose count, dtype or shape
-// conflicts with the invocation's ResultSpecs (ProviderContractError naming
-// the field).
+// (ValueError); an empty vector, or a result whose count, dtype, shape,
+// layout or aliasing conflicts with the invocation's ResultSpecs
+// (ProviderContractError naming the field; "alias" for a declared alias that
+// is not the operand object itself, or an operand object returned without
+// alias_of).
 std::vector<Tensor> execute_reference(const OperationDefinition& definition, const ResolvedInvocation& invocation);
 
 // Binds and resolves without executing: what a call of `definition` with

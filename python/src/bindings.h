@@ -26,6 +26,16 @@
 #include <string>
 #include <string_view>
 
+// A Carrier handed to Python is found as its own Python object
+// (tensor.carrier is the exact carrier the tensor was built on): a dependent
+// carrier is looked up as a DependentCarrier, the bound type its Python
+// instances are registered under, whatever C++ host class implements it (the
+// definition-backed host is not a bound type). Defined in carriers.cpp.
+template <>
+struct pybind11::polymorphic_type_hook<strideweave::Carrier> {
+  static const void* get(const strideweave::Carrier* src, const std::type_info*& type);
+};
+
 namespace strideweave::python {
 
 namespace py = pybind11;

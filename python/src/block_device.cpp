@@ -27,6 +27,9 @@ struct PyBlockIo {
   std::shared_ptr<AlignedFloats> buffer;
   std::int64_t slots = 0;
   bool write = false;
+  // The array the first successful wait() of a read returned: every later
+  // wait() returns that same object (guarded by the GIL).
+  py::object read_result = py::object();
 };
 
 // A float32 array of `slots` copied out of an aligned buffer.
@@ -60,13 +63,15 @@ PyBlockIo start_write(BlockDeviceCarrier& c, std::int64_t first, py::handle valu
   return PyBlockIo{std::move(done), std::move(buffer), slots, true};
 }
 
-py::object finish(const PyBlockIo& io) {
+py::object finish(PyBlockIo& io) {
+  if (io.read_result) return io.read_result;
   {
     py::gil_scoped_release nogil;
     io.completion.wait();
   }
   if (io.write) return py::none();
-  return array_of(io.buffer->get(), io.slots);
+  if (!io.read_result) io.read_result = array_of(io.buffer->get(), io.slots);
+  return io.read_result;
 }
 
 }  // namespace
@@ -143,13 +148,15 @@ block holding the slot; read_aligned / write_aligned move whole blocks.)doc")
       .def_property_readonly("padded_size", &BlockDeviceCarrier::padded_size,
                              "size() rounded up to whole blocks: the range of the bulk transfers.")
       .def("read_aligned", [](const BlockDeviceCarrier& c, std::int64_t first, std::int64_t count) {
-             return finish(start_read(c, first, count));
+             PyBlockIo io = start_read(c, first, count);
+             return finish(io);
            }, py::arg("first"), py::arg("count"), R"doc(
 The float32 array of slots [first, first + count): first and count multiples
 of BlockDevice.slots_per_block, within padded_size (ValueError otherwise).
 OSError for a failed or short read or a checksum mismatch.)doc")
       .def("write_aligned", [](BlockDeviceCarrier& c, std::int64_t first, py::handle values) {
-             finish(start_write(c, first, values));
+             PyBlockIo io = start_write(c, first, values);
+             finish(io);
            }, py::arg("first"), py::arg("values"), R"doc(
 Writes `values` (one-dimensional, converted to float32) to slots from
 `first`, as one versioned mutation; the same alignment rules as

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace strideweave::python {
 namespace {
 
@@ -16,16 +18,11 @@ std::string str_arg(py::handle value, const char* what) {
   return value.cast<std::string>();
 }
 
-ExecutionAxes axes_arg(py::handle axes) {
-  if (axes.is_none()) return ExecutionAxes{};
-  if (!py::isinstance<ExecutionAxes>(axes))
-    throw TypeError(fmt::format("OperationCapability: axes must be an ExecutionAxes, got {}",
-                                py::repr(axes).cast<std::string>()));
-  return bound_value<ExecutionAxes>(axes, "OperationCapability: axes");
-}
-
+// operands "SHALL be a non-empty tuple of OperandCapability values"
+// (backend-capabilities.md): a tuple (or a tuple subclass) and nothing else;
+// a list or another iterable is a TypeError (docs/capabilities.md).
 std::vector<OperandCapability> operand_capabilities_arg(py::handle operands) {
-  if (PyUnicode_Check(operands.ptr()) || !py::isinstance<py::iterable>(operands))
+  if (!PyTuple_Check(operands.ptr()))
     throw TypeError(fmt::format("OperationCapability: operands must be a tuple of OperandCapability, got {}",
                                 py::repr(operands).cast<std::string>()));
   std::vector<OperandCapability> out;
@@ -79,9 +76,11 @@ std::string operand_capability_repr(const OperandCapability& c) {
 
 void bind_capability(py::module_& m) {
   py::class_<ExecutionAxes>(m, "ExecutionAxes", R"doc(
-The support levels of one capability entry on the descriptor note's five
-execution axes (beyond backend-capabilities.md; docs/capabilities.md).
-Immutable and hashable.)doc")
+The support levels a carrier class offers for one of its capabilities on the
+descriptor note's five execution axes (beyond backend-capabilities.md;
+docs/capabilities.md). Kept beside the capability, not inside it: read them
+with execution_axes(carrier_class, capability) or
+carrier.execution_axes(capability). Immutable and hashable.)doc")
       .def(py::init([](py::handle owned_result, py::handle borrowed_input, py::handle caller_output,
                        py::handle strided_output, py::handle accumulation) {
              ExecutionAxes a;
@@ -146,15 +145,17 @@ and hashable.)doc")
 
   py::class_<OperationCapability>(m, "OperationCapability", R"doc(
 OperationCapability(operation, operands, compute, accumulation,
-accumulator_dtype, output, *, axes=None): an immutable, executor-free record
-asserting that a backend executes exactly one resolved plan shape
+accumulator_dtype, output): an immutable, executor-free record asserting that
+a backend executes exactly one resolved plan shape
 (backend-capabilities.md). operation a str; operands a non-empty tuple of
-OperandCapability (empty -> ValueError); compute an Arithmetic; accumulation
-an Accumulation or None; accumulator_dtype a SimpleDType or None; output a
-SimpleDType. Another type -> TypeError. axes (beyond the specification) the
-ExecutionAxes of the entry; equality includes them, the hash does not.)doc")
+OperandCapability (a list or another iterable -> TypeError; empty ->
+ValueError); compute an Arithmetic; accumulation an Accumulation or None;
+accumulator_dtype a SimpleDType or None; output a SimpleDType. Another type
+-> TypeError. Equal to, and hashing like, another capability exactly when
+the six fields agree. A class's execution axes for it live beside it
+(execution_axes).)doc")
       .def(py::init([](py::handle operation, py::handle operands, py::handle compute, py::handle accumulation,
-                       py::handle accumulator_dtype, py::handle output, py::handle axes) {
+                       py::handle accumulator_dtype, py::handle output) {
              std::optional<Accumulation> acc;
              if (!accumulation.is_none()) acc = from_py<Accumulation>(accumulation, "OperationCapability: accumulation");
              const std::string op = str_arg(operation, "OperationCapability: operation");
@@ -162,14 +163,13 @@ ExecutionAxes of the entry; equality includes them, the hash does not.)doc")
              const Arithmetic arith = from_py<Arithmetic>(compute, "OperationCapability: compute");
              const DType* acc_dtype = optional_dtype_arg(accumulator_dtype, "OperationCapability: accumulator_dtype");
              const DType* out = optional_dtype_arg(output, "OperationCapability: output");
-             return OperationCapability(op, std::move(ops), arith, acc, acc_dtype, out, axes_arg(axes));
+             return OperationCapability(op, std::move(ops), arith, acc, acc_dtype, out);
            }),
            py::arg("operation"), py::arg("operands"), py::arg("compute"), py::arg("accumulation"),
-           py::arg("accumulator_dtype"), py::arg("output"), py::kw_only(), py::arg("axes") = py::none())
-      .def_static("from_plan", [](py::handle plan, py::handle axes) {
-        return OperationCapability::from_plan(plan_arg(plan, "OperationCapability.from_plan"), axes_arg(axes));
-      }, py::arg("plan"), py::kw_only(), py::arg("axes") = py::none(),
-      "The capability mirroring `plan` exactly.")
+           py::arg("accumulator_dtype"), py::arg("output"))
+      .def_static("from_plan", [](py::handle plan) {
+        return OperationCapability::from_plan(plan_arg(plan, "OperationCapability.from_plan"));
+      }, py::arg("plan"), "The capability mirroring `plan` exactly.")
       .def_property_readonly("operation", &OperationCapability::operation)
       .def_property_readonly("operands", [](const OperationCapability& c) {
         py::list out;
@@ -182,12 +182,10 @@ ExecutionAxes of the entry; equality includes them, the hash does not.)doc")
       })
       .def_property_readonly("accumulator_dtype", [](const OperationCapability& c) { return dtype_object(c.accumulator_dtype()); })
       .def_property_readonly("output", [](const OperationCapability& c) { return dtype_object(c.output()); })
-      .def_property_readonly("axes", &OperationCapability::axes)
       .def("matches", [](const OperationCapability& c, py::handle plan) {
         return c.matches(plan_arg(plan, "OperationCapability.matches"));
       }, py::arg("plan"),
       "True only when every plan field agrees exactly; never promotes or substitutes a nearby shape.")
-      .def("same_shape", &OperationCapability::same_shape, py::arg("other"), "The same plan shape (every field but the axes).")
       .def("to_plan", &OperationCapability::to_plan, "The plan this capability mirrors.")
       .def("__lt__", [](const OperationCapability& a, const OperationCapability& b) { return a < b; },
            "The deterministic order by stable field names.")
@@ -207,16 +205,58 @@ ExecutionAxes of the entry; equality includes them, the hash does not.)doc")
                            py::repr(dtype_object(c.output())).cast<std::string>());
       });
 
-  m.def("register_operation_capabilities", [](py::handle carrier_class, py::handle capabilities) {
-        const CarrierClass cls = carrier_class_arg(carrier_class, "register_operation_capabilities");
-        const std::vector<OperationCapability> caps = capabilities_arg(capabilities, "register_operation_capabilities");
-        register_operation_capabilities(cls, caps);
-      }, py::arg("carrier_class"), py::arg("capabilities"), R"doc(
+  m.def("register_operation_capabilities", [](py::handle carrier_class, py::handle capabilities,
+                                               py::handle execution_axes_by_capability) {
+        const char* what = "register_operation_capabilities";
+        const CarrierClass cls = carrier_class_arg(carrier_class, what);
+        const std::vector<OperationCapability> caps = capabilities_arg(capabilities, what);
+        std::vector<ExecutionAxes> axes;
+        if (!execution_axes_by_capability.is_none()) {
+          if (!PyDict_Check(execution_axes_by_capability.ptr()))
+            throw TypeError(fmt::format("{}: execution_axes must be a dict from OperationCapability to "
+                                        "ExecutionAxes, got {}",
+                                        what, py::repr(execution_axes_by_capability).cast<std::string>()));
+          axes.resize(caps.size());
+          for (auto item : py::reinterpret_borrow<py::dict>(execution_axes_by_capability)) {
+            if (!py::isinstance<OperationCapability>(item.first) || !py::isinstance<ExecutionAxes>(item.second))
+              throw TypeError(fmt::format("{}: execution_axes maps an OperationCapability to an ExecutionAxes, got "
+                                          "{}: {}",
+                                          what, py::repr(item.first).cast<std::string>(),
+                                          py::repr(item.second).cast<std::string>()));
+            const auto& key = item.first.cast<const OperationCapability&>();
+            const auto at = std::find(caps.begin(), caps.end(), key);
+            if (at == caps.end())
+              throw ValueError(fmt::format("{}: execution_axes names {}, which is not among the declared "
+                                           "capabilities",
+                                           what, key.to_plan().to_string()));
+            axes[static_cast<std::size_t>(at - caps.begin())] = item.second.cast<ExecutionAxes>();
+          }
+        }
+        py::gil_scoped_release nogil;
+        register_operation_capabilities(cls, caps, axes);
+      }, py::arg("carrier_class"), py::arg("capabilities"), py::kw_only(), py::arg("execution_axes") = py::none(),
+      R"doc(
 Declares the complete capability set of an eligible definition-free custom
 independent Carrier class, once (backend-capabilities.md). TypeError for a
 non-class, the Carrier root, an unrelated class, a DependentCarrier class, a
 shipped class, an already declared or observed class, or a non-capability
-entry; ValueError for a duplicate exact shape. All or nothing.)doc");
+entry; ValueError for a duplicate exact shape (the same six fields). All or
+nothing. execution_axes (beyond the specification): a dict from declared
+capabilities to the ExecutionAxes the class keeps beside them (the others get
+ExecutionAxes()); a key that is not declared -> ValueError.)doc");
+  m.def("execution_axes", [](py::handle carrier_class, py::handle capability) {
+        const CarrierClass cls = carrier_class_arg(carrier_class, "execution_axes");
+        if (!py::isinstance<OperationCapability>(capability))
+          throw TypeError(fmt::format("execution_axes: capability must be an OperationCapability, got {}",
+                                      py::repr(capability).cast<std::string>()));
+        const auto& c = capability.cast<const OperationCapability&>();
+        py::gil_scoped_release nogil;
+        return execution_axes(cls, c);
+      }, py::arg("carrier_class"), py::arg("capability"), R"doc(
+The ExecutionAxes the exact class keeps beside one of its capabilities
+(backend-capability-descriptor.md; docs/capabilities.md, "Execution axes").
+UnsupportedOperationPlan when the class does not hold the capability (the
+sentence unsupported_plan_reason gives for its plan); observes the class.)doc");
   m.def("capabilities_for_carrier_class", [](py::handle carrier_class, py::handle operation) {
         const CarrierClass cls = carrier_class_arg(carrier_class, "capabilities_for_carrier_class");
         std::string op;

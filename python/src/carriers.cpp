@@ -377,17 +377,31 @@ bool bool_arg(py::handle value, const char* what) {
   return value.ptr() == Py_True;
 }
 
-// new_like / allocate_like of a definition-backed Python class (R3.7):
-// type(self)(slots, dtype=..., mutable=...).
+// new_like / allocate_like of a definition-backed Python class (R3.7): a new
+// instance of exactly the prototype's class, configured like the prototype,
+// through the carrier's own allocation path -- the Python counterpart of the
+// C++ T(key, prototype) construction (extension::create). The subclass's
+// __init__ is not called (its signature is the class's own: a dependent
+// class typically takes its dependencies, Cls(primary, slots, *, dtype));
+// instead the new instance starts with a shallow copy of the prototype's
+// attributes (its configuration and dependencies) and the framework's
+// construction then runs the StorageProvider (supports_dtype, allocate,
+// physical_size) and, for a dependent class, CompositeProvider.capabilities,
+// exactly as Carrier.__init__(self, slots, dtype=..., mutable=...) does.
 std::shared_ptr<Carrier> make_like_python(const Carrier& prototype, std::int64_t slots, bool mutable_,
                                           const SimpleDType& dtype) {
   py::gil_scoped_acquire gil;
   py::object self = carrier_object(prototype);
   py::handle type = py::type::handle_of(self);
-  py::object made = type(slots, py::arg("dtype") = dtype_object(dtype), py::arg("mutable") = mutable_);
+  py::object made = type.attr("__new__")(type);
   if (py::type::handle_of(made).ptr() != type.ptr())
-    throw TypeError(fmt::format("{}({}, ...) returned {}, not an instance of exactly that class", class_name_of(type),
-                                slots, py::repr(made).cast<std::string>()));
+    throw TypeError(fmt::format("{}.__new__ returned {}, not an instance of exactly that class", class_name_of(type),
+                                py::repr(made).cast<std::string>()));
+  if (py::object attributes = py::getattr(self, "__dict__", py::none()); !attributes.is_none())
+    made.attr("__dict__").attr("update")(attributes);
+  const bool dependent = prototype.exact_class().traits().is_dependent;
+  py::handle base = dependent ? dependent_carrier_type() : carrier_type();
+  base.attr("__init__")(made, slots, py::arg("dtype") = dtype_object(dtype), py::arg("mutable") = mutable_);
   return carrier_arg(made, "new_like");
 }
 
@@ -538,6 +552,25 @@ bool is_python_carrier_class(py::handle cls) {
   return PyType_Check(cls.ptr()) && !exact_bound_class(cls) && is_subclass(cls, carrier_type());
 }
 
+}  // namespace strideweave::python
+
+const void* pybind11::polymorphic_type_hook<strideweave::Carrier>::get(const strideweave::Carrier* src,
+                                                                        const std::type_info*& type) {
+  using strideweave::DependentCarrier;
+  if (!src) {
+    type = nullptr;
+    return src;
+  }
+  if (src->exact_class().traits().is_dependent) {
+    type = &typeid(DependentCarrier);
+    return static_cast<const DependentCarrier*>(src);
+  }
+  type = &typeid(*src);
+  return dynamic_cast<const void*>(src);
+}
+
+namespace strideweave::python {
+
 py::object carrier_object(const Carrier& carrier) {
   if (auto* host = dynamic_cast<const PythonCarrierObject*>(&carrier)) {
     py::handle self = host->python_object();
@@ -668,6 +701,15 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
       .def("require_operation_plan", [](const Carrier& c, py::handle plan) {
              return c.require_operation_plan(plan_arg(plan, "Carrier.require_operation_plan"));
            }, py::arg("plan"), "The matching capability, or UnsupportedOperationPlan.")
+      .def("execution_axes", [](const Carrier& c, py::handle capability) {
+             if (!py::isinstance<OperationCapability>(capability))
+               throw TypeError(fmt::format("Carrier.execution_axes: capability must be an OperationCapability, got {}",
+                                           py::repr(capability).cast<std::string>()));
+             return c.execution_axes(capability.cast<const OperationCapability&>());
+           }, py::arg("capability"),
+           "The ExecutionAxes kept beside one of this carrier's capabilities: its exact class's (an independent "
+           "carrier), or the default ExecutionAxes for a dependent instance's snapshot entry. "
+           "UnsupportedOperationPlan when the carrier does not hold the capability.")
       .def("__repr__", [](const Carrier& c) {
         if (c.is_released()) return fmt::format("<{} carrier of {}, released>", c.class_name(), c.dtype().name());
         return fmt::format("<{} carrier of {}: {} slots, version {}{}>", c.class_name(), c.dtype().name(), c.size(),
@@ -692,9 +734,15 @@ valid. Before that every capability query raises RuntimeError.)doc");
            py::arg("mutable") = true)
       .def("finalize_operation_capabilities", [](DependentCarrier& self) {
              auto* host = dynamic_cast<PyDependentCarrier*>(&self);
+             // A definition-backed instance was finalised by its construction:
+             // calling again is the second finalisation (RuntimeError,
+             // backend-capabilities.md), the first snapshot stays.
+             if (!host && self.is_capability_finalized())
+               throw RuntimeError(fmt::format("{}: operation capabilities are already finalised (a definition-backed "
+                                              "instance is finalised by its construction)",
+                                              self.class_name()));
              if (!host)
-               throw TypeError("finalize_operation_capabilities: not a definition-free Python DependentCarrier (a "
-                               "definition-backed instance is finalised by its construction)");
+               throw TypeError("finalize_operation_capabilities: not a definition-free Python DependentCarrier");
              py::gil_scoped_release nogil;
              host->finalize();
            },

@@ -81,6 +81,14 @@ MoveOptions options_arg(py::handle progress, py::handle threshold, py::handle wi
   return o;
 }
 
+// A move in flight as Python sees it: the C++ handle and the Tensor object
+// its first wait() returned (guarded by the GIL), so that every wait()
+// returns that very object.
+struct PyAwaitMove {
+  AwaitMove<Tensor> pending;
+  py::object result = py::object();
+};
+
 AwaitMove<Tensor> start_move(py::handle tensor, py::handle destination, py::handle progress, py::handle threshold,
                              py::handle window) {
   const Tensor& t = tensor_arg(tensor, "move: tensor");
@@ -117,23 +125,29 @@ void register_operation(py::handle source_class, py::handle destination_class, p
 }  // namespace
 
 void bind_move(py::module_& m) {
-  py::class_<AwaitMove<Tensor>>(m, "AwaitMove", R"doc(
+  py::class_<PyAwaitMove>(m, "AwaitMove", R"doc(
 AwaitMove[Tensor]: a move in flight (move_async). wait() blocks until the move
 committed and returns the moved Tensor, or raises its error (the move rolled
-back); thread-safe and idempotent. `done` never blocks. Dropping the handle
-neither cancels nor blocks. Not a Tensor.)doc")
-      .def_property_readonly("done", [](const AwaitMove<Tensor>& a) {
+back); thread-safe and idempotent: every wait() returns the same Tensor
+object. `done` never blocks. Dropping the handle neither cancels nor blocks.
+Not a Tensor.)doc")
+      .def_property_readonly("done", [](const PyAwaitMove& a) {
              py::gil_scoped_release nogil;
-             return a.done();
+             return a.pending.done();
            }, "True exactly when the outcome is recorded.")
-      .def("wait", [](const AwaitMove<Tensor>& a) {
+      .def("wait", [](PyAwaitMove& a) {
+             if (a.result) return a.result;
              std::optional<Tensor> out;
              {
                py::gil_scoped_release nogil;
-               out = a.wait();
+               out = a.pending.wait();
              }
-             return tensor_object(std::move(*out));
-           }, "Blocks until the move committed; returns the moved Tensor or raises its error.");
+             // Another thread's wait() may have published the object while
+             // this one waited without the GIL: the first one stays.
+             if (!a.result) a.result = tensor_object(std::move(*out));
+             return a.result;
+           }, "Blocks until the move committed; returns the moved Tensor (the same object on every call) or raises "
+              "its error.");
 
   py::class_<MoveOperation, PyMoveOperation, std::shared_ptr<MoveOperation>> base(m, "MoveOperation", R"doc(
 MoveOperation: the mechanics of one move for a carrier pair (interop-movement).
@@ -194,7 +208,11 @@ progress: None or a callable(bytes_done, bytes_total), called once per
 completed window when the physical span is at least progress_threshold_bytes
 (default 64 MiB); window_bytes (default 64 MiB) is the bulk routes' window and
 the progress granularity. See docs/storage.md, "Movement".)doc";
-  m.def("move_async", &start_move, py::arg("tensor"), py::arg("destination"), py::kw_only(),
+  m.def("move_async", [](py::handle tensor, py::handle destination, py::handle progress, py::handle threshold,
+                         py::handle window) {
+          return PyAwaitMove{start_move(tensor, destination, progress, threshold, window)};
+        },
+        py::arg("tensor"), py::arg("destination"), py::kw_only(),
         py::arg("progress") = py::none(), py::arg("progress_threshold_bytes") = py::none(),
         py::arg("window_bytes") = py::none(),
         (std::string(R"doc(
@@ -253,7 +271,9 @@ for a definition-backed class (use a TransferRoute). Returns None.)doc");
           return operation_class(op);
         },
         py::arg("source_class"), py::arg("destination_class"),
-        "The operation class registered for exactly the pair, else ElementwiseMoveOperation (no base-class lookup).");
+        "The operation class registered for exactly the pair, else ElementwiseMoveOperation (no base-class lookup). "
+        "RuntimeError when either class is definition-backed (carrier-extension R5.6: it moves through its "
+        "definition's TransferRoutes).");
 }
 
 }  // namespace strideweave::python

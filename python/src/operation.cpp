@@ -19,17 +19,22 @@
 // vjp fields give back the very Python callables it was defined with; a
 // built-in definition's are Python callables over its C++ functions.
 //
-// Option values and STRUCTURAL operands (OptionValue): None, bool, int
-// (64-bit; OverflowError beyond), float, str, a DType, and a list or tuple of
-// ints (shown back as a tuple) keep their C++ types, which the built-in
-// operations read; any other Python object is an OpaqueValue that holds the
-// object itself (compared by identity, kept alive, released with the GIL
-// held) and reads back as that same object.
+// Option values (OptionValue): None, bool, int (64-bit; OverflowError
+// beyond), float, str, a DType, and a list or tuple of ints (shown back as a
+// tuple) keep their C++ types, which the built-in operations read; any other
+// Python object is an OpaqueValue that holds the object itself (compared by
+// identity, kept alive, released with the GIL held) and reads back as that
+// same object. A STRUCTURAL operand is passed unchanged: a Python resolve
+// sees the caller's very object (the same list, an int of any size); a C++
+// resolve reads the option value where one represents it exactly, the
+// OpaqueValue otherwise.
 #include "bindings.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <unordered_map>
 
 namespace strideweave::python {
 
@@ -149,10 +154,36 @@ py::object tensor_in(const Tensor& tensor, py::handle originals) {
   return tensor_object(Tensor(tensor));
 }
 
-py::object operand_object(const op::CallOperand& operand, py::handle originals) {
+// Operand `index` of a call as resolve sees it. A STRUCTURAL operand is
+// "passed unchanged" (operation-semantics.md): when the call came from
+// Python (`originals`, the caller's positional operands) it is the caller's
+// very object (the same list, the same int however large), else the Python
+// form of its option value.
+py::object operand_object(const op::CallOperand& operand, py::handle originals, std::size_t index) {
   if (const Tensor* t = std::get_if<Tensor>(&operand)) return tensor_in(*t, originals);
   if (const WeakScalar* s = std::get_if<WeakScalar>(&operand)) return weak_scalar_object(*s);
+  if (originals && PyTuple_Check(originals.ptr()) &&
+      index < static_cast<std::size_t>(PyTuple_GET_SIZE(originals.ptr())))
+    return py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(originals.ptr(), static_cast<Py_ssize_t>(index)));
   return option_object(std::get<op::Structural>(operand).value);
+}
+
+bool fits_int64(py::handle value) {
+  int overflow = 0;
+  (void)PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  return overflow == 0;
+}
+
+// The C++ value of a STRUCTURAL operand, for a resolve written in C++: its
+// option value where one represents the object exactly; otherwise (an int
+// beyond 64 bits, a list or tuple holding one) the object itself, an
+// OpaqueValue. Never refuses: a STRUCTURAL value is for resolve to judge.
+op::OptionValue structural_value_arg(py::handle value, const char* what) {
+  if (is_python_int(value) && !fits_int64(value)) return opaque_value(value);
+  if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr()))
+    for (py::handle v : value)
+      if (is_python_int(v) && !fits_int64(v)) return opaque_value(value);
+  return option_value_arg(value, what);
 }
 
 // The positional operands of a call, converted for the schema: a Tensor is
@@ -171,12 +202,12 @@ std::vector<op::CallOperand> call_operands(const op::OperationDefinition& d, con
     if (is_tensor(a)) {
       out.emplace_back(tensor_arg(a, what.c_str()));
     } else if (spec && spec->kind() == op::OperandKind::STRUCTURAL) {
-      out.emplace_back(op::Structural{option_value_arg(a, what.c_str())});
+      out.emplace_back(op::Structural{structural_value_arg(a, what.c_str())});
     } else if (is_real_number(a)) {
       out.emplace_back(weak_scalar_arg(a, what.c_str()));
     } else if (!spec || args.size() != specs.size()) {
       // A count mismatch: bind() reports it (TypeError).
-      out.emplace_back(op::Structural{option_value_arg(a, what.c_str())});
+      out.emplace_back(op::Structural{structural_value_arg(a, what.c_str())});
     } else {
       throw TypeError(fmt::format("{}: operand '{}' must be {}, got {}", d.name(), spec->name(),
                                   spec->kind() == op::OperandKind::WEAK_SCALAR ? "a weak scalar (a real number)"
@@ -224,7 +255,70 @@ struct PyInvocation {
 struct PyVJPContext {
   std::shared_ptr<const op::VJPContext> context;
   py::object invocation;  // the ResolvedInvocation object
+  py::object outputs;     // the published Tensor objects (a tuple)
 };
+
+// ---------------------------------------------------------------- Python identities
+//
+// The specification's VJPContext shows "the immutable invocation" and "the
+// published outputs": in Python, the very ResolvedInvocation object the
+// providers were given and the very Tensor objects the call returned. C++
+// keeps one invocation per call (shared by the pipeline and the autograd
+// node) and Tensor handles, not Python objects, so the binding remembers the
+// Python objects it handed out, weakly (it never keeps one alive), keyed by
+// a C++ identity that the object itself keeps alive:
+//  - an invocation by its bound call (each call is bound and resolved once;
+//    the Python object holds an invocation of that call);
+//  - a published Tensor by its carrier and offset (the Python object holds
+//    the carrier). The autograd node keeps detached handles of the outputs
+//    (a handle of the output itself would keep the output alive through its
+//    own node), which name the same carrier, offset and layout: a lookup
+//    also checks the layout, so it finds the published object exactly when
+//    the handle views the same elements the same way.
+// An entry whose object is gone is dropped by the weak reference's callback.
+// Guarded by the GIL.
+struct TensorKey {
+  const void* carrier;
+  std::int64_t offset;
+  friend bool operator==(const TensorKey&, const TensorKey&) = default;
+};
+struct TensorKeyHash {
+  std::size_t operator()(const TensorKey& k) const noexcept {
+    return std::hash<const void*>{}(k.carrier) ^ (std::hash<std::int64_t>{}(k.offset) * 31);
+  }
+};
+template <class Key, class Hash = std::hash<Key>>
+using IdentityMap = std::unordered_map<Key, py::object, Hash>;  // key -> weakref
+
+IdentityMap<const void*>& invocation_objects() {
+  static auto* map = new IdentityMap<const void*>();  // lives for the process (weakrefs may outlive module teardown)
+  return *map;
+}
+IdentityMap<TensorKey, TensorKeyHash>& tensor_objects() {
+  static auto* map = new IdentityMap<TensorKey, TensorKeyHash>();
+  return *map;
+}
+
+template <class Map>
+void remember(Map& map, const typename Map::key_type& key, py::handle object) {
+  Map* where = &map;
+  py::cpp_function forget([where, key](py::handle ref) {
+    auto it = where->find(key);
+    if (it != where->end() && it->second.ptr() == ref.ptr()) where->erase(it);
+  });
+  map[key] = py::weakref(object, forget);
+}
+
+// The live object remembered under `key`, or a null object.
+template <class Map>
+py::object recall(const Map& map, const typename Map::key_type& key) {
+  auto it = map.find(key);
+  if (it == map.end()) return py::object();
+  py::object target = it->second();  // the weak reference's referent, or None
+  return target.is_none() ? py::object() : target;
+}
+
+TensorKey tensor_key(const Tensor& t) { return TensorKey{t.carrier().get(), t.offset()}; }
 
 py::object read_only(py::dict d) {
   static py::object* proxy = new py::object(py::module_::import("types").attr("MappingProxyType"));
@@ -233,7 +327,8 @@ py::object read_only(py::dict d) {
 
 py::object bound_call_object(std::shared_ptr<const op::BoundOperationCall> call, py::handle originals) {
   py::tuple operands(call->operands().size());
-  for (std::size_t i = 0; i < call->operands().size(); ++i) operands[i] = operand_object(call->operands()[i], originals);
+  for (std::size_t i = 0; i < call->operands().size(); ++i)
+    operands[i] = operand_object(call->operands()[i], originals, i);
   py::dict options;
   for (const auto& [name, value] : call->options()) options[py::str(name)] = option_object(value);
   return py::cast(PyBoundCall{std::move(call), std::move(operands), read_only(options)});
@@ -256,18 +351,54 @@ py::object invocation_object(std::shared_ptr<const op::ResolvedInvocation> invoc
   return py::cast(PyInvocation{std::move(invocation), std::move(call)});
 }
 
+// Whether two invocations of one bound call say the same thing.
+bool same_invocation(const op::ResolvedInvocation& a, const op::ResolvedInvocation& b) {
+  return &a.call() == &b.call() && a.plan() == b.plan() && std::ranges::equal(a.results(), b.results()) &&
+         std::ranges::equal(a.mutated_operands(), b.mutated_operands()) &&
+         std::ranges::equal(a.saved_operands(), b.saved_operands()) && a.kernel_id() == b.kernel_id();
+}
+
+// Remembers `object` (a ResolvedInvocation object) as the Python object of
+// its call's invocation.
+void remember_invocation(py::handle object) {
+  remember(invocation_objects(), &object.cast<const PyInvocation&>().invocation->call(), object);
+}
+
 // The Python object of an invocation C++ hands to a callback: the caller's
-// own object when this thread's Python call passed it in.
+// own object when this thread's Python call passed it in; else the object
+// already handed out for this call (the one a Python resolve returned, or
+// the one a first callback received), while it lives; else a new one, which
+// later callbacks of the call then see.
 py::object invocation_object_for(const op::ResolvedInvocation& invocation) {
   CallScope* scope = CallScope::current;
   if (scope && scope->invocation == &invocation) return py::reinterpret_borrow<py::object>(scope->invocation_object);
-  return invocation_object(std::make_shared<const op::ResolvedInvocation>(invocation),
-                           scope ? scope->operands : py::handle());
+  if (py::object known = recall(invocation_objects(), &invocation.call());
+      known && same_invocation(*known.cast<const PyInvocation&>().invocation, invocation))
+    return known;
+  py::object made = invocation_object(std::make_shared<const op::ResolvedInvocation>(invocation),
+                                      scope ? scope->operands : py::handle());
+  remember_invocation(made);
+  return made;
+}
+
+// The Python object of a Tensor a definition call published: the very
+// object the call returned while it lives, else a new one.
+py::object published_tensor_object(const Tensor& tensor) {
+  if (py::object known = recall(tensor_objects(), tensor_key(tensor))) {
+    const Tensor& published = tensor_arg(known, "published tensor");
+    if (published.carrier() == tensor.carrier() && published.offset() == tensor.offset() &&
+        published.layout() == tensor.layout())
+      return known;
+  }
+  return tensor_object(Tensor(tensor));
 }
 
 py::object context_object(std::shared_ptr<const op::VJPContext> context) {
   py::object invocation = invocation_object_for(context->invocation());
-  return py::cast(PyVJPContext{std::move(context), std::move(invocation)});
+  py::tuple outputs(context->outputs().size());
+  for (std::size_t i = 0; i < context->outputs().size(); ++i)
+    outputs[i] = published_tensor_object(context->outputs()[i]);
+  return py::cast(PyVJPContext{std::move(context), std::move(invocation), std::move(outputs)});
 }
 
 py::tuple tensors_tuple(std::span<const Tensor> tensors, py::handle originals = py::handle()) {
@@ -298,6 +429,7 @@ struct PyResolve {
       throw TypeError(fmt::format("{}: resolve returned {}, not a ResolvedInvocation", call.definition().name(),
                                   repr_of(returned)));
     if (ours) scope->resolved = returned;
+    remember_invocation(returned);  // the object every callback of this call is shown
     return *returned.cast<const PyInvocation&>().invocation;
   }
 };
@@ -442,11 +574,27 @@ std::vector<std::size_t> indices_arg(py::handle values, const char* what) {
   return out;
 }
 
+// A finite non-negative real (operation-semantics.md, ResultSpec): a
+// Python int too large for a double (10**400) is not a finite double, so it
+// is the ValueError of a non-finite tolerance, not an OverflowError.
+// ResultSpec's shape "SHALL be a Shape": a Shape object, nothing else (a
+// tuple of extents is a TypeError, docs/python.md).
+Shape result_shape_arg(py::handle value, const char* what) {
+  if (!py::isinstance<Shape>(value))
+    throw TypeError(fmt::format("{}: expected a Shape, got {}", what, repr_of(value)));
+  return value.cast<Shape>();
+}
+
 double tolerance_arg(py::handle value, const char* what) {
   if (PyBool_Check(value.ptr()) || !is_real_number(value))
     throw TypeError(fmt::format("{}: expected a real number (not a bool), got {}", what, repr_of(value)));
   const double d = PyFloat_AsDouble(value.ptr());
-  if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  if (d == -1.0 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw py::error_already_set();
+    PyErr_Clear();
+    throw ValueError(fmt::format("{}: must be finite and non-negative, got an {} beyond any finite double", what,
+                                 type_name(value)));
+  }
   return d;
 }
 
@@ -495,8 +643,10 @@ std::string option_spec_repr(const op::OptionSpec& s) {
 // The results of a definition call: one Tensor, or a tuple for several. A
 // result that is one of the caller's operands is that very object.
 py::object results_object(std::vector<Tensor>&& results, py::handle originals) {
-  if (results.size() == 1) return tensor_in(results.front(), originals);
-  return tensors_tuple(results, originals);
+  py::tuple all = tensors_tuple(results, originals);
+  for (std::size_t i = 0; i < results.size(); ++i) remember(tensor_objects(), tensor_key(results[i]), all[i]);
+  if (results.size() == 1) return all[0];
+  return all;
 }
 
 
@@ -776,7 +926,7 @@ void bind_operation(py::module_& m) {
   // ---- schema records
   py::class_<op::OperandSpec>(m, "OperandSpec", R"doc(
 OperandSpec(name, kind, differentiable=False): one positional operand of an
-OperationSchema (operation-semantics.md). name a non-empty identifier (str;
+OperationSchema (operation-semantics.md). name a non-empty Python identifier (str;
 ValueError otherwise); kind an OperandKind; differentiable a bool, True only
 for OperandKind.TENSOR (ValueError otherwise). A field of the wrong type is a
 TypeError. Immutable, equal by field, hashable. accepts_weak_scalar is True
@@ -802,7 +952,7 @@ that also take a weak scalar (mul, pow, clamp).)doc")
 
   py::class_<op::OptionSpec>(m, "OptionSpec", R"doc(
 OptionSpec(name, default=REQUIRED): one keyword option of an OperationSchema
-(operation-semantics.md). name a non-empty identifier (str; TypeError for
+(operation-semantics.md). name a non-empty Python identifier (str; TypeError for
 another type, ValueError for a bad name); default REQUIRED (the option has no
 default) or an option value: None, bool, int, float, str, a DType, a list or
 tuple of ints (read back as a tuple), or any other object (kept and compared
@@ -861,17 +1011,19 @@ an option is a ValueError. Immutable, equal by field, hashable.)doc")
   // ---- results
   py::class_<op::ResultSpec>(m, "ResultSpec", R"doc(
 ResultSpec(dtype, shape, layout, alias_of=None, *, atol=0.0, rtol=0.0): one
-result contract (operation-semantics.md). dtype a DType; shape a Shape (or a
-tuple of extents); layout a Layout with exactly that shape (ValueError
-otherwise); alias_of None for fresh storage, or the non-negative positional
-index of the Tensor operand the result is (checked against the call when an
-invocation is built: ValueError); atol and rtol finite non-negative real
-numbers, not bools (the reference-comparison tolerance). A field of the wrong
-type is a TypeError. Immutable, equal by field, hashable.)doc")
+result contract (operation-semantics.md). dtype a DType; shape a Shape (a
+tuple of extents or another type is a TypeError); layout a Layout with
+exactly that shape (ValueError otherwise); alias_of None for fresh storage,
+or the non-negative positional index of the Tensor operand the result is
+(checked against the call when an invocation is built: ValueError, also when
+that operand's dtype, shape or layout is not the result's); atol and rtol
+finite non-negative real numbers, not bools (the reference-comparison
+tolerance; an int beyond any finite double is a ValueError). A field of the
+wrong type is a TypeError. Immutable, equal by field, hashable.)doc")
       .def(py::init([](py::handle dtype, py::handle shape, py::handle layout, py::handle alias_of, py::handle atol,
                        py::handle rtol) {
              const DType& d = dtype_arg(dtype, "ResultSpec: dtype");
-             Shape s = shape_arg(shape, "ResultSpec: shape");
+             Shape s = result_shape_arg(shape, "ResultSpec: shape");
              if (!py::isinstance<Layout>(layout))
                throw TypeError(fmt::format("ResultSpec: layout must be a Layout, got {}", repr_of(layout)));
              std::optional<std::size_t> alias;
@@ -883,7 +1035,7 @@ type is a TypeError. Immutable, equal by field, hashable.)doc")
            py::arg("atol") = 0.0, py::arg("rtol") = 0.0)
       .def_static("compact", [](py::handle dtype, py::handle shape, py::handle atol, py::handle rtol) {
              return op::ResultSpec::compact(dtype_arg(dtype, "ResultSpec.compact: dtype"),
-                                            shape_arg(shape, "ResultSpec.compact: shape"),
+                                            result_shape_arg(shape, "ResultSpec.compact: shape"),
                                             tolerance_arg(atol, "ResultSpec.compact: atol"),
                                             tolerance_arg(rtol, "ResultSpec.compact: rtol"));
            },
@@ -915,7 +1067,8 @@ type is a TypeError. Immutable, equal by field, hashable.)doc")
   py::class_<PyBoundCall>(m, "BoundOperationCall", R"doc(
 What resolve receives (operation-semantics.md): the definition, the operands
 in schema order (the caller's own Tensor objects; weak scalars as Python
-numbers; STRUCTURAL values as option values), and a read-only mapping of
+numbers; STRUCTURAL values unchanged: the caller's very objects), and a
+read-only mapping of
 every option with the declared defaults filled in. Only the framework makes
 one (calling a definition, resolve_call or bind); immutable.)doc")
       .def_property_readonly("definition", [](const PyBoundCall& c) { return definition_object(c.call->definition()); })
@@ -976,13 +1129,21 @@ of Tensors. The framework makes one for each backward; constructing one is
 for calling a VJP directly (a test of one). Immutable.)doc")
       .def(py::init([](py::handle invocation, py::handle outputs, py::handle saved) {
              const PyInvocation& inv = invocation_arg(invocation, "VJPContext: invocation");
-             auto context = std::make_shared<const op::VJPContext>(inv.invocation, tensors_arg(outputs, "VJPContext: outputs"),
-                                                                   tensors_arg(saved, "VJPContext: saved_operands"));
-             return PyVJPContext{std::move(context), py::reinterpret_borrow<py::object>(invocation)};
+             if (!is_iterable_not_text(outputs))
+               throw TypeError(fmt::format("VJPContext: outputs: expected an iterable of Tensors, got {}",
+                                           repr_of(outputs)));
+             const py::tuple output_objects(py::reinterpret_borrow<py::object>(outputs));  // read once
+             auto context = std::make_shared<const op::VJPContext>(
+                 inv.invocation, tensors_arg(output_objects, "VJPContext: outputs"),
+                 tensors_arg(saved, "VJPContext: saved_operands"));
+             py::tuple given(context->outputs().size());
+             for (std::size_t i = 0; i < context->outputs().size(); ++i)
+               given[i] = tensor_in(context->outputs()[i], output_objects);
+             return PyVJPContext{std::move(context), py::reinterpret_borrow<py::object>(invocation), std::move(given)};
            }),
            py::arg("invocation"), py::arg("outputs"), py::arg("saved_operands"))
       .def_property_readonly("invocation", [](const PyVJPContext& c) { return c.invocation; })
-      .def_property_readonly("outputs", [](const PyVJPContext& c) { return tensors_tuple(c.context->outputs()); })
+      .def_property_readonly("outputs", [](const PyVJPContext& c) { return c.outputs; })
       .def_property_readonly("saved_operands", [](const PyVJPContext& c) { return tensors_tuple(c.context->saved_operands()); })
       .def("needs_grad", [](const PyVJPContext& c, py::handle operand) {
              return c.context->needs_grad(index_arg(operand, "VJPContext.needs_grad"));
@@ -1185,6 +1346,7 @@ declined one. Immutable.)doc")
 What one call did, step by step (explain()): operation, bound_call, plan
 (None when resolution failed), results (the ResultSpecs), carrier,
 admitted_by (the OperationCapability that admitted the plan, or None),
+admitted_axes (the ExecutionAxes the carrier keeps beside it, or None),
 route ("kernel table", "kernel patterns", "composite provider"),
 candidates (CandidateTrace, in preference order), ran, outputs (Tensors),
 error_type and error_message (None unless a step failed). str() gives the
@@ -1197,6 +1359,7 @@ text `strideweave explain` prints. Immutable.)doc")
       })
       .def_property_readonly("carrier", [](const PyExplanation& x) { return x.e.carrier; })
       .def_property_readonly("admitted_by", [](const PyExplanation& x) { return x.e.admitted_by; })
+      .def_property_readonly("admitted_axes", [](const PyExplanation& x) { return x.e.admitted_axes; })
       .def_property_readonly("route", [](const PyExplanation& x) { return x.e.route; })
       .def_property_readonly("candidates", [](const PyExplanation& x) { return py::tuple(py::cast(x.e.candidates)); })
       .def_property_readonly("ran", [](const PyExplanation& x) { return x.e.ran; })

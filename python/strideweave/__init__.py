@@ -74,6 +74,7 @@ from ._core import (
     OperandCapability,
     OperationCapability,
     register_operation_capabilities,
+    execution_axes,
     capabilities_for_carrier_class,
     matching_capability,
     supports_operation_plan,

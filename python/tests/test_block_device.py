@@ -124,6 +124,14 @@ def test_bulk_aligned_transfers(image):
     raises_exactly(ValueError, c.write_aligned, 0, np.ones(3, dtype=np.float32))
 
 
+def test_provider_completion_R4_1_block_io_wait_returns_the_same_array_every_time(image):
+    c = sw.BlockDevice(image, size=2 * BLOCK).allocate(PER_BLOCK)
+    c.write_aligned(0, np.full(PER_BLOCK, 2.5, dtype=np.float32))
+    pending = c.read_aligned_async(0, PER_BLOCK)
+    first = pending.wait()
+    assert pending.wait() is first and pending.wait() is first and first[7] == 2.5
+
+
 def test_opening(image):
     raises_exactly(FileNotFoundError, sw.BlockDevice, image)
     raises_exactly(ValueError, sw.BlockDevice, image, size=100)

@@ -55,8 +55,8 @@ def test_class_queries_share_one_deterministic_set():
     assert caps == tuple(sorted(caps)) and len(caps) == len(set(caps))
     adds = sw.capabilities_for_carrier_class(sw.CPU, "add")
     assert adds and all(c.operation == "add" for c in adds) and adds == tuple(c for c in caps if c.operation == "add")
-    # Equality includes the execution axes (beyond the spec), so shapes are compared.
-    assert sw.matching_capability(sw.CPU, ADD).same_shape(sw.OperationCapability.from_plan(ADD))
+    # Equality is the six plan-shape fields (the execution axes live beside it).
+    assert sw.matching_capability(sw.CPU, ADD) == sw.OperationCapability.from_plan(ADD)
     assert sw.supports_operation_plan(sw.CPU, ADD) and sw.unsupported_plan_reason(sw.CPU, ADD) is None
     assert sw.require_capability(sw.CPU, ADD) == sw.matching_capability(sw.CPU, ADD)
     for query in (sw.matching_capability, sw.supports_operation_plan, sw.unsupported_plan_reason, sw.require_capability):

@@ -626,7 +626,7 @@ def test_R6_2_a_dependent_instance_freezes_its_own_sorted_reach_from_the_provide
     assert wide.operation_capabilities() == tuple(sorted([cap(ADD), cap(MUL)]))
     assert narrow.operation_capabilities() == (cap(ADD),) and narrow.is_capability_finalized()
     assert wide.supports_operation_plan(MUL) and not narrow.supports_operation_plan(MUL)
-    raises_exactly(TypeError, narrow.finalize_operation_capabilities)  # finalised by construction
+    raises_exactly(RuntimeError, narrow.finalize_operation_capabilities)  # finalised by construction: a second one
 
 
 def test_R6_2_bad_capabilities_fail_construction_and_expose_nothing():

@@ -248,7 +248,7 @@ def test_R2_scenario_bind_defaults_and_preserve_operand_order():
     [call] = log
     assert isinstance(call, op.BoundOperationCall) and call.definition is d
     assert call.operands[0] is x  # the caller's own Tensor object
-    assert call.operands[1:] == (3, (0, 1))
+    assert call.operands[1:] == (3, [0, 1])  # the STRUCTURAL list passed unchanged
     assert dict(call.options) == {"mode": "fast", "scale": 2.5}  # the declared default is present
     with pytest.raises(TypeError):
         call.options["mode"] = "slow"  # a read-only mapping
@@ -321,7 +321,11 @@ def test_R2_structural_operands_and_option_values_are_passed_unchanged():
     del inv
     gc.collect()
     assert ref() is None
-    raises_exactly(OverflowError, op.bind, d, x, 2**70, a=0, b=0, c=0, d=0, e=0, f=0, g=0, h=0, i=0)
+    # An option is an option value (64-bit ints); a STRUCTURAL operand is any
+    # object, passed unchanged.
+    raises_exactly(OverflowError, op.bind, d, x, 0, a=2**70, b=0, c=0, d=0, e=0, f=0, g=0, h=0, i=0)
+    big = 2**70
+    assert op.bind(d, x, big, a=0, b=0, c=0, d=0, e=0, f=0, g=0, h=0, i=0).operands[1] is big
 
 
 # ---------------------------------------------------------------- R3 the direct tiled set (built-in definitions)
@@ -371,7 +375,8 @@ def test_R3_mul_includes_its_three_overloads():
     assert mul(x, 2.0).tolist() == [2.0, 4.0]
     assert mul(3.0, x).tolist() == [3.0, 6.0]
     assert op.resolve_call(mul, x, 2.0).plan == sw.resolve_operation_plan("mul", F32, 2.0)
-    assert op.resolve_call(mul, 2.0, x).plan.roles == (T, W)  # the registry's (tensor, weak_scalar) plan
+    # The registry's (tensor, weak_scalar) plan, its operands in the call's order.
+    assert op.resolve_call(mul, 2.0, x).plan.roles == (W, T)
 
 
 def test_R3_scenario_reject_invalid_input_before_backend_work():
@@ -611,26 +616,30 @@ def test_R5_result_spec_fields_defaults_and_immutability():
             setattr(r, field, None)
 
 
+S2 = sw.Shape(2)
+
+
 @pytest.mark.parametrize("args, kwargs", [
-    (("float32", (2,), sw.Layout.compact(sw.Shape(2))), {}),
-    ((F32, "2", sw.Layout.compact(sw.Shape(2))), {}),
-    ((F32, (2,), (2,)), {}),
-    ((F32, (2,), sw.Layout.compact(sw.Shape(2)), 1.0), {}),
-    ((F32, (2,), sw.Layout.compact(sw.Shape(2)), True), {}),
-    ((F32, (2,), sw.Layout.compact(sw.Shape(2))), {"atol": True}),
-    ((F32, (2,), sw.Layout.compact(sw.Shape(2))), {"rtol": "0"}),
-    ((F32, (2,), sw.Layout.compact(sw.Shape(2)), None, 0.1), {}),  # atol is keyword-only
+    (("float32", S2, sw.Layout.compact(S2)), {}),
+    ((F32, "2", sw.Layout.compact(S2)), {}),
+    ((F32, (2,), sw.Layout.compact(S2)), {}),  # a tuple of extents is not a Shape
+    ((F32, S2, (2,)), {}),
+    ((F32, S2, sw.Layout.compact(S2), 1.0), {}),
+    ((F32, S2, sw.Layout.compact(S2), True), {}),
+    ((F32, S2, sw.Layout.compact(S2)), {"atol": True}),
+    ((F32, S2, sw.Layout.compact(S2)), {"rtol": "0"}),
+    ((F32, S2, sw.Layout.compact(S2), None, 0.1), {}),  # atol is keyword-only
 ])
 def test_R5_result_spec_field_of_the_wrong_type_is_type_error(args, kwargs):
     raises_exactly(TypeError, op.ResultSpec, *args, **kwargs)
 
 
 @pytest.mark.parametrize("args, kwargs", [
-    ((F32, (2, 3), sw.Layout.compact(sw.Shape(3, 2))), {}),
-    ((F32, (2,), sw.Layout.compact(sw.Shape(2)), -1), {}),
-    ((F32, (2,), sw.Layout.compact(sw.Shape(2))), {"atol": -1.0}),
-    ((F32, (2,), sw.Layout.compact(sw.Shape(2))), {"rtol": float("inf")}),
-    ((F32, (2,), sw.Layout.compact(sw.Shape(2))), {"atol": float("nan")}),
+    ((F32, sw.Shape(2, 3), sw.Layout.compact(sw.Shape(3, 2))), {}),
+    ((F32, S2, sw.Layout.compact(S2), -1), {}),
+    ((F32, S2, sw.Layout.compact(S2)), {"atol": -1.0}),
+    ((F32, S2, sw.Layout.compact(S2)), {"rtol": float("inf")}),
+    ((F32, S2, sw.Layout.compact(S2)), {"atol": float("nan")}),
 ])
 def test_R5_result_spec_bad_value_is_value_error(args, kwargs):
     raises_exactly(ValueError, op.ResultSpec, *args, **kwargs)
@@ -638,7 +647,7 @@ def test_R5_result_spec_bad_value_is_value_error(args, kwargs):
 
 THREE = op.OperationSchema([op.OperandSpec("x", TENSOR, True), op.OperandSpec("s", WEAK_SCALAR),
                             op.OperandSpec("k", STRUCTURAL)])
-OK = op.ResultSpec.compact(F32, (2,))
+OK = op.ResultSpec.compact(F32, sw.Shape(2))
 
 
 def good_plan(call):
@@ -656,8 +665,8 @@ INVALID_INVOCATIONS = {
     "saved weak scalar": lambda c: op.ResolvedInvocation(c, good_plan(c), [OK], (), [1]),
     "negative mutated index": lambda c: op.ResolvedInvocation(c, good_plan(c), [OK], [-1]),
     "empty kernel id": lambda c: op.ResolvedInvocation(c, good_plan(c), [OK], kernel_id=""),
-    "alias out of range": lambda c: op.ResolvedInvocation(c, good_plan(c), [op.ResultSpec(F32, (2,), sw.Layout.compact(sw.Shape(2)), 3)]),
-    "alias of a structural": lambda c: op.ResolvedInvocation(c, good_plan(c), [op.ResultSpec(F32, (2,), sw.Layout.compact(sw.Shape(2)), 2)]),
+    "alias out of range": lambda c: op.ResolvedInvocation(c, good_plan(c), [op.ResultSpec(F32, sw.Shape(2), sw.Layout.compact(sw.Shape(2)), 3)]),
+    "alias of a structural": lambda c: op.ResolvedInvocation(c, good_plan(c), [op.ResultSpec(F32, sw.Shape(2), sw.Layout.compact(sw.Shape(2)), 2)]),
 }
 
 
@@ -698,7 +707,7 @@ def test_R5_an_invocation_exposes_its_whole_contract():
         seen["call"] = call
         seen["invocation"] = op.ResolvedInvocation(
             call, plan_of(call.definition.name, (T, F32), (W, None)),
-            (r for r in [op.ResultSpec.compact(F32, (2,), atol=1e-6)]),  # iterables are read once
+            (r for r in [op.ResultSpec.compact(F32, sw.Shape(2), atol=1e-6)]),  # iterables are read once
             mutated_operands=iter([0]), saved_operands=iter([0]))
         return seen["invocation"]
 
@@ -710,7 +719,7 @@ def test_R5_an_invocation_exposes_its_whole_contract():
     assert inv.definition is d and inv.operation == name and inv.kernel_id == name  # kernel_id defaults to the name
     assert inv.operands == (x, 0.5) and inv.operands[0] is x and dict(inv.options) == {"flag": False}
     assert inv.plan == plan_of(name, (T, F32), (W, None))
-    assert inv.results == (op.ResultSpec.compact(F32, (2,), atol=1e-6),)
+    assert inv.results == (op.ResultSpec.compact(F32, sw.Shape(2), atol=1e-6),)
     assert inv.mutated_operands == (0,) and inv.saved_operands == (0,)
     for field in ("call", "plan", "results", "kernel_id", "saved_operands"):
         with pytest.raises(AttributeError):
@@ -719,7 +728,7 @@ def test_R5_an_invocation_exposes_its_whole_contract():
 
 def test_R5_an_explicit_kernel_id_is_kept():
     d = define_unary("kernel", resolve=lambda c: op.ResolvedInvocation(
-        c, plan_of(c.definition.name, (T, F32)), [op.ResultSpec.compact(F32, (1,))], kernel_id="acme.fast_path"))
+        c, plan_of(c.definition.name, (T, F32)), [op.ResultSpec.compact(F32, sw.Shape(1))], kernel_id="acme.fast_path"))
     assert op.resolve_call(d, f32(1)).kernel_id == "acme.fast_path"
 
 
@@ -728,11 +737,12 @@ def test_R5_an_explicit_kernel_id_is_kept():
 
 def test_R6_a_single_tensor_reference_is_normalised_to_a_one_element_tuple():
     seen = []
-    d = define_unary("ref_one", reference=lambda inv: seen.append(inv) or inv.operands[0])
+    fresh_result = f32(2, 4)
+    d = define_unary("ref_one", reference=lambda inv: seen.append(inv) or fresh_result)
     x = f32(1, 2)
     inv = op.resolve_call(d, x)
     results = op.execute_reference(d, inv)
-    assert isinstance(results, tuple) and len(results) == 1 and results[0] is x
+    assert isinstance(results, tuple) and len(results) == 1 and results[0] is fresh_result
     assert seen == [inv]  # the reference receives the very invocation
 
 

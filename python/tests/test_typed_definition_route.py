@@ -66,9 +66,16 @@ class RefDevice:
         return ext.PreparedKernel(iface, submit)
 
 
+def scalar_first(p):
+    """mul(weak, tensor)'s plan: the (tensor, weak) plan with its operands in
+    the call's order (docs/policy.md)."""
+    return sw.OperationPlan(p.operation, (p.operands[1], p.operands[0]), p.compute, p.accumulation,
+                            p.accumulator_dtype, p.output)
+
+
 PLANS = {
     "add": [plan("add", F32, F32)], "sub": [plan("sub", F32, F32)], "div": [plan("div", F32, F32)],
-    "mul": [plan("mul", F32, F32), plan("mul", F32, 2.5)],
+    "mul": [plan("mul", F32, F32), plan("mul", F32, 2.5), scalar_first(plan("mul", F32, 2.5))],
     "neg": [plan("neg", F32)], "relu": [plan("relu", F32)], "reduce_sum": [plan("reduce_sum", F32)],
     "matmul": [plan("matmul", F32, F32)],
 }

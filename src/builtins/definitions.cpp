@@ -3,9 +3,10 @@
 // lowering) with the fields the front end cannot hold because they sit
 // above it: the VJP (autograd) and the reference (the Generic carrier).
 //
-//   resolve    the record's lowering up to the kernel: the central plan, the
-//              published result's dtype and shape (compact), every Tensor
-//              operand saved when the operation is differentiable.
+//   resolve    the record's lowering up to the kernel: the central plan (in
+//              the call's operand order), the published result's dtype and
+//              shape (compact), every Tensor operand saved when the
+//              operation is differentiable.
 //   VJP        the operation differentiated through the same lowering, from
 //              the saved context alone: the lowering (resolution and views,
 //              no kernel) over the saved operands gives the kernel operands,
@@ -55,7 +56,7 @@ operation::ResolveFn resolve_of(const BuiltinEntry* e) {
         if (std::holds_alternative<Tensor>(call.operands()[i])) saved.push_back(i);
     std::vector<operation::ResultSpec> results{
         operation::ResultSpec::compact(lowered.plan.output(), lowered.published_shape())};
-    return ResolvedInvocation(call, lowered.plan, std::move(results), {}, std::move(saved), e->name);
+    return ResolvedInvocation(call, lowered.invocation_plan(), std::move(results), {}, std::move(saved), e->name);
   };
 }
 

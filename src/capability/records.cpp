@@ -80,25 +80,24 @@ std::size_t OperandCapability::hash() const noexcept {
 
 OperationCapability::OperationCapability(std::string operation, std::vector<OperandCapability> operands,
                                          Arithmetic compute, std::optional<Accumulation> accumulation,
-                                         const DType* accumulator_dtype, const DType* output, ExecutionAxes axes)
+                                         const DType* accumulator_dtype, const DType* output)
     : operation_(std::move(operation)),
       operands_(std::move(operands)),
       compute_(compute),
       accumulation_(accumulation),
       accumulator_dtype_(nullptr),
-      output_(simple_or_throw(output, "OperationCapability", "output")),
-      axes_(axes) {
+      output_(simple_or_throw(output, "OperationCapability", "output")) {
   if (operation_.empty()) throw TypeError("OperationCapability: operation must be a non-empty name");
   if (accumulator_dtype) accumulator_dtype_ = simple_or_throw(accumulator_dtype, "OperationCapability", "accumulator_dtype");
   if (operands_.empty())
     throw ValueError(fmt::format("OperationCapability '{}': operands must be non-empty", operation_));
 }
 
-OperationCapability OperationCapability::from_plan(const OperationPlan& plan, ExecutionAxes axes) {
+OperationCapability OperationCapability::from_plan(const OperationPlan& plan) {
   std::vector<OperandCapability> operands;
   for (const OperandPlan& o : plan.operands()) operands.push_back(OperandCapability::from_plan(o));
   return OperationCapability(plan.operation(), std::move(operands), plan.compute(), plan.accumulation(),
-                             plan.accumulator_dtype(), &plan.output(), axes);
+                             plan.accumulator_dtype(), &plan.output());
 }
 
 bool OperationCapability::matches(const OperationPlan& plan) const noexcept {
@@ -113,11 +112,6 @@ bool OperationCapability::matches(const OperationPlan& plan) const noexcept {
       return false;
   }
   return operation_ == plan.operation();
-}
-
-bool OperationCapability::same_shape(const OperationCapability& o) const noexcept {
-  return operation_ == o.operation_ && operands_ == o.operands_ && compute_ == o.compute_ &&
-         accumulation_ == o.accumulation_ && accumulator_dtype_ == o.accumulator_dtype_ && output_ == o.output_;
 }
 
 OperationPlan OperationCapability::to_plan() const {

@@ -35,6 +35,8 @@ struct ClassCapabilities {
   enum class Origin { KernelBacked, Declared, ObservedEmpty, DefinitionBacked } origin;
   CarrierClass cls;
   std::vector<OperationCapability> sorted;
+  // Beside sorted[i], not inside it: the execution axes of that entry.
+  std::vector<ExecutionAxes> axes;
   std::unordered_map<OperationPlan, std::size_t> by_plan;
   // One run per operation, in name order.
   std::vector<OperationRun> runs;
@@ -77,12 +79,22 @@ Registry& registry() {
   return *r;
 }
 
+// `axes` is empty (the default axes for every entry) or parallel to `caps`.
 std::shared_ptr<const ClassCapabilities> make_entry(ClassCapabilities::Origin origin, CarrierClass cls,
-                                                    std::vector<OperationCapability> caps) {
-  auto e = std::make_shared<ClassCapabilities>(ClassCapabilities{origin, cls, {}, {}, {}});
-  std::sort(caps.begin(), caps.end());
-  for (std::size_t i = 0; i < caps.size(); ++i) e->by_plan.emplace(caps[i].to_plan(), i);
-  e->sorted = std::move(caps);
+                                                    std::vector<OperationCapability> caps,
+                                                    std::vector<ExecutionAxes> axes = {}) {
+  auto e = std::make_shared<ClassCapabilities>(ClassCapabilities{origin, cls, {}, {}, {}, {}});
+  if (axes.empty()) axes.resize(caps.size());
+  std::vector<std::size_t> order(caps.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return caps[a] < caps[b]; });
+  e->sorted.reserve(caps.size());
+  e->axes.reserve(caps.size());
+  for (std::size_t i : order) {
+    e->sorted.push_back(std::move(caps[i]));
+    e->axes.push_back(axes[i]);
+  }
+  for (std::size_t i = 0; i < e->sorted.size(); ++i) e->by_plan.emplace(e->sorted[i].to_plan(), i);
   for (std::size_t i = 0; i < e->sorted.size(); ++i) {
     const std::string_view op = e->sorted[i].operation();
     if (!e->runs.empty() && e->runs.back().operation == op)
@@ -96,7 +108,7 @@ std::shared_ptr<const ClassCapabilities> make_entry(ClassCapabilities::Origin or
 void reject_duplicates(std::span<const OperationCapability> caps, const std::string& who) {
   for (std::size_t i = 0; i < caps.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
-      if (caps[i].same_shape(caps[j]))
+      if (caps[i] == caps[j])
         throw ValueError(fmt::format("{}: the capability shape {} appears twice", who, caps[i].to_plan().to_string()));
 }
 
@@ -216,14 +228,18 @@ void reject_invalid_entries(std::span<const OperationCapability> caps, const std
                                   who, i));
 }
 
-void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities) {
+void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities,
+                           std::vector<ExecutionAxes> axes) {
   reject_duplicates(capabilities, "register_kernel_table(" + cls.name() + ")");
+  if (axes.size() != capabilities.size())
+    throw ValueError(fmt::format("register_kernel_table({}): {} execution axes for {} capabilities", cls.name(),
+                                 axes.size(), capabilities.size()));
   Registry& r = registry();
   std::lock_guard lock(r.write);
   if (closed_reason_locked(r, cls))
     throw TypeError(fmt::format("register_kernel_table: {} already has a capability answer", cls.name()));
   r.kernel_backed.reserve(r.kernel_backed.size() + 1);  // may throw: then nothing is published
-  publish(r, cls, make_entry(ClassCapabilities::Origin::KernelBacked, cls, std::move(capabilities)));
+  publish(r, cls, make_entry(ClassCapabilities::Origin::KernelBacked, cls, std::move(capabilities), std::move(axes)));
   r.kernel_backed.push_back(cls);
 }
 
@@ -258,7 +274,7 @@ std::vector<CarrierClass> kernel_backed_classes() {
   return r.kernel_backed;
 }
 
-const OperationCapability& require_ref(CarrierClass cls, const OperationPlan& plan) {
+Entry require_entry(CarrierClass cls, const OperationPlan& plan) {
   // A class's sealed answer never changes and every entry is retained for
   // the life of the process: the last class a thread gated is answered again
   // without hashing it or copying the entry's shared pointer.
@@ -273,13 +289,15 @@ const OperationCapability& require_ref(CarrierClass cls, const OperationPlan& pl
     last_class = cls;
     last_entry = c;
   }
-  if (const OperationCapability* m = find_plan(*c, plan)) return *m;
+  if (const OperationCapability* m = find_plan(*c, plan))
+    return Entry{m, &c->axes[static_cast<std::size_t>(m - c->sorted.data())]};
   throw UnsupportedOperationPlan(*reason(*c, plan), plan);
 }
 
 }  // namespace capability_registry
 
-void register_operation_capabilities(CarrierClass cls, std::span<const OperationCapability> capabilities) {
+void register_operation_capabilities(CarrierClass cls, std::span<const OperationCapability> capabilities,
+                                     std::span<const ExecutionAxes> execution_axes) {
   const char* what = "register_operation_capabilities";
   if (!cls.traits().derives_carrier) throw TypeError(fmt::format("{}: {} is not a Carrier class", what, cls.name()));
   if (cls.traits().is_root) throw TypeError(fmt::format("{}: the Carrier root cannot declare capabilities", what));
@@ -289,12 +307,16 @@ void register_operation_capabilities(CarrierClass cls, std::span<const Operation
   detail::ensure_bootstrapped();
   capability_registry::reject_invalid_entries(capabilities, what);
   reject_duplicates(capabilities, what);
+  if (!execution_axes.empty() && execution_axes.size() != capabilities.size())
+    throw ValueError(fmt::format("{}: {} execution axes for {} capabilities (give none, or one per capability)", what,
+                                 execution_axes.size(), capabilities.size()));
   Registry& r = registry();
   std::lock_guard lock(r.write);
   if (auto why = closed_reason_locked(r, cls)) throw TypeError(fmt::format("{}: {} {}", what, cls.name(), *why));
   publish(r, cls,
           make_entry(ClassCapabilities::Origin::Declared, cls,
-                     std::vector<OperationCapability>(capabilities.begin(), capabilities.end())));
+                     std::vector<OperationCapability>(capabilities.begin(), capabilities.end()),
+                     std::vector<ExecutionAxes>(execution_axes.begin(), execution_axes.end())));
 }
 
 std::vector<OperationCapability> capabilities_for_carrier_class(CarrierClass cls, std::optional<std::string_view> operation) {
@@ -332,10 +354,22 @@ std::optional<OperationCapability> capability(CarrierClass cls, std::string_view
   return m ? std::optional<OperationCapability>(*m) : std::nullopt;
 }
 
+ExecutionAxes execution_axes(CarrierClass cls, const OperationCapability& capability) {
+  const auto c = observe(cls, "execution_axes");
+  const OperationPlan plan = capability.to_plan();
+  const OperationCapability* m = find_plan(*c, plan);
+  if (!m) throw UnsupportedOperationPlan(*reason(*c, plan), plan);
+  return c->axes[static_cast<std::size_t>(m - c->sorted.data())];
+}
+
 namespace {
+const ExecutionAxes& axes_of(const ClassCapabilities& c, const OperationCapability& m) {
+  return c.axes[static_cast<std::size_t>(&m - c.sorted.data())];
+}
+
 OperationCapability require_axis(const ClassCapabilities& c, const OperationCapability& m, const SimpleDType& dtype,
                                  std::optional<ExecutionAxis> axis) {
-  if (axis && m.axes().level(*axis) == SupportLevel::Unsupported)
+  if (axis && axes_of(c, m).level(*axis) == SupportLevel::Unsupported)
     throw UnsupportedOpDType(c.cls.name(), m.operation(), &dtype, axis,
                              fmt::format("{} does not support the {} axis for operation '{}' with input dtype {}.",
                                          c.cls.name(), name_of(*axis), m.operation(), dtype.name()),

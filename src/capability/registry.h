@@ -13,10 +13,12 @@
 
 namespace strideweave::capability_registry {
 
-// Declares the sealed set of a kernel-backed class. TypeError when the class
-// already has an answer (declared or observed); ValueError for a duplicate
-// shape. All or nothing.
-void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities);
+// Declares the sealed set of a kernel-backed class, with the execution axes
+// of each capability beside it (`axes` parallel to `capabilities`).
+// TypeError when the class already has an answer (declared or observed);
+// ValueError for a duplicate shape or a count mismatch. All or nothing.
+void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities,
+                           std::vector<ExecutionAxes> axes);
 
 // TypeError naming `who` and the entry's position unless every entry is a
 // whole record (a name and at least one operand). A constructed
@@ -49,11 +51,18 @@ bool is_observed(CarrierClass cls);
 // The kernel-backed classes, in declaration order.
 std::vector<CarrierClass> kernel_backed_classes();
 
-// The sealed answer of `cls` for `plan`, by reference (observing an
+// One sealed entry of a class: its capability and the execution axes kept
+// beside it.
+struct Entry {
+  const OperationCapability* capability;
+  const ExecutionAxes* axes;
+};
+
+// The sealed entry of `cls` for `plan`, by reference (observing an
 // undeclared class), or UnsupportedOperationPlan with the stable sentence.
 // Class entries are immutable and retained for the life of the process, so
-// the reference stays valid. Precondition: `cls` is a queryable class (a
+// the references stay valid. Precondition: `cls` is a queryable class (a
 // Carrier class that is not dependent).
-const OperationCapability& require_ref(CarrierClass cls, const OperationPlan& plan);
+Entry require_entry(CarrierClass cls, const OperationPlan& plan);
 
 }  // namespace strideweave::capability_registry

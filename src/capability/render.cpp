@@ -31,7 +31,7 @@ std::string render_capability_table(CarrierClass cls) {
       "caller_output | strided_output | accumulation (rmw) |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const OperationCapability& c : capabilities_for_carrier_class(cls)) {
-    const ExecutionAxes& a = c.axes();
+    const ExecutionAxes a = execution_axes(cls, c);
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c.operation(), operands_text(c),
                        name_of(c.compute()), c.accumulation() ? name_of(*c.accumulation()) : "-",
                        c.accumulator_dtype() ? c.accumulator_dtype()->name() : "-", c.output().name(),

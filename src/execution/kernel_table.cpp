@@ -56,10 +56,15 @@ void register_kernel_table(CarrierClass cls, KernelTable table) {
     throw TypeError(fmt::format("{}: {} is a DependentCarrier class; its capabilities belong to each instance", what,
                                 cls.name()));
   // The class's capability declaration is derived from the table: one entry
-  // per registered plan, with the axes its kernel registered.
+  // per registered plan, and beside it the axes its kernel registered.
   std::vector<OperationCapability> caps;
+  std::vector<ExecutionAxes> axes;
   caps.reserve(table.plans().size());
-  for (const OperationPlan& plan : table.plans()) caps.push_back(OperationCapability::from_plan(plan, table.axes(plan)));
+  axes.reserve(table.plans().size());
+  for (const OperationPlan& plan : table.plans()) {
+    caps.push_back(OperationCapability::from_plan(plan));
+    axes.push_back(table.axes(plan));
+  }
   auto owned = std::make_unique<const KernelTable>(std::move(table));
   detail::ensure_bootstrapped();  // the shipped classes first (a no-op inside the bootstrap)
   Registry& r = registry();
@@ -69,7 +74,7 @@ void register_kernel_table(CarrierClass cls, KernelTable table) {
   if (const std::optional<std::string> closed = capability_registry::closed_reason(cls))
     throw TypeError(fmt::format("{}: {} {}", what, cls.name(), *closed));
   r.entries.reserve(r.entries.size() + 1);  // nothing below throws once the capabilities are declared
-  capability_registry::declare_kernel_backed(cls, std::move(caps));
+  capability_registry::declare_kernel_backed(cls, std::move(caps), std::move(axes));
   r.entries.push_back(Entry{cls, std::move(owned)});
 }
 

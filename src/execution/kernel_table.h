@@ -17,7 +17,7 @@ namespace strideweave {
 class STRIDEWEAVE_TEST_API KernelTable {
  public:
   // `axes` is what this kernel really offers on each execution axis
-  // (capability.h); it becomes the class's capability entry for `plan`.
+  // (capability.h); the class keeps it beside its capability for `plan`.
   void add(const OperationPlan& plan, KernelFn kernel, ExecutionAxes axes = {});
   const KernelFn* find(const OperationPlan& plan) const noexcept;
   // The plans in registration order.
@@ -49,7 +49,7 @@ void record_fallback_copy(CarrierClass cls, ExecutionAxis axis);
 
 // Publishes the kernel table of `cls` and, derived from it, the class's
 // sealed capability declaration (one OperationCapability per registered
-// plan, with the axes its kernel registered). Internal to the library: the
+// plan, and beside it the axes its kernel registered). Internal to the library: the
 // shipped carriers register through the central carrier list; the public
 // extension surface for other carriers is the operation-definition issue's
 // CarrierDefinition. The eligibility rules are register_operation_capabilities'

@@ -127,7 +127,7 @@ KernelPattern::KernelPattern(std::shared_ptr<const operation::OperationDefinitio
       throw ValueError(fmt::format("{} '{}': plan {} names operation '{}', not '{}'", who, kernel_id_, i,
                                    plans_[i].operation(), operation_->name()));
     for (std::size_t j = 0; j < i; ++j)
-      if (plans_[i].same_shape(plans_[j]))
+      if (plans_[i] == plans_[j])
         throw ValueError(fmt::format("{} '{}': the plan {} appears twice", who, kernel_id_,
                                      plans_[i].to_plan().to_string()));
   }

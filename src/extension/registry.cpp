@@ -33,23 +33,6 @@ Registry& registry() {
   return *r;
 }
 
-// R11.6: plans are deduplicated by equality (shape and axes); one shape
-// claimed with two different axis sets has no single answer.
-void reject_conflicting_plans(std::span<const OperationCapability> existing, std::span<const KernelPattern> patterns,
-                              const std::string& who) {
-  std::vector<const OperationCapability*> seen;
-  for (const OperationCapability& c : existing) seen.push_back(&c);
-  for (const KernelPattern& p : patterns)
-    for (const OperationCapability& c : p.plans()) {
-      for (const OperationCapability* s : seen)
-        if (s->same_shape(c) && !(*s == c))
-          throw ValueError(fmt::format("{}: pattern '{}' claims the plan {} with other execution axes than an earlier "
-                                       "pattern of the class",
-                                       who, p.kernel_id(), c.to_plan().to_string()));
-      seen.push_back(&c);
-    }
-}
-
 std::vector<OperationCapability> plans_of(const ClassDefinition& record) {
   std::vector<OperationCapability> out;
   if (const auto& k = record.definition->kernels())
@@ -166,8 +149,6 @@ void register_carrier_definition(CarrierClass cls, CarrierDefinition definition)
     if (!(route.source_class() == cls))
       throw TypeError(fmt::format("{}: route '{}' starts at {}, not at {}", who, route.route_id(),
                                   route.source_class().name(), cls.name()));
-  if (const auto& k = definition.kernels()) detail::reject_conflicting_plans({}, k->patterns(), who);
-
   auto record = std::make_shared<detail::ClassDefinition>(cls);
   record->dependent = t.is_dependent;
   record->definition = std::make_shared<const CarrierDefinition>(std::move(definition));
@@ -222,7 +203,6 @@ void register_kernel_pack(KernelPack pack) {
     if (std::find(ids.begin(), ids.end(), p.kernel_id()) != ids.end())
       throw ValueError(fmt::format("{}: the kernel_id '{}' is already in {}'s kernel set", who, p.kernel_id(),
                                    cls.name()));
-  detail::reject_conflicting_plans(detail::plans_of(record), pack.patterns(), who);
   record.packs.push_back(std::make_shared<const KernelPack>(std::move(pack)));
 }
 

@@ -87,10 +87,13 @@ Tensor elementwise_mul(const Tensor& a, const Tensor& b, const Output& out) {
 Tensor mul(const Tensor& a, const Tensor& b, const Output& out) { return binary("mul", a, b, out); }
 Tensor mul(const Tensor& a, WeakScalar b, const Output& out) { return tensor_scalar("mul", a, b, out); }
 Tensor mul(WeakScalar a, const Tensor& b, const Output& out) {
-  // mul's registry has no (scalar, tensor) overload: the plan is resolved
-  // with the operands swapped; the definition is called as written.
-  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("mul", {a, b}, {}, o); };
-  return tensor_scalar("mul", b, a, Execute{out, frontend::by_definition(by_name), {&b}});
+  // mul's registry has no (scalar, tensor) overload: a kernel table runs the
+  // registry's (tensor, scalar) plan with the operands swapped; a
+  // definition-backed carrier runs the definition as written, whose
+  // invocation lists its plan in the call's order (docs/policy.md), so it is
+  // gated on that plan, never on the swapped one.
+  if (frontend::definition_backed(b)) return frontend::call_builtin_definition("mul", {a, b}, {}, out);
+  return tensor_scalar("mul", b, a, Execute{out, {}, {&b}});
 }
 Tensor div(const Tensor& a, const Tensor& b, const Output& out) { return binary("div", a, b, out); }
 Tensor pow(const Tensor& base, const Tensor& exponent, const Output& out) { return binary("pow", base, exponent, out); }
@@ -145,8 +148,10 @@ namespace {
 
 // The lowering of a two-operand call whose operands may each be a tensor or
 // a weak scalar (at least one tensor): mul and pow. mul's registry has no
-// (scalar, tensor) overload: the front end resolves its (tensor, scalar)
-// plan with the operands swapped (docs/policy.md).
+// (scalar, tensor) overload: the kernel table runs its (tensor, scalar) plan
+// with the operands swapped (multiplication commutes in every plan's
+// arithmetic), and the definition's invocation carries that plan with its
+// two operand plans in the call's order (Lowered::call_plan; docs/policy.md).
 Lowered lower_mixed(std::string_view name, const BoundCall& call) {
   const Tensor* a = std::get_if<Tensor>(&call.operands()[0]);
   const Tensor* b = std::get_if<Tensor>(&call.operands()[1]);
@@ -154,7 +159,10 @@ Lowered lower_mixed(std::string_view name, const BoundCall& call) {
   if (a) return tensor_scalar(name, *a, std::get<WeakScalar>(call.operands()[1]), Lower{});
   if (!b) throw TypeError(fmt::format("{}: at least one operand must be a tensor", name));
   const WeakScalar& s = std::get<WeakScalar>(call.operands()[0]);
-  return name == "mul" ? tensor_scalar(name, *b, s, Lower{}) : scalar_tensor(name, s, *b, Lower{});
+  if (name != "mul") return scalar_tensor(name, s, *b, Lower{});
+  Lowered lowered = tensor_scalar(name, *b, s, Lower{});
+  lowered.call_plan = scalar_first_mul_plan(lowered.plan);
+  return lowered;
 }
 
 Ternary ternary_operand(const BoundCall& call, std::size_t i) {

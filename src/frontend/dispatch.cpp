@@ -40,9 +40,9 @@ Value accumulate_value(const Value& old, const Value& add, const std::string& op
 // The level of `axis` in the entry the gate found; an Unsupported axis goes
 // back to the registry, which raises the structured UnsupportedOpDType with
 // its stable sentence (before anything is allocated).
-SupportLevel required_level(const OperationCapability& cap, const OperationPlan& plan, const Carrier& prototype,
+SupportLevel required_level(const ExecutionAxes& axes, const OperationPlan& plan, const Carrier& prototype,
                             ExecutionAxis axis) {
-  const SupportLevel level = cap.axes().level(axis);
+  const SupportLevel level = axes.level(axis);
   if (level == SupportLevel::Unsupported) require_capability(prototype.exact_class(), plan, axis);
   return level;
 }
@@ -56,7 +56,7 @@ struct OutputRoute {
 
 // Validates a caller-provided output and decides Native or FallbackCopy.
 // Raises before any allocation.
-OutputRoute admit_output(const OperationPlan& plan, const OperationCapability& cap, const Output& request,
+OutputRoute admit_output(const OperationPlan& plan, const ExecutionAxes& axes, const Output& request,
                          std::span<const KernelOperand> operands, const Shape& result_shape, const Carrier& prototype) {
   const std::string& op = plan.operation();
   const Tensor& out = request.tensor();
@@ -88,10 +88,10 @@ OutputRoute admit_output(const OperationPlan& plan, const OperationCapability& c
       throw ValueError(fmt::format("{}: the output shares its carrier with an operand", op));
   const ExecutionAxis write_axis =
       request.mode() == OutputMode::Accumulate ? ExecutionAxis::accumulation : ExecutionAxis::caller_output;
-  const SupportLevel level = required_level(cap, plan, prototype, write_axis);
+  const SupportLevel level = required_level(axes, plan, prototype, write_axis);
   const bool strided = !out.layout().is_compact() || out.offset() != 0;
   const SupportLevel strided_level =
-      strided ? required_level(cap, plan, prototype, ExecutionAxis::strided_output) : SupportLevel::Native;
+      strided ? required_level(axes, plan, prototype, ExecutionAxis::strided_output) : SupportLevel::Native;
   OutputRoute route;
   route.aligned = out.layout().reshape(result_shape);
   route.native = level == SupportLevel::Native && strided_level == SupportLevel::Native && route.aligned.is_flat();
@@ -103,12 +103,12 @@ OutputRoute admit_output(const OperationPlan& plan, const OperationCapability& c
 
 // The borrowed_input axis, first half: Unsupported refuses a non-compact
 // operand (UnsupportedOpDType) before anything is allocated.
-void check_operands(const OperationPlan& plan, const OperationCapability& cap, std::span<const KernelOperand> operands,
+void check_operands(const OperationPlan& plan, const ExecutionAxes& axes, std::span<const KernelOperand> operands,
                     const Carrier& prototype) {
-  if (cap.axes().borrowed_input != SupportLevel::Unsupported) return;
+  if (axes.borrowed_input != SupportLevel::Unsupported) return;
   for (const KernelOperand& o : operands)
     if (const Tensor* t = std::get_if<Tensor>(&o); t && !t->layout().is_compact())
-      required_level(cap, plan, prototype, ExecutionAxis::borrowed_input);
+      required_level(axes, plan, prototype, ExecutionAxis::borrowed_input);
 }
 
 // Second half: under FallbackCopy, the operands the class's kernels cannot
@@ -116,9 +116,9 @@ void check_operands(const OperationPlan& plan, const OperationCapability& cap, s
 // framework's counted copy; returns the operands the kernel reads, or
 // nullopt when they are the caller's own (Native, or nothing to copy). The
 // caller's operands stay what autograd records.
-std::optional<std::vector<KernelOperand>> copy_operands(const OperationCapability& cap, const KernelTable& table,
+std::optional<std::vector<KernelOperand>> copy_operands(const ExecutionAxes& axes, const KernelTable& table,
                                                         std::span<const KernelOperand> operands, CarrierClass cls) {
-  if (cap.axes().borrowed_input != SupportLevel::FallbackCopy) return std::nullopt;
+  if (axes.borrowed_input != SupportLevel::FallbackCopy) return std::nullopt;
   std::optional<std::vector<KernelOperand>> replaced;
   for (std::size_t i = 0; i < operands.size(); ++i) {
     const Tensor* t = std::get_if<Tensor>(&operands[i]);
@@ -167,6 +167,17 @@ const AutogradHooks& autograd_hooks() {
   return *h;
 }
 
+bool definition_backed(const Tensor& tensor) {
+  const CarrierClass cls = tensor.carrier()->exact_class();
+  return cls.traits().storage_provider && !kernel_table(cls);
+}
+
+OperationPlan scalar_first_mul_plan(const OperationPlan& tensor_scalar) {
+  const std::span<const OperandPlan> o = tensor_scalar.operands();
+  return OperationPlan(tensor_scalar.operation(), {o[1], o[0]}, tensor_scalar.compute(), tensor_scalar.accumulation(),
+                       tensor_scalar.accumulator_dtype(), tensor_scalar.output());
+}
+
 const Carrier& common_carrier(std::string_view operation, std::initializer_list<const Tensor*> tensors) {
   const Carrier* first = nullptr;
   for (const Tensor* t : tensors) {
@@ -187,15 +198,15 @@ namespace {
 // result is allocated on its class and its dispatch hook's Operation
 // computes it (carrier-extension R13.1). Every refusal (the axes, the
 // operands' layouts) comes before the allocation, as for a kernel table.
-Tensor execute_by_hook(const OperationCapability& cap, const OperationPlan& plan,
+Tensor execute_by_hook(const ExecutionAxes& axes, const OperationPlan& plan,
                        std::span<const KernelOperand> operands, const Attributes& attributes,
                        const Shape& result_shape, const Carrier& prototype, const Output& out, CallRecord& record) {
   if (out)
     throw TypeError(fmt::format("{}: {} computes through its dispatch hook, which writes fresh results only; a "
                                 "caller-provided output is not supported on this class",
                                 plan.operation(), prototype.class_name()));
-  required_level(cap, plan, prototype, ExecutionAxis::owned_result);
-  check_operands(plan, cap, operands, prototype);
+  required_level(axes, plan, prototype, ExecutionAxis::owned_result);
+  check_operands(plan, axes, operands, prototype);
   const AutogradHooks& hooks = autograd_hooks();
   record.target = hooks.dispatch_hook_operation(prototype, plan, plan.operation(), record.target);
   std::shared_ptr<Carrier> storage = prototype.allocate_like(result_shape.size(), true, &plan.output(), true);
@@ -213,8 +224,9 @@ Tensor execute_by_hook(const OperationCapability& cap, const OperationPlan& plan
 Tensor execute(const OperationPlan& plan, std::span<const KernelOperand> operands, const Attributes& attributes,
                const Shape& result_shape, const Carrier& prototype, const Output& out,
                const DefinitionRoute* definition_route, CallRecord& record) {
-  // The gate: an exact capability, before any allocation or kernel entry.
-  const OperationCapability& cap = storage::gate(prototype, plan);
+  // The gate: an exact capability, before any allocation or kernel entry;
+  // the axes kept beside it decide the route below.
+  const ExecutionAxes& axes = storage::gate(prototype, plan).axes;
   const KernelTable* table = kernel_table(prototype.exact_class());
   const KernelFn* kernel = table ? table->find(plan) : nullptr;
   if (!kernel) {
@@ -230,15 +242,15 @@ Tensor execute(const OperationPlan& plan, std::span<const KernelOperand> operand
                                             "or by name (call_operation), which run its kernel patterns",
                                             plan.operation(), prototype.class_name(), plan.operation()));
     }
-    if (!table) return execute_by_hook(cap, plan, operands, attributes, result_shape, prototype, out, record);
+    if (!table) return execute_by_hook(axes, plan, operands, attributes, result_shape, prototype, out, record);
     throw NotImplementedError(fmt::format("{} declares a capability for {} but registered no kernel for it",
                                           prototype.class_name(), plan.to_string()));
   }
   const CarrierClass cls = prototype.exact_class();
   if (!out) {
-    const SupportLevel owned = required_level(cap, plan, prototype, ExecutionAxis::owned_result);
-    check_operands(plan, cap, operands, prototype);
-    const std::optional<std::vector<KernelOperand>> copied = copy_operands(cap, *table, operands, cls);
+    const SupportLevel owned = required_level(axes, plan, prototype, ExecutionAxis::owned_result);
+    check_operands(plan, axes, operands, prototype);
+    const std::optional<std::vector<KernelOperand>> copied = copy_operands(axes, *table, operands, cls);
     Tensor result = fresh_result(*kernel, plan, copied ? std::span<const KernelOperand>(*copied) : operands, attributes,
                                  result_shape, prototype);
     if (owned == SupportLevel::FallbackCopy) {
@@ -250,12 +262,12 @@ Tensor execute(const OperationPlan& plan, std::span<const KernelOperand> operand
     }
     return result;
   }
-  const OutputRoute route = admit_output(plan, cap, out, operands, result_shape, prototype);
-  check_operands(plan, cap, operands, prototype);
+  const OutputRoute route = admit_output(plan, axes, out, operands, result_shape, prototype);
+  check_operands(plan, axes, operands, prototype);
   // Accumulation cannot be recorded (the old value's history would be lost):
   // refused under grad mode before anything is written (autograd hook).
   if (out.mode() == OutputMode::Accumulate) autograd_hooks().refuse_caller_output(plan, record.inputs.span());
-  const std::optional<std::vector<KernelOperand>> copied = copy_operands(cap, *table, operands, cls);
+  const std::optional<std::vector<KernelOperand>> copied = copy_operands(axes, *table, operands, cls);
   const std::span<const KernelOperand> kernel_operands = copied ? std::span<const KernelOperand>(*copied) : operands;
   const Tensor& target = out.tensor();
   if (route.native) {

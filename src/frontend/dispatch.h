@@ -51,6 +51,13 @@ template <class F>
 DefinitionRoute by_definition(const F& f) {
   return DefinitionRoute{[](const void* c, const Output& out) { return (*static_cast<const F*>(c))(out); }, &f};
 }
+// Whether `tensor`'s exact class has no kernel table but a definition
+// (execute() would leave for the definition route).
+bool definition_backed(const Tensor& tensor);
+// mul(weak_scalar, tensor)'s plan: the registry's (tensor, weak_scalar)
+// plan `tensor_scalar` with its two operand plans in the call's order
+// (docs/policy.md, "mul(weak, tensor)").
+OperationPlan scalar_first_mul_plan(const OperationPlan& tensor_scalar);
 // The built-in `name` called through its definition (definition_dispatch.cpp).
 // The typed call's positional inputs are the definition's Tensor operands.
 Tensor call_builtin_definition(std::string_view name, std::vector<operation::CallOperand> operands,
@@ -132,8 +139,15 @@ struct Lowered {
   Shape kernel_shape;
   const Carrier* prototype = nullptr;
   std::vector<std::int64_t> squeeze;  // axes of the kernel result the published result drops
+  // The plan in the call's operand order, when it is not `plan` (mul(weak,
+  // tensor) only: the registry's (tensor, weak_scalar) plan runs the kernel
+  // table, with `operands` in that order, while the definition's invocation
+  // lists the weak scalar first; docs/policy.md).
+  std::optional<OperationPlan> call_plan;
   // The published result's shape.
   Shape published_shape() const;
+  // The plan of the definition's invocation (call_plan, else plan).
+  const OperationPlan& invocation_plan() const noexcept { return call_plan ? *call_plan : plan; }
 };
 
 // Runs a lowered call: execute(), then the published view, then autograd
@@ -155,7 +169,7 @@ struct Execute {
 struct Lower {
   Lowered operator()(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
                      const Shape& shape, const Carrier& prototype, std::span<const std::int64_t> squeeze = {}) const {
-    return Lowered{plan, std::move(operands), attributes, shape, &prototype, {squeeze.begin(), squeeze.end()}};
+    return Lowered{plan, std::move(operands), attributes, shape, &prototype, {squeeze.begin(), squeeze.end()}, {}};
   }
 };
 

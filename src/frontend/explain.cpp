@@ -66,6 +66,7 @@ Explanation explain(const operation::OperationDefinition& definition, std::vecto
     e.carrier = prototype.class_name();
     // The capability entry (the gate's own answer).
     e.admitted_by = prototype.require_operation_plan(invocation->plan());
+    e.admitted_axes = prototype.execution_axes(*e.admitted_by);
     if (extension::detail::find_definition(prototype.exact_class())) {
       frontend::PipelineTrace trace;
       try {
@@ -103,10 +104,13 @@ std::string to_text(const Explanation& e) {
   }
   if (!e.carrier.empty()) out << "carrier:    " << e.carrier << "\n";
   if (e.admitted_by) {
-    out << "admitted:   " << e.admitted_by->to_plan().to_string() << "\n            axes:";
-    for (ExecutionAxis axis : all_execution_axes())
-      out << " " << name_of(axis) << "=" << name_of(e.admitted_by->axes().level(axis));
-    out << "\n";
+    out << "admitted:   " << e.admitted_by->to_plan().to_string() << "\n";
+    if (e.admitted_axes) {
+      out << "            axes:";
+      for (ExecutionAxis axis : all_execution_axes())
+        out << " " << name_of(axis) << "=" << name_of(e.admitted_axes->level(axis));
+      out << "\n";
+    }
   }
   if (!e.route.empty()) out << "route:      " << e.route << "\n";
   for (const CandidateTrace& c : e.candidates)

@@ -196,6 +196,7 @@ std::shared_ptr<const MoveOperation> unregister_move_operation(CarrierClass sour
 
 std::shared_ptr<const MoveOperation> registered_move_operation_for(CarrierClass source_class,
                                                                    CarrierClass destination_class) {
+  refuse_definition_backed(source_class, destination_class, "registered_move_operation_for");
   bootstrap();
   Registry& r = registry();
   std::shared_lock lock(r.mutex);
@@ -204,6 +205,9 @@ std::shared_ptr<const MoveOperation> registered_move_operation_for(CarrierClass 
 }
 
 std::shared_ptr<const MoveOperation> dispatch_move(CarrierClass source_class, CarrierClass destination_class) {
+  // carrier-extension R5.6: the legacy registry names no definition-backed
+  // class, for lookups as for registration.
+  refuse_definition_backed(source_class, destination_class, "dispatch_move");
   if (auto op = registered_move_operation_for(source_class, destination_class)) return op;
   return ElementwiseMoveOperation::instance();
 }

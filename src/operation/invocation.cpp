@@ -174,26 +174,13 @@ void ResolvedInvocation::validate(const BoundOperationCall& call) const {
                          o.dtype() ? o.dtype()->name() : "None", specs[slot.operand].name(), slot.dtype->name());
     return std::nullopt;
   };
-  // The common case, every operand agreeing in order, is checked without
-  // building any message; only a disagreement takes the slower path below.
-  bool in_order = true;
-  for (std::size_t p = 0; p < slots.size() && in_order; ++p) {
-    const OperandPlan& o = plan_.operands()[p];
-    in_order = o.role() == slots[p].role && (!slots[p].dtype || o.dtype() == slots[p].dtype);
-  }
-  if (!in_order) {
-    std::optional<std::string> first_conflict;
-    for (std::size_t p = 0; p < slots.size() && !first_conflict; ++p) first_conflict = conflict(p);
-    // mul(weak_scalar, tensor) resolves the registry's (tensor, weak_scalar)
-    // plan (docs/policy.md): a built-in two-operand plan may list its
-    // operands in the other order.
-    if (first_conflict && call.definition().is_builtin() && slots.size() == 2) {
-      std::swap(slots[0], slots[1]);
-      if (!conflict(0) && !conflict(1)) first_conflict.reset();
-      std::swap(slots[0], slots[1]);
-    }
-    if (first_conflict) throw ValueError(fmt::format("ResolvedInvocation of {}: {}", op, *first_conflict));
-  }
+  // Plan operand p describes call operand p (structural operands aside), so
+  // the kernel reads the operands in the plan's role order (mul(weak,
+  // tensor) included: its plan lists the weak scalar first). The common
+  // case, every operand agreeing, is checked without building any message.
+  for (std::size_t p = 0; p < slots.size(); ++p)
+    if (std::optional<std::string> c = conflict(p))
+      throw ValueError(fmt::format("ResolvedInvocation of {}: {}", op, *c));
   if (results().empty()) throw ValueError(fmt::format("ResolvedInvocation of {}: results must not be empty", op));
   auto tensor_index = [&](std::size_t i, const char* what) {
     if (i >= specs.size())
@@ -203,8 +190,32 @@ void ResolvedInvocation::validate(const BoundOperationCall& call) const {
       throw ValueError(fmt::format("ResolvedInvocation of {}: {} index {} names operand '{}', which is not a Tensor",
                                    op, what, i, specs[i].name()));
   };
-  for (const ResultSpec& r : results())
-    if (r.alias_of()) tensor_index(*r.alias_of(), "alias_of");
+  // The plan's output is the dtype of the operation's result: the first
+  // result stores it. A multi-result operation's later results declare their
+  // own dtypes (operation-semantics' alias rule speaks of results that would
+  // not receive the differentiable node: an Int32 index beside Float32
+  // values); docs/extension.md, "Result dtypes and aliased results".
+  if (!results().empty() && &results()[0].dtype() != &plan_.output())
+    throw ValueError(fmt::format("ResolvedInvocation of {}: result 0 has dtype {} but the plan's output is {}", op,
+                                 results()[0].dtype().name(), plan_.output().name()));
+  // An aliased result is the operand itself: its contract describes that
+  // tensor exactly (dtype, shape, layout).
+  for (std::size_t r = 0; r < results().size(); ++r) {
+    const ResultSpec& spec = results()[r];
+    if (!spec.alias_of()) continue;
+    tensor_index(*spec.alias_of(), "alias_of");
+    const Tensor& aliased = std::get<Tensor>(call.operands()[*spec.alias_of()]);
+    const std::string& name = specs[*spec.alias_of()].name();
+    if (&aliased.dtype() != &spec.dtype())
+      throw ValueError(fmt::format("ResolvedInvocation of {}: result {} aliases operand '{}' of dtype {} but declares "
+                                   "{}",
+                                   op, r, name, aliased.dtype().name(), spec.dtype().name()));
+    if (!(aliased.shape() == spec.shape()) || !(aliased.layout() == spec.layout()))
+      throw ValueError(fmt::format("ResolvedInvocation of {}: result {} aliases operand '{}' of shape {} and layout {} "
+                                   "but declares shape {} and layout {}",
+                                   op, r, name, aliased.shape().to_string(), aliased.layout().to_string(),
+                                   spec.shape().to_string(), spec.layout().to_string()));
+  }
   // Indices are checked in range before the repeat check, so a bit per
   // schema operand suffices: a fixed array for up to 256 operands, a heap
   // bitmap beyond (no per-call allocation for ordinary schemas).

@@ -188,6 +188,20 @@ std::vector<Tensor> execute_reference(const OperationDefinition& definition, con
     if (!(t.layout() == s.layout()))
       throw ProviderContractError("layout", fmt::format("{}: reference result {} has layout {}, the invocation declares {}",
                                                         op, i, t.layout().to_string(), s.layout().to_string()));
+    // Aliasing is by exact Tensor object identity: a declared alias is the
+    // operand itself, and an operand object handed back without alias_of is
+    // an undeclared alias (a distinct view over its storage is not).
+    if (const auto& alias = s.alias_of()) {
+      if (!t.is(std::get<Tensor>(invocation.operands()[*alias])))
+        throw ProviderContractError("alias", fmt::format("{}: reference result {} must be operand {} itself (alias_of)",
+                                                         op, i, *alias));
+    } else {
+      for (std::size_t k = 0; k < invocation.operands().size(); ++k)
+        if (const Tensor* in = std::get_if<Tensor>(&invocation.operands()[k]); in && in->is(t))
+          throw ProviderContractError("alias", fmt::format("{}: reference result {} is operand {} itself but declares "
+                                                           "no alias_of",
+                                                           op, i, k));
+    }
   }
   return results;
 }

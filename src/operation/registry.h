@@ -38,7 +38,7 @@ using Dispatcher = std::vector<Tensor> (*)(const OperationDefinition& definition
                                            OptionMap options, const Output& out);
 void install_dispatcher(Dispatcher dispatcher) noexcept;
 
-// True for a non-empty ASCII identifier ([A-Za-z_][A-Za-z0-9_]*).
+// Python's str.isidentifier() (Unicode XID_Start / XID_Continue; schema.cpp).
 bool is_identifier(std::string_view text) noexcept;
 
 }  // namespace strideweave::operation

@@ -3,19 +3,38 @@
 
 #include <fmt/format.h>
 
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
+
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include "operation/registry.h"
 
 namespace strideweave::operation {
 
+// Python's str.isidentifier(): a non-empty string whose first code point is
+// "_" or has the Unicode property XID_Start and whose others have
+// XID_Continue (so "größe" and "变量" are identifiers, "a-b" and "1x" are
+// not). The properties come from ICU's character database (the Unicode
+// version of the installed ICU, which may differ from the running Python's
+// by a Unicode release for characters added in between). Invalid UTF-8 is
+// not an identifier.
 bool is_identifier(std::string_view text) noexcept {
-  if (text.empty()) return false;
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!alpha(text.front())) return false;
-  for (char c : text)
-    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  if (text.empty() || text.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) return false;
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(text.data());
+  const auto length = static_cast<std::int32_t>(text.size());
+  for (std::int32_t i = 0; i < length;) {
+    const bool first = i == 0;
+    UChar32 c = 0;
+    U8_NEXT(bytes, i, length, c);
+    if (c < 0) return false;
+    const bool ok = first ? c == U'_' || u_hasBinaryProperty(c, UCHAR_XID_START)
+                          : static_cast<bool>(u_hasBinaryProperty(c, UCHAR_XID_CONTINUE));
+    if (!ok) return false;
+  }
   return true;
 }
 

@@ -56,19 +56,28 @@ std::optional<std::string> Carrier::unsupported_plan_reason(const OperationPlan&
 }
 
 OperationCapability Carrier::require_operation_plan(const OperationPlan& plan) const {
-  return storage::gate(*this, plan);  // the public query hands back a copy
+  return storage::gate(*this, plan).capability;  // the public query hands back a copy
+}
+
+ExecutionAxes Carrier::execution_axes(const OperationCapability& capability) const {
+  if (as_dependent(*this)) return storage::gate(*this, capability.to_plan()).axes;
+  return strideweave::execution_axes(exact_class(), capability);
 }
 
 namespace storage {
-const OperationCapability& gate(const Carrier& carrier, const OperationPlan& plan) {
+Admission gate(const Carrier& carrier, const OperationPlan& plan) {
+  // A dependent snapshot records plan shapes only: its entries answer the
+  // default axes.
+  static const ExecutionAxes dependent_axes{};
   const CarrierClass cls = carrier.exact_class();
   if (cls.traits().is_dependent) {
     const auto& d = static_cast<const DependentCarrier&>(carrier);
     for (const OperationCapability& x : d.capability_snapshot())  // lives as long as the instance
-      if (x.matches(plan)) return x;
+      if (x.matches(plan)) return Admission{x, dependent_axes};
     throw UnsupportedOperationPlan(*snapshot_reason(carrier, d.capability_snapshot(), plan), plan);
   }
-  return capability_registry::require_ref(cls, plan);
+  const capability_registry::Entry entry = capability_registry::require_entry(cls, plan);
+  return Admission{*entry.capability, *entry.axes};
 }
 }  // namespace storage
 

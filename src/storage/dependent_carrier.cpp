@@ -33,7 +33,7 @@ void DependentCarrier::finalize_operation_capabilities() {
   capability_registry::reject_invalid_entries(caps, class_name() + " _generate_operation_capabilities()");
   for (std::size_t i = 0; i < caps.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
-      if (caps[i].same_shape(caps[j]))
+      if (caps[i] == caps[j])
         throw ValueError(fmt::format("{}: the generated capability shape {} appears twice", class_name(),
                                      caps[i].to_plan().to_string()));
   std::sort(caps.begin(), caps.end());

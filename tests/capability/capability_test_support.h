@@ -11,6 +11,7 @@
 //   test_capability_concurrency.cpp 300 .. 999
 //   test_kernel_registration.cpp    1000 .. 1099
 //   conformance/test_conformance.cpp 1100 .. 1199
+//   test_capability_identity.cpp    1300 .. 1319
 #pragma once
 
 #include <strideweave/strideweave.h>
@@ -29,14 +30,17 @@
 
 namespace strideweave {
 
-// GoogleTest prints records by their plan and axes (found by ADL).
+// GoogleTest prints records by their plan (found by ADL).
 inline void PrintTo(const OperationCapability& c, std::ostream* os) {
   if (c.operands().empty()) {
     *os << "<OperationCapability '" << c.operation() << "' without operands>";
     return;
   }
-  *os << c.to_plan().to_string() << " axes(";
-  for (ExecutionAxis axis : all_execution_axes()) *os << " " << name_of(axis) << "=" << name_of(c.axes().level(axis));
+  *os << c.to_plan().to_string();
+}
+inline void PrintTo(const ExecutionAxes& a, std::ostream* os) {
+  *os << "axes(";
+  for (ExecutionAxis axis : all_execution_axes()) *os << " " << name_of(axis) << "=" << name_of(a.level(axis));
   *os << " )";
 }
 

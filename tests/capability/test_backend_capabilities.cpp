@@ -129,8 +129,6 @@ TEST(BackendCapabilities_CapabilityMirrorsPlan, ConstructValidCapability) {
   EXPECT_EQ(c.accumulation(), std::optional<Accumulation>(Accumulation::FLOATING));
   EXPECT_EQ(c.accumulator_dtype(), &DType::Float64());
   EXPECT_EQ(&c.output(), &DType::Float32());
-  // The default execution axes of a record.
-  EXPECT_EQ(c.axes(), ExecutionAxes{});
   const OperationCapability none("relu", {t}, Arithmetic::BINARY32, std::nullopt, nullptr, &DType::Float32());
   EXPECT_FALSE(none.accumulation().has_value());
   EXPECT_EQ(none.accumulator_dtype(), nullptr);
@@ -209,9 +207,7 @@ TEST(BackendCapabilities_CapabilityMirrorsPlan, RecordsAreImmutableAndExecutorFr
   // changes no later answer, for a kernel-backed class, a declared class, a
   // carrier instance and a dependent instance's snapshot.
   const OperationPlan plan = f32_add_plan();
-  const ExecutionAxes all_native{SupportLevel::Native, SupportLevel::Native, SupportLevel::Native, SupportLevel::Native,
-                                 SupportLevel::Native};
-  const OperationCapability intruder = OperationCapability::from_plan(i32_relu_plan(), all_native);
+  const OperationCapability intruder = OperationCapability::from_plan(i32_relu_plan());
   const auto generic = Generic::zeros(1, DType::Float32());
   const CarrierClass generic_class = carrier_class<Generic>();
   const std::vector<OperationCapability> generic_before = capabilities_for_carrier_class(generic_class);
@@ -256,17 +252,17 @@ TEST(BackendCapabilities_CapabilityMirrorsPlan, RecordsAreImmutableAndExecutorFr
   EXPECT_EQ(std::vector<OperationCapability>(d->capability_snapshot().begin(), d->capability_snapshot().end()),
             snapshot_before);
 
-  // Executor-free: a record is its plan shape and axes and nothing else. Each
+  // Executor-free: a record is its plan shape and nothing else. Each
   // kernel-backed entry equals, and hashes as, the record rebuilt from its
-  // plan and axes alone (no kernel in sight), and a declared class's record
-  // of the same plan equals Generic's when the axes agree.
+  // plan alone (no kernel in sight), and a declared class's record of the
+  // same plan equals Generic's.
   for (const ShippedCarrier& shipped : shipped_carriers())
     for (const OperationCapability& c : capabilities_for_carrier_class(shipped.cls)) {
-      const OperationCapability rebuilt = OperationCapability::from_plan(c.to_plan(), c.axes());
+      const OperationCapability rebuilt = OperationCapability::from_plan(c.to_plan());
       EXPECT_EQ(c, rebuilt) << shipped.name << ": " << c.to_plan().to_string();
       EXPECT_EQ(std::hash<OperationCapability>()(c), std::hash<OperationCapability>()(rebuilt));
     }
-  const std::vector<OperationCapability> same_plan{OperationCapability::from_plan(plan, add_before.axes())};
+  const std::vector<OperationCapability> same_plan{OperationCapability::from_plan(plan)};
   register_operation_capabilities(Custom<51>::cls(), same_plan);
   EXPECT_EQ(require_capability(Custom<51>::cls(), plan), add_before);
 }
@@ -289,14 +285,6 @@ TEST(BackendCapabilities_CapabilityMirrorsPlan, EqualityAndHash) {
   EXPECT_EQ(std::hash<OperationCapability>()(x), std::hash<OperationCapability>()(x2));
   EXPECT_NE(x, y);
   EXPECT_EQ(std::unordered_set<OperationCapability>({x, x2, y}).size(), 2u);
-  // The execution axes are part of the value but not of the plan shape: equal
-  // values hash equally, and a record with other axes is the same shape.
-  ExecutionAxes other;
-  other.caller_output = SupportLevel::Native;
-  const OperationCapability x3 = OperationCapability::from_plan(f32_add_plan(), other);
-  EXPECT_NE(x, x3);
-  EXPECT_TRUE(x.same_shape(x3));
-  EXPECT_EQ(std::hash<OperationCapability>()(x), std::hash<OperationCapability>()(x3));
 }
 
 // ============================================================ Requirement: Capabilities match plans exactly
@@ -320,10 +308,6 @@ TEST(BackendCapabilities_CapabilitiesMatchPlans, RoundTripResolvedPlan) {
     EXPECT_EQ(c.accumulation(), p.accumulation());
     EXPECT_EQ(c.accumulator_dtype(), p.accumulator_dtype());
     EXPECT_EQ(&c.output(), &p.output());
-    // Axes never affect matching.
-    ExecutionAxes all_native{SupportLevel::Native, SupportLevel::Native, SupportLevel::Native, SupportLevel::Native,
-                             SupportLevel::Native};
-    EXPECT_TRUE(OperationCapability::from_plan(p, all_native).matches(p));
   }
 }
 
@@ -336,7 +320,7 @@ TEST(BackendCapabilities_CapabilitiesMatchPlans, RejectNearMatch) {
       EXPECT_FALSE(c.matches(variant)) << field << ": capability " << p.to_string() << " matched " << variant.to_string();
       EXPECT_FALSE(OperationCapability::from_plan(variant).matches(p)) << field << ": " << variant.to_string();
       EXPECT_TRUE(OperationCapability::from_plan(variant).matches(variant));
-      EXPECT_FALSE(c.same_shape(OperationCapability::from_plan(variant)));
+      EXPECT_FALSE(c == OperationCapability::from_plan(variant));
       ++per_field[field];
     }
   }
@@ -425,12 +409,11 @@ TEST(BackendCapabilities_PublicRegistration, DeclareCustomIndependentBackend) {
   // The instance query reads the same declaration.
   const auto inst = Custom<10>::make(DType::Int32(), i32_values({1, 2, 3}));
   EXPECT_EQ(inst->operation_capabilities(), answer);
-  // The declared axes are kept.
+  // The declared axes are kept beside the declared capability.
   ExecutionAxes axes;
   axes.caller_output = SupportLevel::FallbackCopy;
-  register_operation_capabilities(Custom<11>::cls(), std::vector<OperationCapability>{
-                                                         OperationCapability::from_plan(f32_add_plan(), axes)});
-  EXPECT_EQ(require_capability(Custom<11>::cls(), f32_add_plan()).axes(), axes);
+  register_operation_capabilities(Custom<11>::cls(), caps_of({f32_add_plan()}), std::vector<ExecutionAxes>{axes});
+  EXPECT_EQ(execution_axes(Custom<11>::cls(), require_capability(Custom<11>::cls(), f32_add_plan())), axes);
 }
 
 TEST(BackendCapabilities_PublicRegistration, EmptyDeclarationIsComplete) {
@@ -442,13 +425,13 @@ TEST(BackendCapabilities_PublicRegistration, EmptyDeclarationIsComplete) {
 }
 
 TEST(BackendCapabilities_PublicRegistration, RejectDuplicateShapesAtomically) {
-  // The same exact shape twice (here with different axes: the shape decides).
+  // The same exact shape twice (here with different axes beside them: the
+  // shape decides).
   ExecutionAxes other;
   other.accumulation = SupportLevel::FallbackCopy;
-  const std::vector<OperationCapability> dup{OperationCapability::from_plan(f32_relu_plan()),
-                                             OperationCapability::from_plan(f32_add_plan()),
-                                             OperationCapability::from_plan(f32_add_plan(), other)};
-  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<13>::cls(), dup), ValueError);
+  const std::vector<OperationCapability> dup = caps_of({f32_relu_plan(), f32_add_plan(), f32_add_plan()});
+  const std::vector<ExecutionAxes> dup_axes{ExecutionAxes{}, ExecutionAxes{}, other};
+  EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<13>::cls(), dup, dup_axes), ValueError);
   const std::vector<OperationCapability> exact_dup = caps_of({i32_add_plan(), i32_add_plan()});
   EXPECT_THROW_EXACTLY(register_operation_capabilities(Custom<13>::cls(), exact_dup), ValueError);
   // Nothing was published and the class stays open: a later valid
@@ -471,11 +454,13 @@ TEST(BackendCapabilities_PublicRegistration, NonCapabilityEntryIsRejectedAtCompi
   // The C++ spelling of "a non-capability entry fails with TypeError": the
   // declaration is a range of OperationCapability, so another entry type does
   // not compile.
-  static_assert(!std::is_invocable_v<decltype(&register_operation_capabilities), CarrierClass, std::vector<int>>);
+  using Axes = std::span<const ExecutionAxes>;  // the execution axes kept beside the entries
   static_assert(
-      !std::is_invocable_v<decltype(&register_operation_capabilities), CarrierClass, std::vector<OperationPlan>>);
+      !std::is_invocable_v<decltype(&register_operation_capabilities), CarrierClass, std::vector<int>, Axes>);
+  static_assert(!std::is_invocable_v<decltype(&register_operation_capabilities), CarrierClass,
+                                     std::vector<OperationPlan>, Axes>);
   static_assert(std::is_invocable_v<decltype(&register_operation_capabilities), CarrierClass,
-                                    std::vector<OperationCapability>>);
+                                    std::vector<OperationCapability>, Axes>);
   SUCCEED();
 }
 
@@ -690,7 +675,7 @@ TEST(BackendCapabilities_ClassQueries, DeterministicOrderComparesEveryFieldOfThe
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     const OrderedPair& p = pairs[i];
     SCOPED_TRACE(p.field + ": " + p.first.to_plan().to_string() + " before " + p.second.to_plan().to_string());
-    ASSERT_FALSE(p.first.same_shape(p.second));
+    ASSERT_FALSE(p.first == p.second);
     EXPECT_TRUE(p.first < p.second);
     EXPECT_FALSE(p.second < p.first);
     // The class enumeration and a dependent snapshot, declared in the
@@ -1056,7 +1041,7 @@ void expect_declaration_equals_kernel_table(CarrierClass cls, const char* name) 
   for (const OperationCapability& c : caps) {
     const OperationPlan p = c.to_plan();
     ASSERT_NE(table->find(p), nullptr) << p.to_string();
-    EXPECT_EQ(c.axes(), table->axes(p)) << p.to_string();
+    EXPECT_EQ(execution_axes(cls, c), table->axes(p)) << p.to_string();
   }
   EXPECT_EQ(cls.name(), name);
 }

@@ -278,7 +278,7 @@ void prove_every_claim(CarrierClass cls, const std::string& backend) {
       without_recipe.push_back(plan.to_string());
       continue;
     }
-    const ExecutionAxes& axes = cap.axes();
+    const ExecutionAxes axes = execution_axes(cls, cap);
     const SimpleDType& out_dtype = plan.output();
 
     // owned_result: a fresh compact result of this class, as the plan says.
@@ -423,17 +423,17 @@ TEST(ExecutionAxes_ShippedClaims, EntriesCarryTheAxesTheirKernelsRegistered) {
   for (CarrierClass cls : {carrier_class<Generic>(), carrier_class<CPU>()}) {
     const KernelTable& table = *kernel_table(cls);
     for (const OperationPlan& p : table.plans()) {
-      const OperationCapability c = require_capability(cls, p);
-      EXPECT_EQ(c.axes(), table.axes(p)) << p.to_string();
+      const ExecutionAxes a = execution_axes(cls, require_capability(cls, p));
+      EXPECT_EQ(a, table.axes(p)) << p.to_string();
       // kernel_axes.h: what every Generic and CPU kernel claims.
       const SupportLevel borrowed = cls == carrier_class<CPU>() ? SupportLevel::FallbackCopy : SupportLevel::Native;
-      EXPECT_EQ(c.axes(), carriers::direct_write_axes(p, borrowed)) << p.to_string();
-      EXPECT_EQ(c.axes().owned_result, SupportLevel::Native);
-      EXPECT_EQ(c.axes().borrowed_input, borrowed);
-      EXPECT_EQ(c.axes().caller_output,
+      EXPECT_EQ(a, carriers::direct_write_axes(p, borrowed)) << p.to_string();
+      EXPECT_EQ(a.owned_result, SupportLevel::Native);
+      EXPECT_EQ(a.borrowed_input, borrowed);
+      EXPECT_EQ(a.caller_output,
                 carriers::kernel_may_fail(p) ? SupportLevel::FallbackCopy : SupportLevel::Native) << p.to_string();
-      EXPECT_EQ(c.axes().strided_output, c.axes().caller_output);
-      EXPECT_EQ(c.axes().accumulation,
+      EXPECT_EQ(a.strided_output, a.caller_output);
+      EXPECT_EQ(a.accumulation,
                 &p.output() == &DType::Bool() ? SupportLevel::Unsupported : SupportLevel::FallbackCopy) << p.to_string();
     }
   }
@@ -469,7 +469,7 @@ TEST(ExecutionAxes_Rendering, TableIsRenderedFromTheDescriptor) {
       const std::size_t end = table.find('\n', pos);
       const std::string row = table.substr(pos, end - pos);
       EXPECT_EQ(row.rfind("| " + c.operation() + " |", 0), 0u) << row;
-      const ExecutionAxes& a = c.axes();
+      const ExecutionAxes a = execution_axes(cls, c);
       EXPECT_NE(row.find(fmt::format("| {} | {} | {} | {} | {} |", name_of(a.owned_result), name_of(a.borrowed_input),
                                      name_of(a.caller_output), name_of(a.strided_output), name_of(a.accumulation))),
                 std::string::npos)
@@ -598,8 +598,8 @@ TEST(ExecutionAxes_DescriptorQueries, RepresentativeEntryIsThePolicysHomogeneous
 TEST(ExecutionAxes_DescriptorQueries, RequireCapabilityByAxis) {
   const CarrierClass cpu = carrier_class<CPU>();
   EXPECT_EQ(require_capability(cpu, "add", DType::Float32(), ExecutionAxis::caller_output).to_plan(), f32_add_plan());
-  EXPECT_EQ(require_capability(cpu, "add", DType::Int32(), ExecutionAxis::accumulation).axes().accumulation,
-            SupportLevel::FallbackCopy);
+  const OperationCapability i32_add = require_capability(cpu, "add", DType::Int32(), ExecutionAxis::accumulation);
+  EXPECT_EQ(execution_axes(cpu, i32_add).accumulation, SupportLevel::FallbackCopy);
   const OperationPlan eq = resolve_operation_plan("eq", {DType::Float32(), DType::Float32()});
   try {
     require_capability(cpu, "eq", DType::Float32(), ExecutionAxis::accumulation);
@@ -629,7 +629,7 @@ TEST(ExecutionAxes_DescriptorQueries, RequireCapabilityByAxis) {
   for (CarrierClass cls : {carrier_class<Generic>(), cpu}) {
     for (const OperationCapability& c : capabilities_for_carrier_class(cls)) {
       for (ExecutionAxis axis : all_execution_axes()) {
-        if (c.axes().level(axis) == SupportLevel::Unsupported) {
+        if (execution_axes(cls, c).level(axis) == SupportLevel::Unsupported) {
           EXPECT_THROW_EXACTLY(require_capability(cls, c.to_plan(), axis), UnsupportedOpDType)
               << c.to_plan().to_string();
         } else {
@@ -669,8 +669,11 @@ TEST(ExecutionAxes_DescriptorQueries, CustomClassAxesAreDeclared) {
   ExecutionAxes axes;
   axes.caller_output = SupportLevel::FallbackCopy;
   register_operation_capabilities(Custom<200>::cls(),
-                                  std::vector<OperationCapability>{OperationCapability::from_plan(f32_add_plan(), axes)});
-  EXPECT_EQ(require_capability(Custom<200>::cls(), "add", DType::Float32(), ExecutionAxis::caller_output).axes(), axes);
+                                  std::vector<OperationCapability>{OperationCapability::from_plan(f32_add_plan())},
+                                  std::vector<ExecutionAxes>{axes});
+  EXPECT_EQ(execution_axes(Custom<200>::cls(), require_capability(Custom<200>::cls(), "add", DType::Float32(),
+                                                                  ExecutionAxis::caller_output)),
+            axes);
   try {
     require_capability(Custom<200>::cls(), "add", DType::Float32(), ExecutionAxis::strided_output);
     ADD_FAILURE() << "an Unsupported axis was accepted";
@@ -900,7 +903,8 @@ TYPED_TEST_SUITE(ExecutionAxes_CallerOutput, Shipped);
 TYPED_TEST(ExecutionAxes_CallerOutput, CheckedInt32OverflowLeavesOutputUnchanged) {
   using C = TypeParam;
   const std::int32_t big = std::numeric_limits<std::int32_t>::max();
-  ASSERT_EQ(require_capability(carrier_class<C>(), i32_add_plan()).axes().caller_output, SupportLevel::FallbackCopy);
+  ASSERT_EQ(execution_axes(carrier_class<C>(), require_capability(carrier_class<C>(), i32_add_plan())).caller_output,
+            SupportLevel::FallbackCopy);
   const Tensor a = i32<C>({1, big, 3}, Shape{3});
   const Tensor b = i32<C>({1, 1, 1}, Shape{3});
   const Tensor out = i32<C>({7, 8, 9}, Shape{3});

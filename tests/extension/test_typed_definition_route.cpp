@@ -59,7 +59,13 @@ std::map<std::string, std::vector<OperationPlan>> covered_plans() {
   std::map<std::string, std::vector<OperationPlan>> out;
   for (const char* name : {"add", "elementwise_mul", "div", "maximum", "lt"})
     out[name] = {resolve_operation_plan(name, {f, f})};
-  out["mul"] = {resolve_operation_plan("mul", {f, f}), resolve_operation_plan("mul", {f, PlanOperand(WeakScalar(2.5))})};
+  // mul(weak, tensor) runs the (tensor, weak) plan with its operands in the
+  // call's order (docs/policy.md): a third plan.
+  const OperationPlan tensor_scalar = resolve_operation_plan("mul", {f, PlanOperand(WeakScalar(2.5))});
+  const OperationPlan scalar_tensor("mul", {tensor_scalar.operands()[1], tensor_scalar.operands()[0]},
+                                    tensor_scalar.compute(), tensor_scalar.accumulation(),
+                                    tensor_scalar.accumulator_dtype(), tensor_scalar.output());
+  out["mul"] = {resolve_operation_plan("mul", {f, f}), tensor_scalar, scalar_tensor};
   for (const char* name : {"relu", "neg", "exp", "leaky_relu", "reduce_sum", "reduce_max", "argmax", "cumsum"})
     out[name] = {resolve_operation_plan(name, {f})};
   out["matmul"] = {resolve_operation_plan("matmul", {f, f})};

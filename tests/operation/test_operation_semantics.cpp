@@ -422,13 +422,12 @@ TEST(OperationSemantics_Reference, ExecuteReferenceNormalisesAndValidatesTheRetu
   };
   const Tensor x = f32({1, 2});
   {  // one Tensor -> a one-element tuple
-    const auto d = define_with([](const op::ResolvedInvocation& inv) -> op::ReferenceResult {
-      return std::get<Tensor>(inv.operands()[0]);
-    });
+    const Tensor fresh = f32({2, 4});
+    const auto d = define_with([fresh](const op::ResolvedInvocation&) -> op::ReferenceResult { return fresh; });
     const auto inv = op::resolve_call(*d, {x});
     const std::vector<Tensor> r = op::execute_reference(*d, *inv);
     ASSERT_EQ(r.size(), 1u);
-    EXPECT_TRUE(r[0].is(x));
+    EXPECT_TRUE(r[0].is(fresh));
   }
   {  // an empty tuple
     const auto d = define_with([](const op::ResolvedInvocation&) -> op::ReferenceResult { return std::vector<Tensor>{}; });
