@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "extension/registry.h"
+#include "frontend/autograd_hooks.h"
 #include "frontend/opcheck_support.h"
 #include "frontend/pipeline.h"
 
@@ -190,6 +191,7 @@ OpcheckCase run_case(const OperationDefinition& definition, const Carrier& proto
   std::optional<std::string> reference_error_type, reference_error;
   try {
     const auto reference_invocation = resolve_call(definition, reference_in.operands, sample.options);
+    const frontend::GraphConstructionOff reference_records_nothing;
     reference_out = execute_reference(definition, *reference_invocation);
   } catch (const ProviderContractError& e) {
     return failed("reference", fmt::format("the reference broke its own result contract ({}): {}", e.field(), e.what()));

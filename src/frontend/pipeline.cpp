@@ -166,11 +166,21 @@ void validate(const ResolvedInvocation& invocation, const ProviderResult& result
 // before the first version step; the attachment itself cannot fail, and it
 // snapshots the published versions. The validated result's outputs are
 // moved out, not copied (the result is spent).
+//
+// A published output carries no node but the definition's: an output that
+// is not an exact-object alias and arrives with a node (a view the provider
+// made with graph construction re-enabled, a tensor with history it kept)
+// is published as a detached handle on the same storage, so a
+// NON_DIFFERENTIABLE or unrecorded call returns node-free results. An
+// aliased output is the operand itself and keeps the operand's own history.
 std::vector<Tensor> publish(const std::shared_ptr<const ResolvedInvocation>& invocation, ProviderResult&& result,
                             bool graph) {
   const std::vector<const Carrier*> declared = mutated_carriers(*invocation);
   for (const Carrier* c : declared) c->require_writable(invocation->operation().c_str());  // all, before any bump
   std::vector<Tensor> outputs = extension::detail::ProviderResultAccess::take_outputs(result);
+  const std::span<const ResultSpec> specs = invocation->results();
+  for (std::size_t r = 0; r < outputs.size(); ++r)
+    if (!specs[r].alias_of() && outputs[r].autograd_ctx()) outputs[r] = outputs[r].detach();
   const AutogradHooks* hooks = graph ? &autograd_hooks() : nullptr;
   const std::shared_ptr<autograd::Node> node = hooks ? hooks->prepare_definition_node(invocation, outputs) : nullptr;
   for (const Carrier* c : declared) const_cast<Carrier*>(c)->bump_version();
@@ -281,6 +291,7 @@ std::vector<Tensor> run_composite(const Call& call, const Carrier& prototype,
 
 namespace {
 std::vector<Tensor> run_gated(const Call& call, const Carrier& prototype, PipelineTrace* trace) {
+  const GraphConstructionOff providers_record_nothing;  // call.graph was decided at entry
   const extension::detail::ClassDefinition* record = extension::detail::find_definition_fast(prototype.exact_class());
   if (!record)
     throw RuntimeError(fmt::format("{}: {} has no carrier definition", call.invocation->operation(),
@@ -318,6 +329,7 @@ std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const Resolv
   if (out) {
     const bool graph = graph_would_attach(*invocation);
     admit_definition_output(*invocation, prototype, out, graph);
+    const GraphConstructionOff storage_callbacks_record_nothing;  // the write into `out` too
     const std::vector<Tensor> results = run_gated(Call{invocation, false}, prototype, trace);
     return {write_definition_output(*invocation, results.front(), out)};
   }

@@ -20,6 +20,10 @@ namespace strideweave::frontend {
 // carrier runs through its CompositeProvider instead of patterns. Nothing is
 // published and no version advances on any failure.
 //
+// Every provider callback runs with graph construction disabled, and a
+// published result carries no node but the definition's (docs/extension.md,
+// "Providers run without a graph").
+//
 // `trace` (explain()): when given, receives the route, every matched
 // candidate with its outcome, and what ran.
 struct PipelineTrace {

@@ -17,7 +17,7 @@ namespace {
 
 constexpr frontend::AutogradHooks autograd_recording{&autograd::record_operation, &autograd::refuse_caller_output,
                                                      &is_grad_enabled, &autograd::prepare_definition_node,
-                                                     &autograd::attach_definition_node};
+                                                     &autograd::attach_definition_node, &set_grad_enabled};
 
 void bootstrap() {
   frontend::install_autograd_hooks(&autograd_recording);

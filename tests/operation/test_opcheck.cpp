@@ -409,6 +409,39 @@ TEST(ReferenceExecution_Opcheck, AnInPlaceKernelWritingOtherValuesThanTheReferen
   EXPECT_TRUE(all_are(failed_fields(pattern_report(r, "inplace_wrong_values")), "mutation")) << op::to_text(r);
 }
 
+TEST(ReferenceExecution_Opcheck, TheReferenceAndTheVjpRunWithGraphConstructionDisabled) {
+  // docs/extension.md, "Providers run without a graph": opcheck calls the
+  // reference and the VJP directly, as providers.
+  static std::vector<bool> reference_saw, vjp_saw;
+  const auto d = op::define_operation(
+      "opchk.graph_probe", op::OperationSchema({op::OperandSpec("x", op::OperandKind::TENSOR, true)}),
+      same_shape_resolve(),
+      [](const op::ResolvedInvocation& inv) -> op::ReferenceResult {
+        reference_saw.push_back(is_grad_enabled());
+        return doubling_reference()(inv);
+      },
+      op::VjpFn([](const op::VJPContext& c, std::span<const std::optional<Tensor>> cot) {
+        vjp_saw.push_back(is_grad_enabled());
+        return doubling_vjp(2.0f)(c, cot);
+      }));
+  ext::register_carrier_definition(
+      carrier_class<Arena<8>>(),
+      ext::CarrierDefinition(arena_storage<8>(), ext::KernelProvider(std::make_shared<Iface>("1"),
+                                                                     {pattern(d, "k", [](const auto& inv) {
+                                                                       return fresh<8>(inv, twice);
+                                                                     })})));
+  op::OpcheckOptions o;
+  o.samples = {op::OpcheckSample{{op::SampleTensor{&DType::Float32(), Shape::of({2})}}, {}, "v"}};
+  o.carriers = {ext::create<Arena<8>>(0, DType::Float32())};
+  const op::OpcheckReport r = op::opcheck(*d, o);
+  EXPECT_TRUE(r.passed()) << op::to_text(r);
+  ASSERT_FALSE(reference_saw.empty());
+  ASSERT_FALSE(vjp_saw.empty());
+  EXPECT_TRUE(std::none_of(reference_saw.begin(), reference_saw.end(), [](bool b) { return b; }));
+  EXPECT_TRUE(std::none_of(vjp_saw.begin(), vjp_saw.end(), [](bool b) { return b; }));
+  EXPECT_TRUE(is_grad_enabled());
+}
+
 // A dependent (composite) carrier: its prototype is checked through its
 // CompositeProvider, one pseudo-pattern "composite provider".
 template <int N>
