@@ -1,9 +1,16 @@
-"""Providers cannot leak (issue 24 item 4; operation-semantics.md "Result
-publication validates provider output" and "Automatic differentiation
-belongs to the semantic definition"; docs/extension.md "Providers run
-without a graph"), from Python providers: every provider callback runs with
-graph construction disabled, and a NON_DIFFERENTIABLE result carries no
-node.
+"""Providers cannot leak or half-publish (issue 24 item 4; operation-semantics.md
+"Result publication validates provider output" and "Automatic
+differentiation belongs to the semantic definition"; carrier-extension.md R4;
+docs/extension.md "Providers run without a graph", "Provider writes to
+operands"), from Python providers:
+
+- every provider callback runs with graph construction disabled, and a
+  NON_DIFFERENTIABLE result carries no node;
+- a completion whose ``done`` is still false after ``wait()`` returned is a
+  ProviderContractError naming "completion";
+- a public write to an operand's carrier during provider execution is refused
+  when the operation does not declare the operand mutated, and a declared
+  one advances the version exactly once, or not at all when the call fails.
 """
 
 import itertools
@@ -153,3 +160,80 @@ def test_item4_a_kernel_that_reenables_graph_construction_still_publishes_no_for
     x = device.tensor([1.0, 2.0])
     track_gradients(x)
     assert d(x).grad_fn is None
+
+
+# ---- completions (R4.1)
+
+def test_item4_a_completion_that_is_not_done_after_wait_is_a_provider_contract_error():
+    d = define("never_done")
+    device = None
+    device = Device({d: lambda invocation: Completion(lambda: device.doubled(invocation.call.operands[0]),
+                                                     done_after_wait=False)})
+    x = device.tensor([1.0, 2.0])
+    error = raises_exactly(sw.ProviderContractError, d, x)
+    assert error.field == "completion" and "done" in str(error)
+    # The same check for a transfer's completion.
+    error = raises_exactly(sw.ProviderContractError, sw._core._submit_prepared,
+                           ext.PreparedTransfer(lambda: Completion(lambda: None, done_after_wait=False)))
+    assert error.field == "completion"
+    # A completion that is done after wait() is accepted.
+    ok = define("done")
+    device = Device({ok: lambda invocation: Completion(lambda: device.doubled(invocation.call.operands[0]))})
+    assert values(ok(device.tensor([1.0, 2.0]))) == [2.0, 4.0]
+
+
+# ---- provider writes to operands
+
+def test_item4_an_undeclared_public_write_from_a_python_kernel_is_refused_before_it_writes():
+    refused = []
+
+    def submit(invocation):
+        x = invocation.call.operands[0]
+        try:
+            x.carrier.set_value(0, 100.0)
+        except sw.ProviderContractError as e:  # swallowing the refusal gains nothing
+            refused.append(e.field)
+        return device.doubled(x)
+
+    d = define("scribbler")
+    device = Device({d: submit})
+    x = device.tensor([1.0, 2.0])
+    version = x.carrier.version
+    error = raises_exactly(sw.ProviderContractError, d, x)
+    assert error.field == "mutation" and refused == ["mutation"]
+    assert values(x) == [1.0, 2.0] and x.carrier.version == version
+
+
+def axpy_submit(fail=None):
+    def submit(invocation):
+        y, x = invocation.call.operands
+        sums = [a + b for a, b in zip(values(y), values(x))]
+        for k, v in enumerate(sums):
+            y.carrier.set_value(y.offset + y.layout(k), v)
+        if fail == "raise":
+            raise OSError("device lost after the write (test)")
+        if fail == "new handle":
+            return ext.ProviderResult([sw.Tensor(y.carrier, y.offset, y.layout)])  # not y itself
+        return ext.ProviderResult([y])
+    return submit
+
+
+def test_item4_a_declared_mutation_through_set_value_steps_the_version_exactly_once():
+    d = define("axpy_", tensors=2, resolve_alias=0, mutated=(0,))
+    device = Device({d: axpy_submit()})
+    y, x = device.tensor([1.0, 2.0, 3.0]), device.tensor([10.0, 20.0, 30.0])
+    before = y.carrier.version
+    assert d(y, x).carrier is y.carrier
+    assert values(y) == [11.0, 22.0, 33.0]
+    assert y.carrier.version == before + 1
+
+
+@pytest.mark.parametrize("fail, error", [("raise", OSError), ("new handle", sw.ProviderContractError)])
+def test_item4_a_call_failing_after_a_declared_public_write_leaves_values_and_version(fail, error):
+    d = define(f"axpy_{fail.replace(' ', '_')}_", tensors=2, resolve_alias=0, mutated=(0,))
+    device = Device({d: axpy_submit(fail)})
+    y, x = device.tensor([1.0, 2.0]), device.tensor([10.0, 20.0])
+    before = y.carrier.version
+    raises_exactly(error, d, y, x)
+    assert values(y) == [1.0, 2.0] and y.carrier.version == before
+    assert values(x) == [10.0, 20.0]

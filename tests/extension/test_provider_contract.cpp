@@ -1,8 +1,16 @@
-// Providers cannot leak (issue 24 item 4; operation-semantics.md "Result
-// publication validates provider output", "Automatic differentiation belongs
-// to the semantic definition"; docs/extension.md "Providers run without a
-// graph"): every provider callback runs with graph construction disabled,
-// and a published output carries no node but the definition's.
+// Providers cannot leak or half-publish (issue 24 item 4; operation-semantics.md
+// "Result publication validates provider output", "Automatic differentiation
+// belongs to the semantic definition"; carrier-extension R4, R8; docs/extension.md
+// "Providers run without a graph" and "Provider writes to operands"):
+//   - every provider callback runs with graph construction disabled, and a
+//     published output carries no node but the definition's;
+//   - a public write to an operand's carrier during provider execution is
+//     refused when the operation does not declare it mutated, and logged
+//     (un-versioned) when it does, so a failed call leaves every operand's
+//     values and version as they were and a declared mutation advances the
+//     version exactly once;
+//   - publication refuses a new Tensor over an alias_of operand's storage,
+//     and checks every mutated carrier before stepping any version.
 #include <strideweave/strideweave.h>
 
 #include <fmt/format.h>
@@ -102,6 +110,35 @@ std::shared_ptr<const op::OperationDefinition> copy_op() {
   return d;
 }
 
+// pcontract.axpy_(y, x): y += x in place; the result is y itself (alias_of 0,
+// mutated {0}).
+std::shared_ptr<const op::OperationDefinition> axpy_op() {
+  static const auto d = op::define_operation(
+      "pcontract.axpy_",
+      op::OperationSchema({op::OperandSpec("y", op::OperandKind::TENSOR), op::OperandSpec("x", op::OperandKind::TENSOR)}),
+      [](const op::BoundOperationCall& call) {
+        const Tensor& y = call.tensor(0);
+        return op::ResolvedInvocation(call, f32_plan(call.definition().name(), 2),
+                                      {op::ResultSpec(y.dtype(), y.shape(), y.layout(), 0)}, {0});
+      },
+      std::nullopt, op::NON_DIFFERENTIABLE);
+  return d;
+}
+
+// pcontract.both_(a, b): mutates a and b in place; the result is a itself.
+std::shared_ptr<const op::OperationDefinition> both_op() {
+  static const auto d = op::define_operation(
+      "pcontract.both_",
+      op::OperationSchema({op::OperandSpec("a", op::OperandKind::TENSOR), op::OperandSpec("b", op::OperandKind::TENSOR)}),
+      [](const op::BoundOperationCall& call) {
+        const Tensor& a = call.tensor(0);
+        return op::ResolvedInvocation(call, f32_plan(call.definition().name(), 2),
+                                      {op::ResultSpec(a.dtype(), a.shape(), a.layout(), 0)}, {0, 1});
+      },
+      std::nullopt, op::NON_DIFFERENTIABLE);
+  return d;
+}
+
 template <int N>
 Tensor accel_tensor(std::vector<float> values) {
   auto c = ext::create<Accel<N>>(static_cast<std::int64_t>(values.size()), DType::Float32());
@@ -143,6 +180,18 @@ void register_pattern(const std::shared_ptr<const op::OperationDefinition>& defi
   ext::register_carrier_definition(
       carrier_class<Accel<N>>(),
       ext::CarrierDefinition(accel_storage<N>(), ext::KernelProvider(std::make_shared<Iface>("1"), {p})));
+}
+
+// The call raises ProviderContractError naming `field`; returns its message.
+std::string expect_error(const std::function<void()>& call, const std::string& field) {
+  try {
+    call();
+    ADD_FAILURE() << "expected ProviderContractError(" << field << ")";
+  } catch (const ProviderContractError& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+    return e.what();
+  }
+  return "";
 }
 
 // ---------------------------------------------------------------- graph construction
@@ -288,6 +337,240 @@ TEST(OperationSemantics_ResultPublication, AKernelThatReenablesGraphConstruction
   EXPECT_EQ(recorded.autograd_ctx()->name(), "pcontract.double");  // the definition's, not "reshape"
   NoGradGuard off;
   EXPECT_FALSE((*double_op())({w})[0].autograd_ctx());  // unrecorded call: none
+}
+
+// ---------------------------------------------------------------- provider writes to operands
+
+enum class Write { set_value, write_slots, scatter, bump_version };
+const char* name_of(Write w) {
+  switch (w) {
+    case Write::set_value: return "set_value";
+    case Write::write_slots: return "write_slots";
+    case Write::scatter: return "scatter";
+    case Write::bump_version: return "bump_version";
+  }
+  return "?";
+}
+
+// A public write of 100 into slot 0 of `t`'s carrier, by the path `how`.
+void public_write(const Tensor& t, Write how) {
+  Carrier& c = *t.carrier();
+  const Value hundred = Value::from_float32(100);
+  switch (how) {
+    case Write::set_value: c.set_value(0, hundred); break;
+    case Write::write_slots: {
+      const std::int64_t slot = 0;
+      c.write_slots(std::span(&slot, 1), std::span(&hundred, 1));
+      break;
+    }
+    case Write::scatter: {
+      const Tensor source(c.new_like(std::vector<Value>{hundred}), 0, Layout::compact(Shape{1}));
+      c.scatter(source, Tensor(t.carrier(), 0, Layout::compact(Shape{1})), Layout::compact(Shape{1}));
+      break;
+    }
+    case Write::bump_version: c.bump_version(); break;
+  }
+}
+
+template <int N>
+void check_undeclared_write_is_refused(Write how) {
+  SCOPED_TRACE(name_of(how));
+  static std::atomic<int> refusals{0};
+  refusals = 0;
+  register_pattern<N>(double_op(), 1, [how](const op::ResolvedInvocation& inv) {
+    try {
+      public_write(std::get<Tensor>(inv.operands()[0]), how);
+    } catch (const ProviderContractError& e) {  // a provider that swallows the refusal gains nothing
+      EXPECT_EQ(e.field(), "mutation");
+      ++refusals;
+    }
+    return doubled<N>(inv);
+  });
+  const Tensor x = accel_tensor<N>({1, 2});
+  const auto version = x.carrier()->version();
+  expect_error([&] { (*double_op())({x}); }, "mutation");
+  EXPECT_EQ(refusals.load(), 1);
+  EXPECT_EQ(floats(x), (std::vector<float>{1, 2}));
+  EXPECT_EQ(x.carrier()->version(), version);
+  // The guard ends with the call.
+  x.carrier()->set_value(0, Value::from_float32(5));
+  EXPECT_EQ(x.carrier()->version(), version + 1);
+}
+
+TEST(OperationSemantics_ResultPublication_ProviderWrites, AnUndeclaredPublicWriteIsRefusedBeforeAnythingIsWritten) {
+  check_undeclared_write_is_refused<10>(Write::set_value);
+  check_undeclared_write_is_refused<11>(Write::write_slots);
+  check_undeclared_write_is_refused<12>(Write::scatter);
+  check_undeclared_write_is_refused<13>(Write::bump_version);
+}
+
+TEST(OperationSemantics_ResultPublication_ProviderWrites, AWriteFromAnotherThreadOfTheProviderIsRefusedToo) {
+  register_pattern<14>(double_op(), 1, [](const op::ResolvedInvocation& inv) {
+    const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+    std::thread worker([&x] {
+      try {
+        x.carrier()->set_value(1, Value::from_float32(100));
+      } catch (const ProviderContractError&) {
+      }
+    });
+    worker.join();
+    return doubled<14>(inv);
+  });
+  const Tensor x = accel_tensor<14>({1, 2});
+  const auto version = x.carrier()->version();
+  expect_error([&] { (*double_op())({x}); }, "mutation");
+  EXPECT_EQ(floats(x), (std::vector<float>{1, 2}));
+  EXPECT_EQ(x.carrier()->version(), version);
+}
+
+// y += x through `how` (set_value per slot, or one write_slots), returning y.
+ext::ProviderResult axpy_through(const op::ResolvedInvocation& inv, Write how) {
+  const Tensor& y = std::get<Tensor>(inv.operands()[0]);
+  const Tensor& x = std::get<Tensor>(inv.operands()[1]);
+  const std::vector<Value> yv = y.values(), xv = x.values();
+  std::vector<std::int64_t> slots;
+  std::vector<Value> sums;
+  for (std::size_t k = 0; k < yv.size(); ++k) {
+    slots.push_back(y.offset() + y.layout()(static_cast<std::int64_t>(k)));
+    sums.push_back(Value::from_float32(yv[k].f + xv[k].f));
+  }
+  if (how == Write::write_slots) {
+    y.carrier()->write_slots(slots, sums);
+  } else {
+    for (std::size_t k = 0; k < slots.size(); ++k) y.carrier()->set_value(slots[k], sums[k]);
+  }
+  return ext::ProviderResult({y});
+}
+
+TEST(OperationSemantics_ResultPublication_ProviderWrites, ADeclaredMutationThroughPublicWritesAdvancesTheVersionExactlyOnce) {
+  register_pattern<20>(axpy_op(), 2, [](const op::ResolvedInvocation& inv) { return axpy_through(inv, Write::set_value); });
+  const Tensor y = accel_tensor<20>({1, 2, 3});
+  const Tensor x = accel_tensor<20>({10, 20, 30});
+  const auto before = y.carrier()->version(), x_before = x.carrier()->version();
+  const Tensor r = (*axpy_op())({y, x})[0];
+  EXPECT_TRUE(r.is(y));
+  EXPECT_EQ(floats(y), (std::vector<float>{11, 22, 33}));
+  EXPECT_EQ(y.carrier()->version(), before + 1);  // three set_value calls, one version step
+  EXPECT_EQ(x.carrier()->version(), x_before);
+  // Aliasing: the non-mutated operand views the mutated carrier, so the
+  // declaration covers it; still one step.
+  register_pattern<21>(axpy_op(), 2, [](const op::ResolvedInvocation& inv) { return axpy_through(inv, Write::write_slots); });
+  const Tensor z = accel_tensor<21>({1, 2, 3, 4});
+  const Tensor head(z.carrier(), 0, Layout::compact(Shape{2})), tail(z.carrier(), 2, Layout::compact(Shape{2}));
+  const auto z_before = z.carrier()->version();
+  (*axpy_op())({head, tail});
+  EXPECT_EQ(floats(z), (std::vector<float>{4, 6, 3, 4}));
+  EXPECT_EQ(z.carrier()->version(), z_before + 1);
+}
+
+TEST(OperationSemantics_ResultPublication_ProviderWrites, ACallThatFailsAfterADeclaredPublicWriteLeavesValuesAndVersion) {
+  // The provider writes y through the public path and then fails: by
+  // throwing, or by returning a result publication rejects.
+  register_pattern<22>(axpy_op(), 2, [](const op::ResolvedInvocation& inv) -> ext::ResultSubmission {
+    axpy_through(inv, Write::set_value);
+    throw RuntimeError("device lost after the write (test)");
+  });
+  register_pattern<23>(axpy_op(), 2, [](const op::ResolvedInvocation& inv) -> ext::ResultSubmission {
+    axpy_through(inv, Write::write_slots);
+    const Tensor& y = std::get<Tensor>(inv.operands()[0]);
+    return ext::ProviderResult({Tensor(y.carrier(), y.offset(), y.layout())});  // a new handle, not y itself
+  });
+  register_pattern<24>(axpy_op(), 2, [](const op::ResolvedInvocation& inv) -> ext::ResultSubmission {
+    axpy_through(inv, Write::set_value);
+    return ext::ProviderCompletion<ext::ProviderResult>::deferred(
+        []() -> ext::ProviderResult { throw RuntimeError("the completion failed (test)"); });
+  });
+  const auto check = [](const Tensor& y, const Tensor& x, const std::string& field) {
+    const auto before = y.carrier()->version();
+    if (field.empty()) {
+      EXPECT_THROW((*axpy_op())({y, x}), RuntimeError);
+    } else {
+      expect_error([&] { (*axpy_op())({y, x}); }, field);
+    }
+    EXPECT_EQ(floats(y), (std::vector<float>{1, 2}));
+    EXPECT_EQ(y.carrier()->version(), before);
+    EXPECT_EQ(floats(x), (std::vector<float>{10, 20}));
+  };
+  check(accel_tensor<22>({1, 2}), accel_tensor<22>({10, 20}), "");
+  check(accel_tensor<23>({1, 2}), accel_tensor<23>({10, 20}), "alias");
+  check(accel_tensor<24>({1, 2}), accel_tensor<24>({10, 20}), "");
+}
+
+TEST(OperationSemantics_ResultPublication_ProviderWrites, ADecliningCandidatesPublicWritesAreUndoneBeforeTheNextOne) {
+  // carrier-extension R11.5: a decline moves on with no mutation; the next
+  // candidate starts from the operand as it was.
+  auto writes_then_declines = ext::KernelPattern(
+      axpy_op(), {f32_capability("pcontract.axpy_", 2)}, "first",
+      [](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface&) -> ext::KernelPattern::Prepared {
+        std::get<Tensor>(inv.operands()[0]).carrier()->set_value(0, Value::from_float32(1000));
+        return ext::Unsupported("changed its mind after writing");
+      },
+      10);
+  auto computes = ext::KernelPattern(
+      axpy_op(), {f32_capability("pcontract.axpy_", 2)}, "second",
+      [](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+        return ext::PreparedKernel(self_of(i), [inv = &inv]() -> ext::ResultSubmission {
+          return axpy_through(*inv, Write::set_value);
+        });
+      });
+  ext::register_carrier_definition(
+      carrier_class<Accel<25>>(),
+      ext::CarrierDefinition(accel_storage<25>(),
+                             ext::KernelProvider(std::make_shared<Iface>("1"), {writes_then_declines, computes})));
+  const Tensor y = accel_tensor<25>({1, 2}), x = accel_tensor<25>({10, 20});
+  const auto before = y.carrier()->version();
+  (*axpy_op())({y, x});
+  EXPECT_EQ(floats(y), (std::vector<float>{11, 22}));
+  EXPECT_EQ(y.carrier()->version(), before + 1);
+}
+
+// ---------------------------------------------------------------- publication (planted faults)
+
+TEST(OperationSemantics_ResultPublication, ANewTensorOverAnAliasOfOperandsStorageIsAnAliasErrorAndNoVersionMoves) {
+  // alias_of names the operand object itself; a distinct Tensor over the
+  // same storage is not it (operation-semantics: "an aliased result ... SHALL
+  // be the declared operand object").
+  register_pattern<30>(axpy_op(), 2, [](const op::ResolvedInvocation& inv) -> ext::ResultSubmission {
+    const Tensor& y = std::get<Tensor>(inv.operands()[0]);
+    return ext::ProviderResult({Tensor(y.carrier(), y.offset(), y.layout())});
+  });
+  const Tensor y = accel_tensor<30>({1, 2}), x = accel_tensor<30>({3, 4});
+  const auto before = y.carrier()->version();
+  const std::string what = expect_error([&] { (*axpy_op())({y, x}); }, "alias");
+  EXPECT_NE(what.find("alias_of"), std::string::npos) << what;
+  EXPECT_NE(what.find("operand 0"), std::string::npos) << what;
+  EXPECT_EQ(y.carrier()->version(), before);
+  EXPECT_EQ(floats(y), (std::vector<float>{1, 2}));
+}
+
+TEST(OperationSemantics_ResultPublication, AKernelReleasingOneOfTwoMutatedCarriersFailsWithTheOtherVersionUnchanged) {
+  // Publication checks every declared mutated carrier before it steps any
+  // version: a carrier the kernel released fails the call, and the other
+  // one's version stays as it was.
+  register_pattern<31>(both_op(), 2, [](const op::ResolvedInvocation& inv) -> ext::ResultSubmission {
+    const Tensor& a = std::get<Tensor>(inv.operands()[0]);
+    const Tensor& b = std::get<Tensor>(inv.operands()[1]);
+    static_cast<Accel<31>&>(*a.carrier()).arena[0] = Value::from_float32(50);  // through its own storage
+    b.carrier()->release();
+    return ext::ProviderResult({a});
+  });
+  const Tensor a = accel_tensor<31>({1, 2}), b = accel_tensor<31>({3, 4});
+  const auto before = a.carrier()->version();
+  EXPECT_THROW((*both_op())({a, b}), RuntimeError);
+  EXPECT_TRUE(b.carrier()->is_released());
+  EXPECT_EQ(a.carrier()->version(), before);
+  // The same through the public write path: the write is undone too.
+  register_pattern<32>(both_op(), 2, [](const op::ResolvedInvocation& inv) -> ext::ResultSubmission {
+    const Tensor& first = std::get<Tensor>(inv.operands()[0]);
+    first.carrier()->set_value(0, Value::from_float32(50));
+    std::get<Tensor>(inv.operands()[1]).carrier()->release();
+    return ext::ProviderResult({first});
+  });
+  const Tensor c = accel_tensor<32>({1, 2}), d = accel_tensor<32>({3, 4});
+  const auto c_before = c.carrier()->version();
+  EXPECT_THROW((*both_op())({c, d}), RuntimeError);
+  EXPECT_EQ(c.carrier()->version(), c_before);
+  EXPECT_EQ(floats(c), (std::vector<float>{1, 2}));
 }
 
 }  // namespace
