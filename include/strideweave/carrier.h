@@ -12,6 +12,12 @@
 //       error in C++.)
 //   version() — non-negative, monotonic; +1 per successful set_value; failed
 //       writes, allocation, construction and release add nothing.
+//   While a definition-backed operation's provider callbacks run, the public
+//   writes (set_value, write_slots, scatter, bump_version) to its operands'
+//   carriers are guarded (docs/extension.md, "Provider writes to
+//   operands"): refused with ProviderContractError on a carrier the
+//   operation does not declare mutated; logged, and not versioned, on one it
+//   does (the operation steps the version once when it publishes).
 //   is_mutable() — intrinsic mutability and not owned by a composite.
 //   release() — permanent and idempotent; RuntimeError on an owned carrier.
 //       A storage hook that throws leaves the carrier live (nothing
@@ -59,7 +65,8 @@ class OperationCapability;
 class OperationPlan;
 class Tensor;
 namespace detail {
-struct MoveAccess;  // src/movement: the move transaction's un-versioned access
+struct MoveAccess;      // src/movement: the move transaction's un-versioned access
+struct ProviderWrites;  // src/storage/provider_writes.h: the pipeline's guard while providers run
 }  // namespace detail
 
 // The identity of T (carrier-class.h): for any T, so that registries can
@@ -248,6 +255,7 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
  private:
   friend class DependentCarrier;
   friend struct detail::MoveAccess;
+  friend struct detail::ProviderWrites;
   struct DependentTag {};
   // DependentCarrier's constructors: the only way to mark an instance
   // dependent, so a subclass cannot send the capability gate into a
@@ -265,6 +273,12 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   std::atomic<bool> owned_{false};
   std::atomic<bool> released_{false};
   std::atomic<std::uint64_t> version_{0};
+  // The provider-write guard (src/storage/provider_writes.h): the number of
+  // read-only watches in the low 32 bits, of mutation journals in the high
+  // 32 bits (zero: no guard, the one load a public write pays); and the
+  // number of public writes refused so far.
+  std::atomic<std::uint64_t> provider_guard_{0};
+  std::atomic<std::uint64_t> refused_writes_{0};
   bool dependent_instance_ = false;
   // A run-time class's identity, or null (the exact C++ type's identity).
   const detail::CarrierClassRecord* runtime_class_ = nullptr;

@@ -228,6 +228,18 @@ void accept_completion(py::handle value, const std::string& who) {
     throw TypeError(fmt::format("{} returned a completion whose `wait` is not callable (R4.1)", who));
 }
 
+// R4.1: `done` is true exactly at the terminal outcome, so a completion
+// whose wait() returned while `done` still reads false broke its contract:
+// that is the wait's terminal outcome (operation-semantics.md, "Result
+// publication validates ... successful completion").
+void require_done_after_wait(py::handle completion, const std::string& who) {
+  py::object done = completion.attr("done");
+  if (done.ptr() != Py_True)
+    throw ProviderContractError("completion", fmt::format("{}'s completion.wait() returned but its `done` is {} "
+                                                          "(R4.1: done is true exactly at the terminal outcome)",
+                                                          who, repr_of(done)));
+}
+
 ext::ProviderResult provider_result_of(py::handle value, const std::string& who) {
   if (py::isinstance<ProviderResultRecord>(value)) return value.cast<const ProviderResultRecord&>().cpp;
   if (is_tensor(value))
@@ -245,6 +257,7 @@ ext::ResultSubmission result_submission(py::handle value, const std::string& who
   return ext::ProviderCompletion<ext::ProviderResult>::deferred([completion, who]() {
     py::gil_scoped_acquire gil;
     py::object outcome = completion->object.attr("wait")();
+    require_done_after_wait(completion->object, who);
     return provider_result_of(outcome, who + "'s completion.wait()");
   });
 }
@@ -259,6 +272,7 @@ ext::TransferSubmission transfer_submission(py::handle value, const std::string&
   return ext::ProviderCompletion<void>::deferred([completion, who]() {
     py::gil_scoped_acquire gil;
     py::object outcome = completion->object.attr("wait")();
+    require_done_after_wait(completion->object, who);
     if (!outcome.is_none())
       throw TypeError(fmt::format("{}'s completion.wait() returned {}, not None (R4.4)", who, repr_of(outcome)));
   });

@@ -6,6 +6,8 @@ so every test that needs a custom carrier makes fresh classes with
 make_carrier_class() instead of sharing one.
 """
 
+import time
+
 import pytest
 
 import strideweave as sw
@@ -13,6 +15,23 @@ import strideweave as sw
 F32 = sw.DType.Float32
 I32 = sw.DType.Int32
 BOOL = sw.DType.Bool
+
+
+# Every wait in the suite is bounded: a wait whose condition never comes (a
+# thread that died before a barrier, a completion that never settles) fails
+# with a message after HANG_DEADLINE seconds instead of hanging the run. The
+# bound only catches a hang; it is no timing threshold.
+HANG_DEADLINE = 120.0
+
+
+def join_bounded(threads, what):
+    """Joins every thread within HANG_DEADLINE seconds in all; fails naming
+    `what` when one is still running."""
+    deadline = time.monotonic() + HANG_DEADLINE
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    alive = sum(t.is_alive() for t in threads)
+    assert alive == 0, f"{alive} thread(s) still running after {HANG_DEADLINE:.0f} s: {what}"
 
 
 def raises_exactly(error_type, function, *args, match=None, **kwargs):

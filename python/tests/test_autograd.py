@@ -6,7 +6,7 @@ import threading
 import pytest
 
 import strideweave as sw
-from conftest import F32, I32, raises_exactly
+from conftest import F32, I32, join_bounded, raises_exactly
 
 
 def leaf(values):
@@ -153,7 +153,7 @@ def test_grad_mode_context_managers_restore_and_are_thread_local():
     with sw.no_grad():
         thread = threading.Thread(target=lambda: seen.append(sw.is_grad_enabled()))
         thread.start()
-        thread.join()
+        join_bounded([thread], "the thread reading its grad mode")
     assert seen == [True]  # each thread starts enabled
     sw.set_grad_enabled(False)
     assert not sw.is_grad_enabled()

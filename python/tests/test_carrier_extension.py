@@ -12,7 +12,7 @@ import pytest
 
 import strideweave as sw
 from strideweave.carriers import extension as ext
-from conftest import BOOL, F32, I32, plan, raises_exactly
+from conftest import BOOL, F32, I32, join_bounded, plan, raises_exactly
 
 ADD = plan("add", F32, F32)
 MUL = plan("mul", F32, F32)
@@ -402,8 +402,7 @@ def test_R3_4_callbacks_run_with_the_gil_from_other_threads():
     threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    join_bounded(threads, "the writing threads")
     assert errors == [] and list(c) == [float(i) for i in range(64)] and c.version == 64
 
 

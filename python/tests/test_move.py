@@ -17,7 +17,7 @@ from strideweave.carriers.move import (
     unregister_move_operation,
 )
 
-from conftest import F32, I32, make_carrier_class, raises_exactly
+from conftest import F32, I32, join_bounded, make_carrier_class, raises_exactly
 
 
 def file(size=0):
@@ -289,8 +289,7 @@ def test_move_async_returns_an_await_move_that_is_idempotent_across_threads():
     threads = [threading.Thread(target=lambda: results.append(pending.wait())) for _ in range(4)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    join_bounded(threads, "the threads waiting on one AwaitMove")
     assert pending.done is True
     assert len(results) == 4 and all(r.tolist() == [1.0, 2.0] for r in results)
     assert x.carrier.is_released()

@@ -35,7 +35,7 @@ import pytest
 import strideweave as sw
 from strideweave import operation as op
 
-from conftest import BOOL, F32, I32, make_carrier_class, raises_exactly
+from conftest import BOOL, F32, HANG_DEADLINE, I32, join_bounded, make_carrier_class, raises_exactly
 
 T = sw.OperandRole.TENSOR
 W = sw.OperandRole.WEAK_SCALAR
@@ -459,7 +459,7 @@ def test_R4_registration_is_one_shot():
 
 def test_R4_concurrent_definitions_of_one_name_have_one_winner():
     name = fresh("raced")
-    barrier = threading.Barrier(8)
+    barrier = threading.Barrier(8, timeout=HANG_DEADLINE)
     outcomes = []
 
     def define():
@@ -472,8 +472,7 @@ def test_R4_concurrent_definitions_of_one_name_have_one_winner():
     threads = [threading.Thread(target=define) for _ in range(8)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    join_bounded(threads, "the racing definitions")
     winners = [o for o in outcomes if isinstance(o, op.OperationDefinition)]
     assert len(outcomes) == 8 and len(winners) == 1
     assert op.get_definition(name) is winners[0]
@@ -595,8 +594,7 @@ def test_R4_callbacks_run_from_many_threads():
     threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    join_bounded(threads, "the resolving threads")
     assert errors == []
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import strideweave as sw
-from conftest import BOOL, F32, I32, raises_exactly
+from conftest import BOOL, F32, HANG_DEADLINE, I32, join_bounded, raises_exactly
 
 
 def test_every_public_operation_is_a_function_of_the_package():
@@ -177,10 +177,11 @@ def test_kernels_run_with_the_gil_released():
     ticks = []
     thread = threading.Thread(target=worker)
     thread.start()
-    while thread.is_alive():
+    deadline = time.perf_counter() + HANG_DEADLINE  # catches a hang only
+    while thread.is_alive() and time.perf_counter() < deadline:
         ticks.append(time.perf_counter())
         time.sleep(0.0005)
-    thread.join()
+    join_bounded([thread], "the thread running kernels")
     start, end = window["start"], window["end"]
     middle = [t for t in ticks if start + 0.25 * (end - start) < t < end - 0.25 * (end - start)]
     assert end - start > 0.05, "the kernel was too short to tell"

@@ -10,7 +10,7 @@ import weakref
 import pytest
 
 import strideweave as sw
-from conftest import BOOL, F32, I32, make_carrier_class, make_dependent_class, plan, raises_exactly
+from conftest import BOOL, F32, I32, join_bounded, make_carrier_class, make_dependent_class, plan, raises_exactly
 
 ADD = plan("add", F32, F32)
 MUL = plan("mul", F32, F32)
@@ -162,8 +162,7 @@ def test_hooks_run_from_other_threads_holding_the_gil_only_while_they_run():
     threads = [threading.Thread(target=reader) for _ in range(4)]
     for th in threads:
         th.start()
-    for th in threads:
-        th.join()
+    join_bounded(threads, "the reading threads")
     assert c.calls["_read_slot"] == 4 * 20 * 64
 
 

@@ -44,6 +44,8 @@ struct AutogradHooks {
                                                         const std::shared_ptr<Operation>& target);
   void (*run_dispatch_hook)(Operation& op, const Carrier& prototype, const OperationPlan& plan,
                             const DispatchedCall& call);
+  // Sets graph construction for the calling thread (GraphConstructionOff).
+  void (*set_grad_enabled)(bool enabled) noexcept;
 };
 
 // Installs the hooks (the bootstrap does, once); `hooks` must outlive the
@@ -53,5 +55,25 @@ void install_autograd_hooks(const AutogradHooks* hooks) noexcept;
 // The installed hooks, after the bootstrap ran. RuntimeError when none were
 // installed (only possible for a library assembled without its bootstrap).
 const AutogradHooks& autograd_hooks();
+
+// Graph construction disabled on the calling thread while it lives, and the
+// previous state restored when it ends (exceptions included): every provider
+// callback (pattern prepare, submit, completion wait, a CompositeProvider's
+// result_carriers and prepare, storage callbacks inside an operation) and
+// opcheck's direct reference and VJP calls run under one, so a provider
+// records no node (docs/extension.md, "Providers run without a graph").
+class GraphConstructionOff {
+ public:
+  GraphConstructionOff() : hooks_(autograd_hooks()), previous_(hooks_.grad_enabled()) {
+    hooks_.set_grad_enabled(false);
+  }
+  ~GraphConstructionOff() { hooks_.set_grad_enabled(previous_); }
+  GraphConstructionOff(const GraphConstructionOff&) = delete;
+  GraphConstructionOff& operator=(const GraphConstructionOff&) = delete;
+
+ private:
+  const AutogradHooks& hooks_;
+  bool previous_;
+};
 
 }  // namespace strideweave::frontend

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "frontend/autograd_hooks.h"
 #include "frontend/opcheck_support.h"
 
 namespace strideweave::frontend::opcheck {
@@ -35,6 +36,7 @@ Built perturbed(const Carrier& prototype, const operation::OpcheckSample& sample
 double projected(const operation::OperationDefinition& definition, const operation::OpcheckSample& sample,
                  const Built& call, const std::vector<std::optional<Tensor>>& cotangents) {
   const auto invocation = operation::resolve_call(definition, call.operands, sample.options);
+  const GraphConstructionOff reference_records_nothing;
   const std::vector<Tensor> out = operation::execute_reference(definition, *invocation);
   double sum = 0;
   for (std::size_t r = 0; r < out.size() && r < cotangents.size(); ++r) {
@@ -74,6 +76,7 @@ std::vector<OpcheckCase> check_gradients(const operation::OperationDefinition& d
     std::vector<Tensor> outputs;
     try {
       invocation = operation::resolve_call(definition, base.operands, sample.options);
+      const GraphConstructionOff reference_records_nothing;
       outputs = operation::execute_reference(definition, *invocation);
     } catch (const Error& e) {
       out.push_back(OpcheckCase{label, "all operands", OpcheckStatus::SKIPPED, {},
@@ -96,6 +99,7 @@ std::vector<OpcheckCase> check_gradients(const operation::OperationDefinition& d
     std::vector<std::optional<Tensor>> grads;
     try {
       const operation::VJPContext context(invocation, outputs, saved);
+      const GraphConstructionOff vjp_records_nothing;
       grads = (*vjp)(context, cotangents);
     } catch (const Error& e) {
       out.push_back(fail(label, "all operands", "vjp", fmt::format("the VJP raised {}: {}", e.type_name(), e.what())));

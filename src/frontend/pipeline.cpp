@@ -17,9 +17,11 @@
 #include "frontend/autograd_hooks.h"
 #include "frontend/definition_output.h"
 #include "storage/gate.h"
+#include "storage/provider_writes.h"
 
 namespace strideweave::frontend {
 
+namespace storage_detail = strideweave::detail;
 using extension::ProviderCompletion;
 using extension::ProviderResult;
 using extension::ResultSubmission;
@@ -46,70 +48,130 @@ struct Who {
 };
 std::string text(const Who& w) { return fmt::format("{} on {}", w.invocation->operation(), w.carrier->class_name()); }
 
-// Small operand counts stay on the stack.
-class OperandVersions {
- public:
-  explicit OperandVersions(const ResolvedInvocation& invocation) : n_(invocation.operands().size()) {
-    if (n_ > inline_.size()) heap_.resize(n_);
-    std::uint64_t* out = data();
-    for (std::size_t i = 0; i < n_; ++i) {
-      const auto& o = invocation.operands()[i];
-      out[i] = std::holds_alternative<Tensor>(o) ? std::get<Tensor>(o).carrier()->version() : 0;
-    }
-  }
-  std::uint64_t operator[](std::size_t i) const { return n_ > inline_.size() ? heap_[i] : inline_[i]; }
-
- private:
-  std::uint64_t* data() { return n_ > inline_.size() ? heap_.data() : inline_.data(); }
-  std::size_t n_;
-  std::array<std::uint64_t, 8> inline_{};
-  std::vector<std::uint64_t> heap_;
-};
-
 // The carriers the invocation declares mutated (each once).
-// (Empty, with no allocation, when nothing is declared mutated.)
-std::vector<const Carrier*> mutated_carriers(const ResolvedInvocation& invocation) {
-  std::vector<const Carrier*> out;
+std::vector<Carrier*> mutated_carriers(const ResolvedInvocation& invocation) {
+  std::vector<Carrier*> out;
   for (std::size_t i : invocation.mutated_operands()) {
-    const Carrier* c = std::get<Tensor>(invocation.operands()[i]).carrier().get();
+    Carrier* c = std::get<Tensor>(invocation.operands()[i]).carrier().get();
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
   return out;
 }
 
-// Versions are per carrier: an operand whose carrier is covered by a
-// declared mutation (a view of a mutated operand included) may change; any
-// other operand's carrier must not have.
-void check_undeclared_mutation(const ResolvedInvocation& invocation, const OperandVersions& before, const Who& who) {
-  const std::vector<const Carrier*> declared = mutated_carriers(invocation);
-  for (std::size_t i = 0; i < invocation.operands().size(); ++i) {
-    const Tensor* in = std::get_if<Tensor>(&invocation.operands()[i]);
-    if (!in || std::find(declared.begin(), declared.end(), in->carrier().get()) != declared.end()) continue;
-    if (in->carrier()->version() != before[i])
-      throw ProviderContractError("mutation", fmt::format("{}: operand {}'s carrier changed version during the call "
-                                                          "but no declared mutated operand covers it",
-                                                          text(who), i));
+// From before the first provider callback until publication (docs/extension.md,
+// "Provider writes to operands"; src/storage/provider_writes.h):
+//   - every operand carrier that no declared mutated operand covers
+//     (versions are per carrier: a view of a mutated operand is covered) is
+//     watched read-only: a public write to it is refused, and check() fails
+//     the call when a write was refused or its version moved all the same;
+//   - every declared one logs public writes without a version step. Ending
+//     without commit() (any failure) writes the logs back, so each operand
+//     holds what it held and its version never moved; decline() does the
+//     same between candidates, so the next one starts from the operands as
+//     they were. commit() ends the guard just before publication's one
+//     version step per declared carrier.
+// A call that declares nothing mutated allocates nothing here.
+class ProviderScope {
+ public:
+  explicit ProviderScope(const ResolvedInvocation& invocation) {
+    if (!invocation.mutated_operands().empty()) declared_ = mutated_carriers(invocation);
+    const std::span<const operation::CallOperand> operands = invocation.operands();
+    try {  // a failed allocation below must not leave a carrier watched
+      for (std::size_t i = 0; i < operands.size(); ++i) {
+        const Tensor* t = std::get_if<Tensor>(&operands[i]);
+        if (!t) continue;
+        Carrier* c = t->carrier().get();
+        if (std::find(declared_.begin(), declared_.end(), c) != declared_.end() || watching(c)) continue;
+        if (watched_ >= inline_.size()) more_.reserve(watched_ + 1 - inline_.size());
+        const Watched w{c, i, storage_detail::ProviderWrites::watch(*c), c->version()};
+        if (watched_ < inline_.size()) inline_[watched_] = w;
+        else more_.push_back(w);  // reserved: cannot throw
+        ++watched_;
+      }
+      for (Carrier* c : declared_) journals_.push_back(std::make_unique<storage_detail::MutationJournal>(*c));
+    } catch (...) {
+      unwatch();
+      throw;
+    }
   }
-}
+  ~ProviderScope() {
+    if (!committed_) restore();
+    unwatch();
+  }
+  ProviderScope(const ProviderScope&) = delete;
+  ProviderScope& operator=(const ProviderScope&) = delete;
+
+  void decline() noexcept { restore(); }
+  // A refused write (a provider may have caught the error and carried on),
+  // or a version step by a path the guard does not see, fails the call as
+  // the undeclared mutation it is.
+  void check(const Who& who) const {
+    for (std::size_t k = 0; k < watched_; ++k) {
+      const Watched& w = at(k);
+      if (storage_detail::ProviderWrites::refused_writes(*w.carrier) != w.refused_before)
+        throw ProviderContractError("mutation", fmt::format("{}: a provider wrote operand {}'s carrier, which no "
+                                                            "declared mutated operand covers (the write was refused)",
+                                                            text(who), w.operand));
+      if (w.carrier->version() != w.version_before)
+        throw ProviderContractError("mutation", fmt::format("{}: operand {}'s carrier changed version during the "
+                                                            "call but no declared mutated operand covers it",
+                                                            text(who), w.operand));
+    }
+  }
+  // The declared mutated carriers, each once.
+  const std::vector<Carrier*>& declared() const noexcept { return declared_; }
+  void commit() noexcept {
+    committed_ = true;
+    unwatch();
+    journals_.clear();
+  }
+
+ private:
+  struct Watched {
+    Carrier* carrier;
+    std::size_t operand;  // the first operand on it (messages)
+    std::uint64_t refused_before;
+    std::uint64_t version_before;
+  };
+  const Watched& at(std::size_t k) const { return k < inline_.size() ? inline_[k] : more_[k - inline_.size()]; }
+  bool watching(const Carrier* c) const {
+    for (std::size_t k = 0; k < watched_; ++k)
+      if (at(k).carrier == c) return true;
+    return false;
+  }
+  void unwatch() noexcept {
+    for (std::size_t k = 0; k < watched_; ++k) storage_detail::ProviderWrites::unwatch(*at(k).carrier);
+    watched_ = 0;
+  }
+  void restore() noexcept {
+    for (auto& j : journals_) j->restore();
+  }
+  std::array<Watched, 4> inline_;  // the first watched_ are set
+  std::vector<Watched> more_;
+  std::size_t watched_ = 0;
+  std::vector<Carrier*> declared_;
+  std::vector<std::unique_ptr<storage_detail::MutationJournal>> journals_;
+  bool committed_ = false;
+};
 
 // Takes the submission by value: a ready result is moved out, not copied.
-ProviderResult settle(ResultSubmission submission, const Who& who) {
+// A framework ProviderCompletion is done() whenever wait() returned (its
+// state settles before wait() returns); a foreign completion whose `done`
+// is still false after its wait() returned is the ProviderContractError
+// "completion" that the binding's adapter raises from wait()
+// (python/src/extension.cpp), so it arrives here as the wait's terminal
+// exception.
+ProviderResult settle(ResultSubmission submission) {
   if (auto* ready = std::get_if<ProviderResult>(&submission)) return std::move(*ready);
-  const auto& completion = std::get<ProviderCompletion<ProviderResult>>(submission);
-  ProviderResult result = completion.wait();  // the provider's exception is terminal and propagates
-  if (!completion.done())
-    throw ProviderContractError("completion", fmt::format("{}: the completion returned from wait() but reports done() "
-                                                          "== false",
-                                                          text(who)));
-  return result;
+  return std::get<ProviderCompletion<ProviderResult>>(submission).wait();  // its exception is terminal
 }
 
 // Publication validation (operation-semantics.md, "Result publication
 // validates provider output"): every field of every result against its
-// ResultSpec, then the undeclared-mutation check.
+// ResultSpec, then (ProviderScope::check) the undeclared-mutation check.
 template <class ExpectedClass>
 void validate(const ResolvedInvocation& invocation, const ProviderResult& result, ExpectedClass expected_class,
-              const OperandVersions& versions_before, const Who& who) {
+              const ProviderScope& scope, const Who& who) {
   const std::span<const ResultSpec> specs = invocation.results();
   const std::span<const Tensor> outputs = result.outputs();
   if (outputs.size() != specs.size())
@@ -157,7 +219,7 @@ void validate(const ResolvedInvocation& invocation, const ProviderResult& result
     for (std::size_t q = 0; q < r; ++q)
       if (outputs[r].is(outputs[q]) && !(specs[r].alias_of() && specs[q].alias_of()))
         throw ProviderContractError("alias", fmt::format("{}: result {} is result {} itself", text(who), r, q));
-  check_undeclared_mutation(invocation, versions_before, who);
+  scope.check(who);
 }
 
 // Publication: declared mutations become one public versioned change each,
@@ -167,14 +229,25 @@ void validate(const ResolvedInvocation& invocation, const ProviderResult& result
 // before the first version step; the attachment itself cannot fail, and it
 // snapshots the published versions. The validated result's outputs are
 // moved out, not copied (the result is spent).
+//
+// A published output carries no node but the definition's: an output that
+// is not an exact-object alias and arrives with a node (a view the provider
+// made with graph construction re-enabled, a tensor with history it kept)
+// is published as a detached handle on the same storage, so a
+// NON_DIFFERENTIABLE or unrecorded call returns node-free results. An
+// aliased output is the operand itself and keeps the operand's own history.
 std::vector<Tensor> publish(const std::shared_ptr<const ResolvedInvocation>& invocation, ProviderResult&& result,
-                            bool graph, const std::shared_ptr<Operation>& target) {
-  const std::vector<const Carrier*> declared = mutated_carriers(*invocation);
+                            bool graph, ProviderScope& scope, const std::shared_ptr<Operation>& target) {
+  const std::vector<Carrier*>& declared = scope.declared();
   for (const Carrier* c : declared) c->require_writable(invocation->operation().c_str());  // all, before any bump
   std::vector<Tensor> outputs = extension::detail::ProviderResultAccess::take_outputs(result);
+  const std::span<const ResultSpec> specs = invocation->results();
+  for (std::size_t r = 0; r < outputs.size(); ++r)
+    if (!specs[r].alias_of() && outputs[r].autograd_ctx()) outputs[r] = outputs[r].detach();
   const AutogradHooks* hooks = graph ? &autograd_hooks() : nullptr;
   const std::shared_ptr<Operation> node = hooks ? hooks->prepare_definition_node(invocation, outputs, target) : nullptr;
-  for (const Carrier* c : declared) const_cast<Carrier*>(c)->bump_version();
+  scope.commit();  // nothing below can fail
+  for (Carrier* c : declared) c->bump_version();
   if (node) hooks->attach_definition_node(node, outputs);
   return outputs;
 }
@@ -216,7 +289,7 @@ std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
         trace->candidates.push_back(CandidateTrace{it->pattern->kernel_id(), it->source, it->pattern->preference(),
                                                    CandidateTrace::Outcome::NotReached, {}});
   }
-  const OperandVersions before(invocation);  // before the first provider callback (prepare must not mutate)
+  ProviderScope scope(invocation);  // before the first provider callback (prepare must not mutate)
   std::string reasons;
   std::size_t k = 0;  // the position among the matched candidates
   for (auto it = first; it != sealed.candidates.end(); ++it) {
@@ -225,6 +298,7 @@ std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
     const std::size_t position = k++;
     extension::KernelPattern::Prepared prepared = c->pattern->prepare()(invocation, *c->interface);
     if (const auto* no = std::get_if<extension::Unsupported>(&prepared)) {
+      scope.decline();
       reasons += fmt::format("{}kernel '{}' ({}): {}", reasons.empty() ? "" : "; ", c->pattern->kernel_id(), c->source,
                              no->reason());
       if (trace) {
@@ -241,11 +315,11 @@ std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
       trace->candidates[position].outcome = CandidateTrace::Outcome::Ran;
       trace->ran = c->pattern->kernel_id();
     }
-    ProviderResult result = settle(kernel.submit()(), who);
-    validate(invocation, result, [&record](std::size_t) { return record.cls; }, before, who);
-    return publish(call.invocation, std::move(result), call.graph, call.target);
+    ProviderResult result = settle(kernel.submit()());
+    validate(invocation, result, [&record](std::size_t) { return record.cls; }, scope, who);
+    return publish(call.invocation, std::move(result), call.graph, scope, call.target);
   }
-  check_undeclared_mutation(invocation, before, who);
+  scope.check(who);
   throw UnsupportedOperationPlan(fmt::format("{}: every kernel pattern for the plan {} declined at run time: {}.",
                                              prototype.class_name(), plan.to_string(), reasons),
                                  plan);
@@ -257,7 +331,7 @@ std::vector<Tensor> run_composite(const Call& call, const Carrier& prototype,
   if (trace) trace->route = "composite provider";
   const Who who{&invocation, &prototype};
   const extension::CompositeProvider& composite = *record.definition->composite();
-  const OperandVersions before(invocation);  // before the first provider callback
+  ProviderScope scope(invocation);  // before the first provider callback
   // R6.2: one exact concrete class per result, validated before prepare.
   const std::vector<CarrierClass> classes = composite.result_carriers()(prototype, invocation);
   if (classes.size() != invocation.results().size())
@@ -268,21 +342,22 @@ std::vector<Tensor> run_composite(const Call& call, const Carrier& prototype,
       throw TypeError(fmt::format("{}: result_carriers named {}, not a concrete Carrier class", text(who), c.name()));
   extension::CompositeProvider::Prepared prepared = composite.prepare()(prototype, invocation);
   if (const auto* no = std::get_if<extension::Unsupported>(&prepared)) {
-    check_undeclared_mutation(invocation, before, who);
+    scope.check(who);
     throw UnsupportedOperationPlan(fmt::format("{} declined the plan {} at run time: {}.", prototype.class_name(),
                                                invocation.plan().to_string(), no->reason()),
                                    invocation.plan());
   }
   if (trace) trace->ran = "composite provider";
-  ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()(), who);
-  validate(invocation, result, [&classes](std::size_t r) { return classes[r]; }, before, who);
-  return publish(call.invocation, std::move(result), call.graph, call.target);
+  ProviderResult result = settle(std::get<extension::PreparedComposite>(prepared).submit()());
+  validate(invocation, result, [&classes](std::size_t r) { return classes[r]; }, scope, who);
+  return publish(call.invocation, std::move(result), call.graph, scope, call.target);
 }
 
 }  // namespace
 
 namespace {
 std::vector<Tensor> run_gated(const Call& call, const Carrier& prototype, PipelineTrace* trace) {
+  const GraphConstructionOff providers_record_nothing;  // call.graph was decided at entry
   const extension::detail::ClassDefinition* record = extension::detail::find_definition_fast(prototype.exact_class());
   if (!record)
     throw RuntimeError(fmt::format("{}: {} has no carrier definition", call.invocation->operation(),
@@ -322,6 +397,7 @@ std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const Resolv
   if (out) {
     const bool graph = graph_would_attach(*invocation);
     admit_definition_output(*invocation, prototype, out, graph);
+    const GraphConstructionOff storage_callbacks_record_nothing;  // the write into `out` too
     const std::vector<Tensor> results = run_gated(Call{invocation, false, nullptr}, prototype, trace);
     return {write_definition_output(*invocation, results.front(), out)};
   }
@@ -353,14 +429,17 @@ std::vector<Tensor> execute_by_dispatch_hook(const std::shared_ptr<const Resolve
     else if (const WeakScalar* w = std::get_if<WeakScalar>(&inv.operands()[i]))
       operands.emplace_back(frontend::materialize(*w, inv.plan().operands()[i], inv.operation()));
   }
-  const OperandVersions before(inv);
+  ProviderScope scope(inv);  // before the hook's computation runs
   const Attributes none;
   const DispatchedCall call{inv.operation(), inv.plan(), operands, none, outputs, &inv};
-  hooks.run_dispatch_hook(*op, prototype, inv.plan(), call);
+  {
+    const GraphConstructionOff provider_records_nothing;  // `graph` was decided at entry
+    hooks.run_dispatch_hook(*op, prototype, inv.plan(), call);
+  }
   ProviderResult result(std::move(outputs));
   const CarrierClass cls = prototype.exact_class();
-  validate(inv, result, [cls](std::size_t) { return cls; }, before, who);
-  return publish(invocation, std::move(result), graph, op);
+  validate(inv, result, [cls](std::size_t) { return cls; }, scope, who);
+  return publish(invocation, std::move(result), graph, scope, op);
 }
 
 const Carrier* definition_backed_prototype(const operation::BoundOperationCall& call) {

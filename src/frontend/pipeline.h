@@ -20,6 +20,14 @@ namespace strideweave::frontend {
 // carrier runs through its CompositeProvider instead of patterns. Nothing is
 // published and no version advances on any failure.
 //
+// Every provider callback runs with graph construction disabled, and from
+// the first one until publication the operands' carriers are guarded
+// (docs/extension.md, "Providers run without a graph", "Provider writes to
+// operands"): a public write to a carrier no declared mutation covers is
+// refused (ProviderContractError "mutation"), one to a declared mutated
+// carrier is logged un-versioned and written back if the call fails; a
+// declared mutation advances the version exactly once, at publication.
+//
 // `trace` (explain()): when given, receives the route, every matched
 // candidate with its outcome, and what ran.
 struct PipelineTrace {

@@ -22,7 +22,8 @@ constexpr frontend::AutogradHooks autograd_recording{&autograd::record_call,
                                                      &autograd::prepare_definition_node,
                                                      &autograd::attach_definition_node,
                                                      &autograd::dispatch_hook_operation,
-                                                     &autograd::run_dispatch_hook};
+                                                     &autograd::run_dispatch_hook,
+                                                     &set_grad_enabled};
 
 // A definition called as a function (OperationDefinition::operator()) has no
 // dispatch_op Operation: the call makes its own node.

@@ -11,6 +11,7 @@
 #include <typeindex>
 
 #include "core/carrier_class_internal.h"
+#include "storage/provider_writes.h"
 
 namespace strideweave {
 
@@ -113,6 +114,9 @@ void Carrier::set_value(std::int64_t index, const Value& value) {
   if (&dtype_of(value.kind) != dtype_)
     throw TypeError(fmt::format("Carrier.set_value: a {} value cannot be stored in a {} carrier of dtype {}",
                                 element_kind_name(value.kind), class_name(), dtype_->name()));
+  if (provider_guard_.load(std::memory_order_acquire) != 0 &&
+      detail::ProviderWrites::write(*this, std::span(&index, 1), std::span(&value, 1), "Carrier.set_value"))
+    return;
   write_slot(index, value);
   version_.fetch_add(1);
 }
@@ -130,6 +134,9 @@ void Carrier::write_slots(std::span<const std::int64_t> indices, std::span<const
       throw TypeError(fmt::format("Carrier.write_slots: a {} value cannot be stored in a {} carrier of dtype {}",
                                   element_kind_name(values[k].kind), class_name(), dtype_->name()));
   }
+  if (provider_guard_.load(std::memory_order_acquire) != 0 &&
+      detail::ProviderWrites::write(*this, indices, values, "Carrier.write_slots"))
+    return;
   for (std::size_t k = 0; k < indices.size(); ++k) write_slot(indices[k], values[k]);
   version_.fetch_add(1);
 }
@@ -171,6 +178,8 @@ void Carrier::scatter(const Tensor& to_scatter, const Tensor& scatter_onto, cons
 
 void Carrier::bump_version() {
   require_writable("Carrier.bump_version");
+  if (provider_guard_.load(std::memory_order_acquire) != 0 && detail::ProviderWrites::bump(*this, "Carrier.bump_version"))
+    return;
   version_.fetch_add(1);
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "capability/capability_test_support.h"
+#include "support/bounded_wait.h"
 
 namespace sw_caps {
 namespace {
@@ -23,7 +24,7 @@ class StartLine {
   explicit StartLine(int n) : n_(n) {}
   void arrive_and_wait() {
     arrived_.fetch_add(1);
-    while (arrived_.load() < n_) std::this_thread::yield();
+    sw_testing::wait_until([&] { return arrived_.load() >= n_; }, "every racing thread at the start line");
   }
 
  private:
@@ -63,7 +64,7 @@ RaceOutcome race_declaration_against_observation(Lead lead, int declarer_delay_s
   std::atomic<int> inconsistent{0};
   std::atomic<bool> declaration_returned{false}, first_observation_returned{false};
   auto wait_for = [](const std::atomic<bool>& flag) {
-    while (!flag.load()) std::this_thread::yield();
+    sw_testing::wait_until([&] { return flag.load(); }, "the leading thread's signal");
   };
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {

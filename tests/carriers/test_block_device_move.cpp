@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "carriers/block_device/block_io.h"
+#include "support/bounded_wait.h"
 
 namespace {
 
@@ -123,7 +124,9 @@ struct MoveBlockIo : BlockIo {
       std::unique_lock lock(mutex);
       if (armed && !gate.empty()) {
         if (!block) return EAGAIN;
-        opened.wait(lock, [&] { return gate.empty(); });
+        // Bounded: a test that returns before open() fails instead of hanging.
+        if (!opened.wait_for(lock, sw_testing::kHangDeadline, [&] { return gate.empty(); }))
+          ADD_FAILURE() << "the gated reap waited " << sw_testing::kHangDeadline.count() << " s for open()";
       }
     }
     const int e = BlockIo::reap(ring, block, out);
@@ -265,7 +268,7 @@ TEST_F(Storage_BlockDeviceMoveAsync, MoveAsyncReturnsBeforeTheReadsCompleteAndPo
   AwaitMove<Tensor> pending = move_async(on_device, back);
   EXPECT_FALSE(pending.done());
   io.open();
-  while (!pending.done()) std::this_thread::yield();  // polling alone commits
+  ASSERT_TRUE(sw_testing::wait_until([&] { return pending.done(); }, "done() to settle the move"));  // polling alone commits
   EXPECT_TRUE(src->is_released());
   EXPECT_EQ(slots(*back), iota(n));
 }

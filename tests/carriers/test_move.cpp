@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "carriers/file_backed/file_io.h"
+#include "support/bounded_wait.h"
 
 namespace {
 
@@ -771,17 +772,17 @@ TEST(Storage_MoveAsync, PollingDoneWhileOthersWaitSeesOneOutcome) {
   std::vector<std::thread> threads;
   std::vector<std::optional<Tensor>> waited(2);
   for (auto& w : waited) threads.emplace_back([&w, &pending, &go] {
-    while (!go.load()) std::this_thread::yield();
-    w = pending.wait();
+    if (sw_testing::wait_until([&] { return go.load(); }, "the start signal")) w = pending.wait();
   });
   threads.emplace_back([&pending, &go] {
-    while (!go.load()) std::this_thread::yield();
-    while (!pending.done()) std::this_thread::yield();
+    if (sw_testing::wait_until([&] { return go.load(); }, "the start signal"))
+      sw_testing::wait_until([&] { return pending.done(); }, "done() to report the settled move");
   });
   op->finish_copy();
   op->promise->set_value();
   go = true;
   for (auto& t : threads) t.join();
+  ASSERT_TRUE(waited[0] && waited[1]);
   EXPECT_TRUE(waited[0]->is(*waited[1]));
   EXPECT_TRUE(c->is_released());
   EXPECT_EQ(c->version(), 0u);
@@ -797,9 +798,76 @@ TEST(Storage_MoveAsync, DroppingThePendingHandleNeitherCancelsNorBlocks) {
   EXPECT_FALSE(c->is_released());
   op->finish_copy();
   op->promise->set_value();
-  while (!c->is_released()) std::this_thread::yield();  // the detached waiter commits
-  while (dest->version() != 1) std::this_thread::yield();
+  // The detached waiter commits: the source is released and then the
+  // destination's version steps.
+  ASSERT_TRUE(sw_testing::wait_until([&] { return c->is_released(); }, "the detached waiter to release the source"));
+  ASSERT_TRUE(sw_testing::wait_until([&] { return dest->version() == 1; },
+                                     "the detached waiter to step the destination's version to 1"));
   EXPECT_EQ(slots(*dest), (std::vector<float>{5, 6}));
+}
+
+TEST(Storage_MoveAsync, WritingTheSourceWhileTheMoveIsPendingFailsWaitWithTheSourceLiveAndTheDestinationRestored) {
+  // docs/storage.md: the transaction commits only a source that did not
+  // change while the transfer was in flight.
+  auto op = std::make_shared<PendingMove>();
+  ScopedMoveOperation scope(carrier_class<VecCarrier<18>>(), carrier_class<CPU>(), op);
+  std::shared_ptr<VecCarrier<18>> c;
+  const Tensor x = vec_tensor<18>({1, 2}, &c);
+  auto dest = CPU::create(2);
+  dest->set_value(0, F(7));
+  dest->set_value(1, F(8));
+  const std::uint64_t dv = dest->version();
+  AwaitMove<Tensor> pending = move_async(x, dest);
+  c->set_value(0, F(100));  // the source changes under the pending move
+  op->finish_copy();        // the device copied (the new value, as it happens)
+  op->promise->set_value();
+  for (int k = 0; k < 2; ++k) {  // every wait reports the same failure
+    try {
+      pending.wait();
+      ADD_FAILURE() << "wait() returned a result for a source written while the move was pending";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("source carrier was written"), std::string::npos) << e.what();
+    }
+  }
+  ASSERT_FALSE(c->is_released());
+  EXPECT_EQ(slots(*c), (std::vector<float>{100, 2}));
+  EXPECT_EQ(slots(*dest), (std::vector<float>{7, 8}));
+  EXPECT_EQ(dest->version(), dv);
+}
+
+// A VecCarrier that counts its storage hook calls.
+template <int N>
+class CountingVec final : public VecCarrier<N> {
+ public:
+  using VecCarrier<N>::VecCarrier;
+  mutable int reads = 0;
+  int writes = 0;
+
+ protected:
+  Value read_slot(std::int64_t i) const override {
+    ++reads;
+    return VecCarrier<N>::read_slot(i);
+  }
+  void write_slot(std::int64_t i, const Value& v) override {
+    ++writes;
+    VecCarrier<N>::write_slot(i, v);
+  }
+};
+
+TEST(Storage_MoveContext, AnIndexOutsideTheCarrierIsIndexErrorBeforeTheStorageHook) {
+  // move_operation.h: MoveContext::read / write are "IndexError outside
+  // [0, size())", checked before the un-versioned hook runs.
+  auto d = std::make_shared<CountingVec<19>>(3);
+  EXPECT_THROW(MoveContext::write(*d, 3, F(1)), IndexError);  // one past the end
+  EXPECT_THROW(MoveContext::write(*d, -1, F(1)), IndexError);
+  EXPECT_EQ(d->writes, 0);
+  EXPECT_THROW(MoveContext::read(*d, 3), IndexError);
+  EXPECT_THROW(MoveContext::read(*d, -1), IndexError);
+  EXPECT_EQ(d->reads, 0);
+  MoveContext::write(*d, 2, F(5));  // the last slot is in range
+  EXPECT_EQ(d->writes, 1);
+  EXPECT_EQ(MoveContext::read(*d, 2).f, 5.0f);
+  EXPECT_EQ(d->version(), 0u);  // un-versioned
 }
 
 TEST(Storage_MoveAsync, ASynchronousRouteIsSettledWhenMoveAsyncReturns) {

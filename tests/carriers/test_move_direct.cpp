@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "carriers/file_backed/file_io.h"
+#include "support/bounded_wait.h"
 
 namespace {
 
@@ -184,6 +185,29 @@ TEST(Storage_MoveDirect, AnAlignedRangeIsReadStraightIntoTheCpuMemory) {
   std::sort(io.buffers.begin(), io.buffers.end());
   EXPECT_EQ(io.buffers, expected);
   EXPECT_EQ(io.calls("read_at"), 1);  // the tail only
+  std::remove(path.c_str());
+}
+
+TEST(Storage_MoveDirect, AShortCompletionOfAnAlignedReadStraightIntoCpuMemoryStillDeliversEveryValue) {
+  // docs/storage.md: a short read's remainder is read buffered; that holds
+  // where the read goes straight into the destination's memory (no bounce
+  // buffer) as much as through a bounce buffer.
+  constexpr std::int64_t n = 3 * (kRequest / 4) + 1000;  // three whole requests and a tail
+  const auto path = write_file("direct_aligned_short.f32", 0, n);
+  for (int nth : {0, 1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "short completion #" << nth);
+    const Tensor x(FileBacked::open(path, DType::Float32()), Shape::of({n}));
+    DirectIo io("completion", nth, 0, 4096);
+    ScopedFileIo scope(io);
+    auto dest = filled_cpu(n, -2);
+    move(x, dest);
+    if (io.refused) GTEST_SKIP() << "this file system refuses O_DIRECT";
+    auto* to = reinterpret_cast<std::byte*>(dest->data<float>());
+    std::sort(io.buffers.begin(), io.buffers.end());
+    EXPECT_EQ(io.buffers, (std::vector<void*>{to, to + kRequest, to + 2 * kRequest}));  // no bounce buffer
+    EXPECT_TRUE(holds_values(*dest, n));
+    EXPECT_EQ(io.calls("read_at"), 2);  // the short read's remainder, the tail
+  }
   std::remove(path.c_str());
 }
 
@@ -417,7 +441,9 @@ class GatedIo : public FileIo {
       if (std::this_thread::get_id() == test_thread_) {
         ++reaped_on_test_thread_;
       } else {
-        opened_.wait(lock, [&] { return open_; });
+        // Bounded: a test that returns before open() fails instead of hanging.
+        if (!opened_.wait_for(lock, sw_testing::kHangDeadline, [&] { return open_; }))
+          ADD_FAILURE() << "the gated reap waited " << sw_testing::kHangDeadline.count() << " s for open()";
       }
     }
     if (hit("reap")) return error_;
@@ -524,15 +550,14 @@ TEST(Storage_MoveDirect, WaitAndDoneOfAnAsyncDirectMoveAreThreadSafeAndIdempoten
     for (int t = 0; t < kThreads; ++t)
       threads.emplace_back([&, t] {
         ++started;
-        if (t % 2 == 1)
-          while (!handle.done()) std::this_thread::yield();
+        if (t % 2 == 1) sw_testing::wait_until([&] { return handle.done(); }, "done() of the async direct move");
         try {
           carriers[static_cast<std::size_t>(t)] = handle.wait().carrier().get();
         } catch (const OSError& e) {
           errors[static_cast<std::size_t>(t)] = &e;
         }
       });
-    while (started.load() < kThreads) std::this_thread::yield();
+    sw_testing::wait_until([&] { return started.load() == kThreads; }, "every waiter thread to start");
     io.open();
     for (std::thread& t : threads) t.join();
     EXPECT_TRUE(handle.done());

@@ -647,6 +647,24 @@ TEST(CarrierExtension_R10_KernelPack, RegistrationRejectsEveryIneligibleTargetAn
   EXPECT_EQ(capabilities_for_carrier_class(carrier_class<A>()).size(), 2u);
 }
 
+TEST(CarrierExtension_R10_KernelPack, ASecondPackReusingAnEarlierPacksKernelIdIsAValueErrorAndContributesNothing) {
+  // R10.2: a kernel_id already in the target's set, where the set includes
+  // the packs registered before (not only the definition's own patterns).
+  using A = Arena<1005>;
+  register_computing_arena<1005>({pattern("base", {scale_plan(DType::Float32())})});
+  ext::register_kernel_pack(ext::KernelPack("first", "1", carrier_class<A>(), jit(),
+                                            {pattern("shared_id", {scale_plan(DType::Int32())})}));
+  // Another namespace, another plan: only the kernel id collides.
+  try {
+    ext::register_kernel_pack(ext::KernelPack("second", "1", carrier_class<A>(), jit(),
+                                              {pattern("shared_id", {scale_plan(DType::Bool())})}));
+    FAIL() << "expected ValueError";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("shared_id"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(capabilities_for_carrier_class(carrier_class<A>()).size(), 2u);  // base and the first pack only
+}
+
 TEST(CarrierExtension_R10_KernelPack, AttachmentIsByExactClassOnly) {
   struct Base : ext::DefinedCarrier {
     explicit Base(ext::Construction key) : DefinedCarrier(std::move(key)) {}

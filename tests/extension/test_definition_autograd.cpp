@@ -908,7 +908,10 @@ TEST(OperationSemantics_AD_Publication, APublicationFailureAttachesNoNodeToAnyPr
   expect_no_node_on_failure<21>("count");
   register_failing<22>([](const op::ResolvedInvocation& inv) {  // a right result, but an undeclared write
     const Tensor& x = std::get<Tensor>(inv.operands()[0]);
-    x.carrier()->set_value(0, Value::from_float32(5));
+    try {
+      x.carrier()->set_value(0, Value::from_float32(5));  // refused (docs/extension.md, "Provider writes to operands")
+    } catch (const ProviderContractError&) {
+    }
     return ext::ProviderResult({like_tensor(x, {2, 4}, Shape{2})});
   });
   Tensor x = dev_tensor<22>({1, 2}, Shape{2});

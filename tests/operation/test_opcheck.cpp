@@ -356,6 +356,92 @@ TEST(ReferenceExecution_Opcheck, RegisteredInputsAreUsedWhenTheOptionsNameNoneAn
   EXPECT_NE(op::to_text(r).find("pattern k (built-in, preference 0)"), std::string::npos) << op::to_text(r);
 }
 
+// opchk.scale_(x): x *= 2 in place, the result x itself (alias_of 0,
+// mutated {0}); NON_DIFFERENTIABLE. Its reference writes its own operand.
+std::shared_ptr<const op::OperationDefinition> define_scale_inplace(const std::string& name) {
+  return op::define_operation(
+      name, op::OperationSchema({op::OperandSpec("x", op::OperandKind::TENSOR)}),
+      [](const op::BoundOperationCall& call) {
+        const Tensor& x = call.tensor(0);
+        OperationPlan plan(call.definition().name(), {OperandPlan::tensor(x.dtype())}, Arithmetic::BINARY32,
+                           std::nullopt, nullptr, x.dtype());
+        return op::ResolvedInvocation(call, plan, {op::ResultSpec(x.dtype(), x.shape(), x.layout(), 0)}, {0});
+      },
+      [](const op::ResolvedInvocation& inv) -> op::ReferenceResult {
+        const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+        const std::vector<Value> v = x.values();
+        for (std::int64_t i = 0; i < x.size(); ++i)
+          x.carrier()->set_value(x.offset() + x.layout()(i), Value::from_float32(2 * v[static_cast<std::size_t>(i)].f));
+        return x;
+      },
+      op::NON_DIFFERENTIABLE);
+}
+
+// An in-place pattern writing factor * x into x through the public path.
+ext::KernelPattern scale_inplace_pattern(const std::shared_ptr<const op::OperationDefinition>& d, std::string id,
+                                         float factor) {
+  return pattern(d, std::move(id), [factor](const op::ResolvedInvocation& inv) {
+    const Tensor& x = std::get<Tensor>(inv.operands()[0]);
+    const std::vector<Value> v = x.values();
+    for (std::int64_t i = 0; i < x.size(); ++i)
+      x.carrier()->set_value(x.offset() + x.layout()(i), Value::from_float32(factor * v[static_cast<std::size_t>(i)].f));
+    return ext::ProviderResult({x});
+  });
+}
+
+TEST(ReferenceExecution_Opcheck, AnInPlaceKernelWritingOtherValuesThanTheReferenceFailsOnTheMutationField) {
+  // operation-semantics: a carrier agrees with the reference on "aliasing
+  // or mutation effects"; the result of an in-place operation is the
+  // operand itself, so what differs is the mutation.
+  const auto d = define_scale_inplace("opchk.scale_");
+  ext::register_carrier_definition(
+      carrier_class<Arena<7>>(),
+      ext::CarrierDefinition(arena_storage<7>(),
+                             ext::KernelProvider(std::make_shared<Iface>("1"),
+                                                 {scale_inplace_pattern(d, "inplace_correct", 2.0f),
+                                                  scale_inplace_pattern(d, "inplace_wrong_values", 3.0f)})));
+  op::OpcheckOptions o;
+  o.samples = {op::OpcheckSample{{op::SampleTensor{&DType::Float32(), Shape::of({3, 4})}}, {}, "matrix"}};
+  o.carriers = {ext::create<Arena<7>>(0, DType::Float32())};
+  const op::OpcheckReport r = op::opcheck(*d, o);
+  EXPECT_TRUE(failed_fields(pattern_report(r, "inplace_correct")).empty()) << op::to_text(r);
+  EXPECT_GT(pattern_report(r, "inplace_correct").cases.size(), 3u);
+  EXPECT_TRUE(all_are(failed_fields(pattern_report(r, "inplace_wrong_values")), "mutation")) << op::to_text(r);
+}
+
+TEST(ReferenceExecution_Opcheck, TheReferenceAndTheVjpRunWithGraphConstructionDisabled) {
+  // docs/extension.md, "Providers run without a graph": opcheck calls the
+  // reference and the VJP directly, as providers.
+  static std::vector<bool> reference_saw, vjp_saw;
+  const auto d = op::define_operation(
+      "opchk.graph_probe", op::OperationSchema({op::OperandSpec("x", op::OperandKind::TENSOR, true)}),
+      same_shape_resolve(),
+      [](const op::ResolvedInvocation& inv) -> op::ReferenceResult {
+        reference_saw.push_back(is_grad_enabled());
+        return doubling_reference()(inv);
+      },
+      op::VjpFn([](const op::VJPContext& c, std::span<const std::optional<Tensor>> cot) {
+        vjp_saw.push_back(is_grad_enabled());
+        return doubling_vjp(2.0f)(c, cot);
+      }));
+  ext::register_carrier_definition(
+      carrier_class<Arena<8>>(),
+      ext::CarrierDefinition(arena_storage<8>(), ext::KernelProvider(std::make_shared<Iface>("1"),
+                                                                     {pattern(d, "k", [](const auto& inv) {
+                                                                       return fresh<8>(inv, twice);
+                                                                     })})));
+  op::OpcheckOptions o;
+  o.samples = {op::OpcheckSample{{op::SampleTensor{&DType::Float32(), Shape::of({2})}}, {}, "v"}};
+  o.carriers = {ext::create<Arena<8>>(0, DType::Float32())};
+  const op::OpcheckReport r = op::opcheck(*d, o);
+  EXPECT_TRUE(r.passed()) << op::to_text(r);
+  ASSERT_FALSE(reference_saw.empty());
+  ASSERT_FALSE(vjp_saw.empty());
+  EXPECT_TRUE(std::none_of(reference_saw.begin(), reference_saw.end(), [](bool b) { return b; }));
+  EXPECT_TRUE(std::none_of(vjp_saw.begin(), vjp_saw.end(), [](bool b) { return b; }));
+  EXPECT_TRUE(is_grad_enabled());
+}
+
 // A dependent (composite) carrier: its prototype is checked through its
 // CompositeProvider, one pseudo-pattern "composite provider".
 template <int N>
