@@ -15,19 +15,17 @@
 // return type (TypeError naming the record and field otherwise) and lets a
 // Python exception propagate as itself.
 //
-// Three things differ from the C++ surface, because Python cannot express
+// Two things differ from the C++ surface, because Python cannot express
 // them there:
 //  - a Python subclass of KernelExecutionInterface is one C++ host type, so
 //    its compatibility identity's type half is a per-Python-class key (the
 //    host overrides interface_type());
 //  - facets are Python objects of Python classes; the binding keeps each
 //    definition's facets and looks them up by exact Python type (the C++
-//    registry keys facets by C++ type, which all Python facets share);
-//  - a ResolvedInvocation has no Python binding yet (strideweave.operation
-//    is not bound), so KernelPattern.prepare and CompositeProvider's
-//    result_carriers / prepare cannot be called from C++: they raise
-//    NotImplementedError saying so. The C++ pipeline that would call them is
-//    not built either (docs/extension.md).
+//    registry keys facets by C++ type, which all Python facets share).
+// The pipeline calls the Python callbacks (KernelPattern.prepare, the
+// CompositeProvider's result_carriers and prepare, submit, completions)
+// with the ResolvedInvocation's Python object (strideweave.operation).
 #include "bindings.h"
 
 #include <fmt/format.h>

@@ -15,14 +15,13 @@ execute_reference(definition, invocation); and opcheck(definition, samples,
 carriers) with its records (SampleTensor, OpcheckSample, OpcheckReport, ...)
 and register_opcheck_inputs (docs/opcheck.md).
 
-What runs today (docs/python.md, "strideweave.operation"): binding,
-resolution, the capability gate and reference execution of any operation;
-built-in definitions (get_definition("add")) execute on every carrier. A
-user-defined operation has no executing carrier yet: the shipped carriers are
-definition-free, so a call passes binding, resolution and the capability gate
-(UnsupportedOperationPlan without a capability) and then raises
-NotImplementedError; the definition-backed carriers of
-strideweave.carriers.extension are not built.
+What a call does (docs/python.md, "strideweave.operation"): binding,
+resolution, the capability gate, then execution. Built-in definitions
+(get_definition("add")) execute on every carrier. A user-defined operation
+executes on a definition-backed carrier (strideweave.carriers.extension)
+through its kernel patterns or composite provider, and on a custom
+definition-free carrier class through its dispatch hook (_dispatch_op);
+Generic and CPU run none (UnsupportedOperationPlan after the gate).
 """
 
 from ._core import (

@@ -1009,13 +1009,26 @@ def test_R13_2_shipped_classes_reject_packs():
         raises_exactly(TypeError, ext.register_kernel_pack, ext.KernelPack("acme", "1", shipped, iface, [pattern()]))
 
 
-def test_pattern_and_composite_callbacks_that_need_an_invocation_are_not_reachable_yet():
-    # KernelPattern.prepare and CompositeProvider.result_carriers / prepare
-    # receive a ResolvedInvocation, which has no Python binding yet; the
-    # definition-backed pipeline that would call them is not built either.
-    p = pattern()
-    assert callable(p.prepare)
-    assert "strideweave.operation" in ext.__doc__
+def test_R11_2_a_patterns_prepare_receives_the_resolved_invocation_and_the_providers_interface():
+    # The pipeline calls the Python prepare with the call's ResolvedInvocation
+    # (its operands are the caller's tensors) and the provider's own
+    # interface object; what prepare returns decides what runs.
+    seen = []
+    iface = interface()
+
+    def prepare(invocation, given):
+        seen.append((invocation, given))
+        return ext.Unsupported("recorded only")
+
+    cls, _ = define(recorder=Recorder(dtypes=(F32,)),
+                    kernels=ext.KernelProvider(iface, [pattern("probe", prepare=prepare)]))
+    c = cls(2, dtype=F32)
+    x = compact(c, 2)
+    error = raises_exactly(sw.UnsupportedOperationPlan, sw.add, x, x)
+    assert "recorded only" in str(error)
+    ((invocation, given),) = seen
+    assert isinstance(invocation, sw.operation.ResolvedInvocation) and given is iface
+    assert invocation.operation == "add" and invocation.call.operands[0] is x
 
 
 # ---- explain(): one call, step by step (issue 11 step 8; docs/cli.md)

@@ -286,12 +286,17 @@ TEST(OperationSemantics_ProvidersRunWithoutAGraph, CompositeResultCarriersPrepar
 
 TEST(OperationSemantics_ProvidersRunWithoutAGraph, StorageCallbacksTheFrameworkCallsInsideAnOperationRunWithoutAGraph) {
   // The caller-provided output is read and written by the framework after
-  // publication validation, through the storage provider's callbacks.
-  register_pattern<3>(double_op(), 1, [](const op::ResolvedInvocation& inv) { return doubled<3>(inv); });
+  // publication validation, through the storage provider's callbacks. Grad
+  // mode is on for the caller; the operation is NON_DIFFERENTIABLE (a
+  // differentiable call cannot write a caller output under grad mode, see
+  // docs/autograd.md), so only the framework's own switch keeps the
+  // callbacks graph-free.
+  register_pattern<3>(copy_op(), 1, [](const op::ResolvedInvocation& inv) { return doubled<3>(inv); });
   const Tensor x = accel_tensor<3>({1, 2});
   const Tensor out = accel_tensor<3>({0, 0});
   storage_calls_with_graph = 0;
-  (*double_op())({x}, {}, into(out));
+  ASSERT_TRUE(is_grad_enabled());
+  (*copy_op())({x}, {}, into(out));
   EXPECT_EQ(storage_calls_with_graph.load(), 0);
   EXPECT_EQ(floats(out), (std::vector<float>{2, 4}));
   EXPECT_TRUE(is_grad_enabled());

@@ -213,13 +213,25 @@ TEST(OperationSemantics_Namespacing, TheDefinitionExposesItsImmutableFields) {
   const op::ReferenceFn reference = [](const op::ResolvedInvocation& inv) -> op::ReferenceResult {
     return std::get<Tensor>(inv.operands()[0]);
   };
-  const auto d = define_operation(name, unary_schema(), elementwise_resolve(), reference, op::NON_DIFFERENTIABLE);
+  int resolves = 0;
+  const op::ResolveFn counting = [&resolves, inner = elementwise_resolve()](const op::BoundOperationCall& c) {
+    ++resolves;
+    return inner(c);
+  };
+  const auto d = define_operation(name, unary_schema(), counting, reference, op::NON_DIFFERENTIABLE);
   EXPECT_EQ(d->name(), name);
   EXPECT_EQ(d->schema(), unary_schema());
-  EXPECT_TRUE(static_cast<bool>(d->resolve()));
-  EXPECT_TRUE(d->reference().has_value());
   EXPECT_FALSE(d->is_differentiable());
   EXPECT_FALSE(d->is_builtin());
+  // The fields are the callables given, not stand-ins: the stored resolve is
+  // the one that counts, and the stored reference returns operand 0.
+  const Tensor x = f32({1, 2});
+  const auto call = op::bind(*d, {x});
+  const op::ResolvedInvocation inv = d->resolve()(*call);
+  EXPECT_EQ(resolves, 1);
+  EXPECT_EQ(inv.operation(), name);
+  ASSERT_TRUE(d->reference().has_value());
+  EXPECT_TRUE(std::get<Tensor>((*d->reference())(inv)).is(x));
 }
 
 // ---------------------------------------------------------------- results and invocations
