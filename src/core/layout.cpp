@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <deque>
 #include <utility>
@@ -158,6 +159,22 @@ std::int64_t expand_key(std::int64_t key, const std::vector<Leaf>& leaves) {
     key /= lf.extent;
   }
   return index;
+}
+
+// expand_key over the leaves of (shape, stride) in the same depth-first
+// order, without collecting them: `key` holds what is left of the key and
+// `index` accumulates. Layout::operator()(key) runs once per element in
+// element-wise loops (Tensor::values, gradient buffers), so it allocates
+// nothing.
+void expand_key_in_place(const IntTuple& shape, const IntTuple& stride, std::int64_t& key, std::int64_t& index) {
+  if (shape.is_leaf()) {
+    const std::int64_t extent = shape.value();
+    if (extent <= 1) return;  // as in expand_key
+    index += (key % extent) * stride.value();
+    key /= extent;
+    return;
+  }
+  for (std::size_t i = 0; i < shape.rank(); ++i) expand_key_in_place(shape[i], stride[i], key, index);
 }
 
 }  // namespace
@@ -452,8 +469,44 @@ Layout Layout::row_major(const Shape& shape) {
   return Layout(shape, Stride(std::move(modes)));
 }
 
+namespace {
+// The sufficient (nested strides) test of Layout::is_injective for layouts
+// of at most kSmall leaves of extent > 1, all with positive strides, on the
+// stack: the autograd engine asks it per gradient, per call. True when it
+// proves the layout injective; false when it cannot tell (the full test
+// decides then).
+constexpr std::size_t kSmall = 16;
+bool collect_small(const IntTuple& shape, const IntTuple& stride, std::array<Leaf, kSmall>& out, std::size_t& n) {
+  if (shape.is_leaf()) {
+    if (shape.value() <= 1) return true;
+    if (stride.value() <= 0 || n == kSmall) return false;
+    out[n++] = Leaf{shape.value(), stride.value()};
+    return true;
+  }
+  for (std::size_t i = 0; i < shape.rank(); ++i)
+    if (!collect_small(shape[i], stride[i], out, n)) return false;
+  return true;
+}
+bool proven_injective_small(const Layout& l) {
+  std::array<Leaf, kSmall> leaves;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < l.rank(); ++i)
+    if (!collect_small(l.shape().mode(i), l.stride().mode(i), leaves, n)) return false;
+  std::sort(leaves.begin(), leaves.begin() + static_cast<std::ptrdiff_t>(n), [](const Leaf& a, const Leaf& b) {
+    return a.stride != b.stride ? a.stride < b.stride : a.extent < b.extent;
+  });
+  for (std::size_t i = 1; i < n; ++i) {
+    std::int64_t span = 0;
+    if (__builtin_mul_overflow(leaves[i - 1].stride, leaves[i - 1].extent, &span) || leaves[i].stride < span)
+      return false;
+  }
+  return true;
+}
+}  // namespace
+
 bool Layout::is_injective() const {
   if (size() == 0) return true;
+  if (proven_injective_small(*this)) return true;
   std::vector<Leaf> leaves;
   for (const Leaf& lf : all_leaves(*this)) {
     if (lf.extent <= 1) continue;
@@ -502,7 +555,9 @@ std::int64_t Layout::operator()(std::int64_t key) const {
   if (key < 0 || key >= size())
     throw ValueError(
         fmt::format("Layout {}: integer key {} is outside [0, {})", to_string(), key, size()));
-  return expand_key(key, all_leaves(*this));
+  std::int64_t index = 0;
+  for (std::size_t i = 0; i < rank(); ++i) expand_key_in_place(shape_.mode(i), stride_.mode(i), key, index);
+  return index;
 }
 
 std::int64_t Layout::mode_index(std::size_t axis, std::int64_t key) const {
