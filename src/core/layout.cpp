@@ -9,6 +9,7 @@
 #include <array>
 #include <cassert>
 #include <deque>
+#include <span>
 #include <utility>
 
 namespace strideweave {
@@ -487,20 +488,25 @@ bool collect_small(const IntTuple& shape, const IntTuple& stride, std::array<Lea
     if (!collect_small(shape[i], stride[i], out, n)) return false;
   return true;
 }
-bool proven_injective_small(const Layout& l) {
-  std::array<Leaf, kSmall> leaves;
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < l.rank(); ++i)
-    if (!collect_small(l.shape().mode(i), l.stride().mode(i), leaves, n)) return false;
-  std::sort(leaves.begin(), leaves.begin() + static_cast<std::ptrdiff_t>(n), [](const Leaf& a, const Leaf& b) {
+// The sufficient condition of both tests: sorted by stride, each stride
+// clears the previous leaf's span. Sorts `leaves` in place.
+bool nested_strides(std::span<Leaf> leaves) {
+  std::sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
     return a.stride != b.stride ? a.stride < b.stride : a.extent < b.extent;
   });
-  for (std::size_t i = 1; i < n; ++i) {
+  for (std::size_t i = 1; i < leaves.size(); ++i) {
     std::int64_t span = 0;
     if (__builtin_mul_overflow(leaves[i - 1].stride, leaves[i - 1].extent, &span) || leaves[i].stride < span)
       return false;
   }
   return true;
+}
+bool proven_injective_small(const Layout& l) {
+  std::array<Leaf, kSmall> leaves;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < l.rank(); ++i)
+    if (!collect_small(l.shape().mode(i), l.stride().mode(i), leaves, n)) return false;
+  return nested_strides(std::span<Leaf>(leaves.data(), n));
 }
 }  // namespace
 
@@ -514,17 +520,8 @@ bool Layout::is_injective() const {
     leaves.push_back(lf);
   }
   if (cosize() < size()) return false;  // pigeonhole
-  std::vector<Leaf> sorted = leaves;
-  std::sort(sorted.begin(), sorted.end(), [](const Leaf& a, const Leaf& b) {
-    return a.stride != b.stride ? a.stride < b.stride : a.extent < b.extent;
-  });
-  bool nested_ok = true;  // sufficient: each stride clears the previous leaf's span
-  for (std::size_t i = 1; i < sorted.size() && nested_ok; ++i) {
-    std::int64_t span = 0;
-    if (__builtin_mul_overflow(sorted[i - 1].stride, sorted[i - 1].extent, &span) || sorted[i].stride < span)
-      nested_ok = false;
-  }
-  if (nested_ok) return true;
+  std::vector<Leaf> sorted = leaves;  // `leaves` keeps its order for the enumeration below
+  if (nested_strides(sorted)) return true;
   // Exact check by enumeration for moderate sizes; beyond that the answer is
   // the (conservative) sufficient condition above, i.e. false.
   constexpr std::int64_t kExactLimit = std::int64_t{1} << 20;
