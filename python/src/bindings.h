@@ -144,6 +144,10 @@ bool is_real_number(py::handle value);
 // A weak scalar (TypeError naming `what` for a non-real value; OverflowError
 // for an integer outside the 128-bit range a WeakScalar holds exactly).
 WeakScalar weak_scalar_arg(py::handle value, const char* what);
+// weak_scalar_arg(value, "<op>: operand <index>") with the text formatted
+// only when converting may raise (a float or an int that fits 64 bits names
+// nothing: a successful call formats nothing).
+WeakScalar weak_scalar_operand(py::handle value, std::string_view op, std::size_t index);
 py::object weak_scalar_object(const WeakScalar& scalar);
 // One element value as its Python value: float, int or bool.
 py::object value_object(const Value& value);

@@ -102,7 +102,7 @@ py::object typed_binary(const Typed& op, py::handle a, py::handle b) {
   if ((!ta && !is_real_number(a)) || (!tb && !is_real_number(b)) || (!ta && !tb))
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
   std::optional<Tensor> result;
-  std::optional<std::string> hint;
+  std::optional<WeakScalar> hint;  // a Python int became an Int32 rank-0 tensor (the hint is formatted on error only)
   try {
     if (ta && tb) {
       const Tensor& x = tensor_arg(a, "operand");
@@ -111,20 +111,19 @@ py::object typed_binary(const Typed& op, py::handle a, py::handle b) {
       result.emplace(op.tensor_tensor(x, y, Output()));
     } else {
       const Tensor& t = tensor_arg(ta ? a : b, "operand");
-      const std::string what = fmt::format("{}: operand {}", op.name, ta ? 1 : 0);
-      const WeakScalar s = weak_scalar_arg(ta ? b : a, what.c_str());
+      const WeakScalar s = weak_scalar_operand(ta ? b : a, op.name, ta ? 1 : 0);
       if (op.tensor_scalar) {
         py::gil_scoped_release nogil;
         result.emplace(ta ? op.tensor_scalar(t, s, Output()) : op.scalar_tensor(s, t, Output()));
       } else {
-        if (s.kind() == WeakScalarKind::INTEGER) hint = int_hint(s);
+        if (s.kind() == WeakScalarKind::INTEGER) hint = s;
         py::gil_scoped_release nogil;
         const Tensor scalar = scalar_like(t, s);
         result.emplace(ta ? op.tensor_tensor(t, scalar, Output()) : op.tensor_tensor(scalar, t, Output()));
       }
     }
   } catch (const TypeError& e) {
-    if (hint) throw TypeError(e.message() + *hint);
+    if (hint) throw TypeError(e.message() + int_hint(*hint));
     throw;
   }
   return tensor_object(std::move(*result));
@@ -164,7 +163,7 @@ struct Call {
   CallOptions options;
   ExecutionRequest request;
   py::object out;                       // the caller's output object, or None
-  std::optional<std::string> int_hint;  // a Python int became an Int32 rank-0 tensor
+  std::optional<WeakScalar> int_hint;  // a Python int became an Int32 rank-0 tensor (formatted on error only)
 };
 
 void add_operands(std::string_view op, Call& call, const py::handle* args, std::size_t n) {
@@ -181,11 +180,10 @@ void add_operands(std::string_view op, Call& call, const py::handle* args, std::
     if (is_tensor(a)) {
       call.operands.emplace_back(tensor_arg(a, "operand"));
     } else if (is_real_number(a)) {
-      const std::string what = fmt::format("{}: operand {}", op, i);
-      WeakScalar s = weak_scalar_arg(a, what.c_str());
+      WeakScalar s = weak_scalar_operand(a, op, i);
       if (rank0) {
         if (!like) throw TypeError(fmt::format("{}: at least one operand must be a tensor", op));
-        if (s.kind() == WeakScalarKind::INTEGER) call.int_hint = int_hint(s);
+        if (s.kind() == WeakScalarKind::INTEGER) call.int_hint = s;
         call.operands.emplace_back(scalar_like(*like, s));
       } else {
         call.operands.emplace_back(s);
@@ -229,7 +227,7 @@ py::object run(const CallableOperation& op, Call& call) {
     py::gil_scoped_release nogil;
     result = op.call(call.operands, call.options, call.request);
   } catch (const TypeError& e) {
-    if (call.int_hint) throw TypeError(e.message() + *call.int_hint);
+    if (call.int_hint) throw TypeError(e.message() + int_hint(*call.int_hint));
     throw;
   }
   if (result.results.size() == 2)

@@ -98,6 +98,20 @@ WeakScalar weak_scalar_arg(py::handle value, const char* what) {
                               type_name(value)));
 }
 
+WeakScalar weak_scalar_operand(py::handle value, std::string_view op, std::size_t index) {
+  // The common operands convert without naming anything; the text is
+  // formatted only on the paths that may raise.
+  if (PyFloat_CheckExact(value.ptr())) return WeakScalar(PyFloat_AS_DOUBLE(value.ptr()));
+  if (PyLong_CheckExact(value.ptr())) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow == 0 && !(v == -1 && PyErr_Occurred())) return WeakScalar::integer(v);
+    PyErr_Clear();
+  }
+  const std::string what = fmt::format("{}: operand {}", op, index);
+  return weak_scalar_arg(value, what.c_str());
+}
+
 py::object weak_scalar_object(const WeakScalar& scalar) {
   if (scalar.is_bool()) return py::bool_(scalar.real_value() != 0.0);
   if (scalar.kind() == WeakScalarKind::FLOAT) return py::float_(scalar.real_value());

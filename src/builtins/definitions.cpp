@@ -29,6 +29,7 @@
 #include "autograd/graph.h"
 #include "autograd/vjp_support.h"
 #include "frontend/call_support.h"
+#include "frontend/pipeline.h"
 #include "operation/registry.h"
 
 namespace strideweave::builtins {
@@ -47,16 +48,9 @@ bool differentiable(const BuiltinEntry& e) {
 }
 
 operation::ResolveFn resolve_of(const BuiltinEntry* e) {
-  const bool saves = differentiable(*e);
-  return [e, saves](const BoundOperationCall& call) {
+  return [e](const BoundOperationCall& call) {
     const frontend::Lowered lowered = e->lower(call);
-    std::vector<std::size_t> saved;
-    if (saves)
-      for (std::size_t i = 0; i < call.operands().size(); ++i)
-        if (std::holds_alternative<Tensor>(call.operands()[i])) saved.push_back(i);
-    std::vector<operation::ResultSpec> results{
-        operation::ResultSpec::compact(lowered.plan.output(), lowered.published_shape())};
-    return ResolvedInvocation(call, lowered.invocation_plan(), std::move(results), {}, std::move(saved), e->name);
+    return frontend::builtin_invocation(call, lowered.invocation_plan(), lowered.published_shape());
   };
 }
 

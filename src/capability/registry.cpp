@@ -35,8 +35,10 @@ struct ClassCapabilities {
   enum class Origin { KernelBacked, Declared, ObservedEmpty, DefinitionBacked } origin;
   CarrierClass cls;
   std::vector<OperationCapability> sorted;
-  // Beside sorted[i], not inside it: the execution axes of that entry.
+  // Beside sorted[i], not inside it: the execution axes and the executor of
+  // that entry (the dispatch record is sorted[i], axes[i], executors[i]).
   std::vector<ExecutionAxes> axes;
+  std::vector<capability_registry::Executor> executors;
   std::unordered_map<OperationPlan, std::size_t> by_plan;
   // One run per operation, in name order.
   std::vector<OperationRun> runs;
@@ -79,20 +81,25 @@ Registry& registry() {
   return *r;
 }
 
-// `axes` is empty (the default axes for every entry) or parallel to `caps`.
+// `axes` and `executors` are empty (the default axes, the dispatch hook) or
+// parallel to `caps`.
 std::shared_ptr<const ClassCapabilities> make_entry(ClassCapabilities::Origin origin, CarrierClass cls,
                                                     std::vector<OperationCapability> caps,
-                                                    std::vector<ExecutionAxes> axes = {}) {
-  auto e = std::make_shared<ClassCapabilities>(ClassCapabilities{origin, cls, {}, {}, {}, {}});
+                                                    std::vector<ExecutionAxes> axes = {},
+                                                    std::vector<capability_registry::Executor> executors = {}) {
+  auto e = std::make_shared<ClassCapabilities>(ClassCapabilities{origin, cls, {}, {}, {}, {}, {}});
   if (axes.empty()) axes.resize(caps.size());
+  if (executors.empty()) executors.resize(caps.size());
   std::vector<std::size_t> order(caps.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return caps[a] < caps[b]; });
   e->sorted.reserve(caps.size());
   e->axes.reserve(caps.size());
+  e->executors.reserve(caps.size());
   for (std::size_t i : order) {
     e->sorted.push_back(std::move(caps[i]));
     e->axes.push_back(axes[i]);
+    e->executors.push_back(executors[i]);
   }
   for (std::size_t i = 0; i < e->sorted.size(); ++i) e->by_plan.emplace(e->sorted[i].to_plan(), i);
   for (std::size_t i = 0; i < e->sorted.size(); ++i) {
@@ -147,7 +154,9 @@ std::shared_ptr<const ClassCapabilities> observe(CarrierClass cls, const char* w
     // built-in patterns and packs freeze into one sorted set, atomically
     // with publication (a pack registered concurrently lands before or is
     // refused after, never half).
-    auto entry = make_entry(ClassCapabilities::Origin::DefinitionBacked, cls, pending->second());
+    capability_registry::Sealed sealed = pending->second();
+    auto entry = make_entry(ClassCapabilities::Origin::DefinitionBacked, cls, std::move(sealed.capabilities), {},
+                            std::move(sealed.executors));
     publish(r, cls, entry);
     r.pending.erase(pending);
     return entry;
@@ -229,17 +238,19 @@ void reject_invalid_entries(std::span<const OperationCapability> caps, const std
 }
 
 void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities,
-                           std::vector<ExecutionAxes> axes) {
+                           std::vector<ExecutionAxes> axes, std::vector<Executor> executors) {
   reject_duplicates(capabilities, "register_kernel_table(" + cls.name() + ")");
-  if (axes.size() != capabilities.size())
-    throw ValueError(fmt::format("register_kernel_table({}): {} execution axes for {} capabilities", cls.name(),
-                                 axes.size(), capabilities.size()));
+  if (axes.size() != capabilities.size() || executors.size() != capabilities.size())
+    throw ValueError(fmt::format("register_kernel_table({}): {} execution axes and {} executors for {} capabilities",
+                                 cls.name(), axes.size(), executors.size(), capabilities.size()));
   Registry& r = registry();
   std::lock_guard lock(r.write);
   if (closed_reason_locked(r, cls))
     throw TypeError(fmt::format("register_kernel_table: {} already has a capability answer", cls.name()));
   r.kernel_backed.reserve(r.kernel_backed.size() + 1);  // may throw: then nothing is published
-  publish(r, cls, make_entry(ClassCapabilities::Origin::KernelBacked, cls, std::move(capabilities), std::move(axes)));
+  publish(r, cls,
+          make_entry(ClassCapabilities::Origin::KernelBacked, cls, std::move(capabilities), std::move(axes),
+                     std::move(executors)));
   r.kernel_backed.push_back(cls);
 }
 
@@ -289,8 +300,10 @@ Entry require_entry(CarrierClass cls, const OperationPlan& plan) {
     last_class = cls;
     last_entry = c;
   }
-  if (const OperationCapability* m = find_plan(*c, plan))
-    return Entry{m, &c->axes[static_cast<std::size_t>(m - c->sorted.data())]};
+  if (const OperationCapability* m = find_plan(*c, plan)) {
+    const auto i = static_cast<std::size_t>(m - c->sorted.data());
+    return Entry{m, &c->axes[i], &c->executors[i]};
+  }
   throw UnsupportedOperationPlan(*reason(*c, plan), plan);
 }
 

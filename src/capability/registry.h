@@ -5,6 +5,7 @@
 
 #include <strideweave/capability.h>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -13,12 +14,33 @@
 
 namespace strideweave::capability_registry {
 
+// What executes one sealed entry: the other half of the dispatch record
+// (docs/design.md, "One dispatch record"). The capability layer keeps it
+// beside the entry's capability and axes and never interprets it; the layer
+// that registered the class does. `target` and `owner` live as long as the
+// process (class answers are never replaced):
+//   Kernel           target: the KernelFn, owner: its KernelTable (execution)
+//   KernelPatterns   target: the entry's matching candidates in preference
+//                    order, owner: the class's definition record (extension)
+//   CompositeProvider  a dependent definition-backed instance (owner null:
+//                    the record is found by class)
+//   DispatchHook     a declared (custom definition-free) class, or a
+//                    dependent class without a definition: its
+//                    Carrier::_dispatch_op computes the call
+enum class ExecutorKind : std::uint8_t { DispatchHook, Kernel, KernelPatterns, CompositeProvider };
+struct Executor {
+  ExecutorKind kind = ExecutorKind::DispatchHook;
+  const void* target = nullptr;
+  const void* owner = nullptr;
+};
+
 // Declares the sealed set of a kernel-backed class, with the execution axes
-// of each capability beside it (`axes` parallel to `capabilities`).
-// TypeError when the class already has an answer (declared or observed);
-// ValueError for a duplicate shape or a count mismatch. All or nothing.
+// and the executor of each capability beside it (`axes` and `executors`
+// parallel to `capabilities`). TypeError when the class already has an
+// answer (declared or observed); ValueError for a duplicate shape or a count
+// mismatch. All or nothing.
 void declare_kernel_backed(CarrierClass cls, std::vector<OperationCapability> capabilities,
-                           std::vector<ExecutionAxes> axes);
+                           std::vector<ExecutionAxes> axes, std::vector<Executor> executors);
 
 // TypeError naming `who` and the entry's position unless every entry is a
 // whole record (a name and at least one operand). A constructed
@@ -33,8 +55,13 @@ void reject_invalid_entries(std::span<const OperationCapability> capabilities, c
 std::optional<std::string> closed_reason(CarrierClass cls);
 
 // A definition-backed class's sealing step: returns the class's complete
-// capability set (already validated: whole records, no conflicting shapes).
-using SealStep = std::function<std::vector<OperationCapability>()>;
+// capability set (already validated: whole records, no conflicting shapes)
+// and, parallel to it, each capability's executor.
+struct Sealed {
+  std::vector<OperationCapability> capabilities;
+  std::vector<Executor> executors;
+};
+using SealStep = std::function<Sealed()>;
 
 // Claims `cls` for a carrier definition (carrier-extension R2.3): from now on
 // it answers "definition-backed" to every declaration, and its first
@@ -51,11 +78,12 @@ bool is_observed(CarrierClass cls);
 // The kernel-backed classes, in declaration order.
 std::vector<CarrierClass> kernel_backed_classes();
 
-// One sealed entry of a class: its capability and the execution axes kept
-// beside it.
+// One sealed entry of a class: its capability, and the execution axes and
+// executor kept beside it.
 struct Entry {
   const OperationCapability* capability;
   const ExecutionAxes* axes;
+  const Executor* executor;
 };
 
 // The sealed entry of `cls` for `plan`, by reference (observing an

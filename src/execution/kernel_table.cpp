@@ -57,15 +57,21 @@ void register_kernel_table(CarrierClass cls, KernelTable table) {
                                 cls.name()));
   // The class's capability declaration is derived from the table: one entry
   // per registered plan, and beside it the axes its kernel registered.
+  // Each entry's executor is its kernel in the owned table (whose nodes
+  // never move: the table is published once and never freed), so the gate's
+  // one lookup also says what runs.
+  auto owned = std::make_unique<const KernelTable>(std::move(table));
   std::vector<OperationCapability> caps;
   std::vector<ExecutionAxes> axes;
-  caps.reserve(table.plans().size());
-  axes.reserve(table.plans().size());
-  for (const OperationPlan& plan : table.plans()) {
+  std::vector<capability_registry::Executor> executors;
+  caps.reserve(owned->plans().size());
+  axes.reserve(owned->plans().size());
+  executors.reserve(owned->plans().size());
+  for (const OperationPlan& plan : owned->plans()) {
     caps.push_back(OperationCapability::from_plan(plan));
-    axes.push_back(table.axes(plan));
+    axes.push_back(owned->axes(plan));
+    executors.push_back({capability_registry::ExecutorKind::Kernel, owned->find(plan), owned.get()});
   }
-  auto owned = std::make_unique<const KernelTable>(std::move(table));
   detail::ensure_bootstrapped();  // the shipped classes first (a no-op inside the bootstrap)
   Registry& r = registry();
   std::unique_lock lock(r.mutex);
@@ -74,7 +80,7 @@ void register_kernel_table(CarrierClass cls, KernelTable table) {
   if (const std::optional<std::string> closed = capability_registry::closed_reason(cls))
     throw TypeError(fmt::format("{}: {} {}", what, cls.name(), *closed));
   r.entries.reserve(r.entries.size() + 1);  // nothing below throws once the capabilities are declared
-  capability_registry::declare_kernel_backed(cls, std::move(caps), std::move(axes));
+  capability_registry::declare_kernel_backed(cls, std::move(caps), std::move(axes), std::move(executors));
   r.entries.push_back(Entry{cls, std::move(owned)});
 }
 

@@ -44,7 +44,7 @@ std::vector<OperationCapability> plans_of(const ClassDefinition& record) {
 
 }  // namespace
 
-std::vector<OperationCapability> ClassDefinition::seal() {
+capability_registry::Sealed ClassDefinition::seal() {
   std::lock_guard lock(mutex);
   if (!sealed) {
     auto s = std::make_shared<SealedKernels>();
@@ -67,11 +67,22 @@ std::vector<OperationCapability> ClassDefinition::seal() {
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     s->capabilities = std::move(all);
+    s->by_capability.resize(s->capabilities.size());
+    for (std::size_t i = 0; i < s->capabilities.size(); ++i) {
+      const OperationPlan plan = s->capabilities[i].to_plan();
+      for (const Candidate& c : s->candidates)
+        if (c.pattern->operation().name() == plan.operation() && c.pattern->matching_plan(plan))
+          s->by_capability[i].push_back(&c);
+    }
     packs = std::move(ordered);
     sealed = std::move(s);
     kernels.store(sealed.get(), std::memory_order_release);
   }
-  return sealed->capabilities;
+  capability_registry::Sealed out{sealed->capabilities, {}};
+  out.executors.reserve(out.capabilities.size());
+  for (const auto& run : sealed->by_capability)
+    out.executors.push_back({capability_registry::ExecutorKind::KernelPatterns, &run, this});
+  return out;
 }
 
 std::shared_ptr<const ClassDefinition> find_definition(CarrierClass cls) {

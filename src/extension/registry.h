@@ -5,6 +5,8 @@
 
 #include <strideweave/extension.h>
 
+#include "capability/registry.h"
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -23,10 +25,14 @@ struct Candidate {
 };
 
 // What sealing freezes (R7.2, R11.4, R11.6): the deduplicated capability
-// union, sorted, and every pattern in preference order.
+// union, sorted, every pattern in preference order, and for each capability
+// (parallel to `capabilities`) the candidates whose pattern matches its plan
+// statically (R11.3), in that order: the executor of the class's dispatch
+// record for that plan.
 struct SealedKernels {
   std::vector<OperationCapability> capabilities;
   std::vector<Candidate> candidates;
+  std::vector<std::vector<const Candidate*>> by_capability;
 };
 
 // The registry's record of one definition-backed class.
@@ -45,8 +51,9 @@ struct ClassDefinition {
   std::atomic<const SealedKernels*> kernels{nullptr};
 
   // Freezes the built-in patterns and the packs (idempotent) and returns the
-  // capability set: the capability registry's sealing step.
-  std::vector<OperationCapability> seal();
+  // capability set with each capability's executor (its matching candidates):
+  // the capability registry's sealing step.
+  capability_registry::Sealed seal();
 };
 
 // Publication's access to a validated ProviderResult: its outputs are moved

@@ -29,7 +29,8 @@ namespace {
 // result has the tensor's (flat) shape.
 template <class Finish>
 auto scalar_tensor(std::string_view op, const WeakScalar& s, const Tensor& b, Finish&& finish) {
-  const OperationPlan plan = resolve_operation_plan(op, {s, b.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan(op, {s, b.dtype()}, scratch);
   const Carrier& prototype = common_carrier(op, {&b});
   return finish(plan, {materialize(s, plan.operands()[0], op), b}, Attributes{}, flat(b.shape()), prototype);
 }
@@ -48,7 +49,8 @@ PlanOperand plan_operand_of(const Ternary& o) {
 template <class Finish>
 auto ternary(std::string_view op, const Ternary& x, const Ternary& y, const Ternary& z, Finish&& finish) {
   const std::array<const Ternary*, 3> ops{&x, &y, &z};
-  const OperationPlan plan = resolve_operation_plan(op, {plan_operand_of(x), plan_operand_of(y), plan_operand_of(z)});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan(op, {plan_operand_of(x), plan_operand_of(y), plan_operand_of(z)}, scratch);
   std::optional<Shape> shape;
   std::vector<const Tensor*> tensors;
   for (const Ternary* o : ops) {
@@ -72,7 +74,8 @@ auto ternary(std::string_view op, const Ternary& x, const Ternary& y, const Tern
 
 template <class Finish>
 auto logical_not_call(const Tensor& x, Finish&& finish) {
-  const OperationPlan plan = resolve_operation_plan("logical_not", {x.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan("logical_not", {x.dtype()}, scratch);
   const Carrier& prototype = common_carrier("logical_not", {&x});
   return finish(plan, {x}, Attributes{}, flat(x.shape()), prototype);
 }
@@ -101,8 +104,8 @@ Tensor pow(const Tensor& base, WeakScalar exponent, const Output& out) {
   return tensor_scalar("pow", base, exponent, out);
 }
 Tensor pow(WeakScalar base, const Tensor& exponent, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return frontend::call_builtin_definition("pow", {base, exponent}, {}, o);
+  const auto by_name = [&] {
+    return frontend::bind_builtin("pow", {base, exponent}, {});
   };
   return scalar_tensor("pow", base, exponent, Execute{out, frontend::by_definition(by_name), {&exponent}});
 }
@@ -110,19 +113,19 @@ Tensor rem(const Tensor& a, const Tensor& b, const Output& out) { return binary(
 Tensor maximum(const Tensor& a, const Tensor& b, const Output& out) { return binary("maximum", a, b, out); }
 Tensor minimum(const Tensor& a, const Tensor& b, const Output& out) { return binary("minimum", a, b, out); }
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi, const Output& out) {
-  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
+  const auto by_name = [&] { return frontend::bind_builtin("clamp", {x, lo, hi}, {}); };
   return ternary("clamp", &x, &lo, &hi, Execute{out, frontend::by_definition(by_name), {&x, &lo, &hi}});
 }
 Tensor clamp(const Tensor& x, const Tensor& lo, WeakScalar hi, const Output& out) {
-  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
+  const auto by_name = [&] { return frontend::bind_builtin("clamp", {x, lo, hi}, {}); };
   return ternary("clamp", &x, &lo, hi, Execute{out, frontend::by_definition(by_name), {&x, &lo}});
 }
 Tensor clamp(const Tensor& x, WeakScalar lo, const Tensor& hi, const Output& out) {
-  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
+  const auto by_name = [&] { return frontend::bind_builtin("clamp", {x, lo, hi}, {}); };
   return ternary("clamp", &x, lo, &hi, Execute{out, frontend::by_definition(by_name), {&x, &hi}});
 }
 Tensor clamp(const Tensor& x, WeakScalar lo, WeakScalar hi, const Output& out) {
-  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("clamp", {x, lo, hi}, {}, o); };
+  const auto by_name = [&] { return frontend::bind_builtin("clamp", {x, lo, hi}, {}); };
   return ternary("clamp", &x, lo, hi, Execute{out, frontend::by_definition(by_name), {&x}});
 }
 Tensor eq(const Tensor& a, const Tensor& b, const Output& out) { return binary("eq", a, b, out); }
@@ -131,12 +134,12 @@ Tensor lt(const Tensor& a, const Tensor& b, const Output& out) { return binary("
 Tensor le(const Tensor& a, const Tensor& b, const Output& out) { return binary("le", a, b, out); }
 
 Tensor logical_not(const Tensor& x, const Output& out) {
-  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("logical_not", {x}, {}, o); };
+  const auto by_name = [&] { return frontend::bind_builtin("logical_not", {x}, {}); };
   return logical_not_call(x, Execute{out, frontend::by_definition(by_name), {&x}});
 }
 
 Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b, const Output& out) {
-  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition("select", {cond, a, b}, {}, o); };
+  const auto by_name = [&] { return frontend::bind_builtin("select", {cond, a, b}, {}); };
   return ternary("select", &cond, &a, &b, Execute{out, frontend::by_definition(by_name), {&cond, &a, &b}});
 }
 

@@ -167,13 +167,14 @@ CallResult call_builtin(const BuiltinEntry& e, std::span<const CallOperand> oper
       throw TypeError(fmt::format("{}: has two results and takes no caller-provided output", e.name));
     return e.composite(*call);
   }
-  if (const Carrier* prototype = definition_backed_prototype(*call)) {
-    BuiltinOutcome outcome = run_builtin_definition_backed(*call, *prototype, execution.out);
-    return CallResult{{std::move(outcome.plan)}, {std::move(outcome.result)}};
-  }
   Lowered lowered = e.lower(*call);
-  OperationPlan plan = lowered.plan;
-  Tensor result = run(std::move(lowered), execution.out, CallRecord{CallInputs(call->operands()), nullptr});
+  // The plan reported is the kernel's on a kernel table and the
+  // definition's invocation plan on a definition-backed carrier (they differ
+  // only for mul(weak, tensor); docs/policy.md).
+  OperationPlan plan =
+      lowered.prototype->exact_class().traits().storage_provider ? lowered.invocation_plan() : lowered.plan;
+  Tensor result =
+      run(std::move(lowered), execution.out, CallRecord{CallInputs(call->operands()), nullptr}, call.get());
   return CallResult{{std::move(plan)}, {std::move(result)}};
 }
 

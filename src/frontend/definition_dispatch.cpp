@@ -102,9 +102,7 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
       throw RuntimeError(fmt::format("{}: a built-in definition without a front-end record", definition.name()));
     const std::shared_ptr<const operation::BoundOperationCall> call =
         operation::bind(definition, std::move(operands), std::move(options));
-    if (const Carrier* prototype = definition_backed_prototype(*call))
-      return {run_builtin_definition_backed(*call, *prototype, out, target).result};
-    return {run(entry->lower(*call), out, CallRecord{CallInputs(call->operands()), target})};
+    return {run(entry->lower(*call), out, CallRecord{CallInputs(call->operands()), target}, call.get())};
   }
   const std::shared_ptr<const ResolvedInvocation> invocation =
       admit(definition, std::move(operands), std::move(options));
@@ -132,6 +130,12 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
   return execute_by_dispatch_hook(invocation, prototype, target);
 }
 
+std::shared_ptr<const operation::BoundOperationCall> bind_builtin(std::string_view name,
+                                                                  std::vector<CallOperand> operands,
+                                                                  operation::OptionMap options) {
+  return operation::bind(*operation::get_definition(name), std::move(operands), std::move(options));
+}
+
 Tensor call_builtin_definition(std::string_view name, std::vector<CallOperand> operands, operation::OptionMap options,
                                const Output& out) {
   const std::shared_ptr<const OperationDefinition> definition = operation::get_definition(name);
@@ -150,10 +154,10 @@ operation::OptionMap execution_option_map(const std::optional<OperationExecution
 Tensor run_builtin(const BuiltinEntry& entry, const BoundCall& call) {
   Lowered lowered = entry.lower(call);
   const Carrier& prototype = *lowered.prototype;
-  if (!prototype.exact_class().traits().storage_provider ||
-      !extension::detail::find_definition_fast(prototype.exact_class()))
-    return run(std::move(lowered), Output{}, CallRecord{CallInputs(call.operands()), nullptr});
-  const auto invocation = std::make_shared<const ResolvedInvocation>(call.definition().resolve()(call));
+  if (!prototype.exact_class().traits().storage_provider)
+    return run(std::move(lowered), Output{}, CallRecord{CallInputs(call.operands()), nullptr}, &call);
+  const auto invocation = std::make_shared<const ResolvedInvocation>(
+      builtin_invocation(call, lowered.invocation_plan(), lowered.published_shape()));
   return run_definition_backed_without_node(invocation, prototype).front();
 }
 

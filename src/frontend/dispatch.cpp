@@ -4,6 +4,7 @@
 #include "core/bootstrap.h"
 #include "execution/kernel_table.h"
 #include "frontend/autograd_hooks.h"
+#include "frontend/pipeline.h"
 #include "storage/gate.h"
 
 #include <strideweave/errors.h>
@@ -14,7 +15,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <deque>
+#include <unordered_map>
 #include <new>
 
 namespace strideweave {
@@ -167,10 +170,7 @@ const AutogradHooks& autograd_hooks() {
   return *h;
 }
 
-bool definition_backed(const Tensor& tensor) {
-  const CarrierClass cls = tensor.carrier()->exact_class();
-  return cls.traits().storage_provider && !kernel_table(cls);
-}
+bool definition_backed(const Tensor& tensor) { return tensor.carrier()->exact_class().traits().storage_provider; }
 
 OperationPlan scalar_first_mul_plan(const OperationPlan& tensor_scalar) {
   const std::span<const OperandPlan> o = tensor_scalar.operands();
@@ -181,7 +181,7 @@ OperationPlan scalar_first_mul_plan(const OperationPlan& tensor_scalar) {
 const Carrier& common_carrier(std::string_view operation, std::initializer_list<const Tensor*> tensors) {
   const Carrier* first = nullptr;
   for (const Tensor* t : tensors) {
-    t->carrier()->require_live(std::string(operation).c_str());
+    if (t->carrier()->is_released()) t->carrier()->require_live(std::string(operation).c_str());  // raises
     if (!first) {
       first = t->carrier().get();
     } else if (!(first->exact_class() == t->carrier()->exact_class())) {
@@ -221,37 +221,41 @@ Tensor execute_by_hook(const ExecutionAxes& axes, const OperationPlan& plan,
 
 }  // namespace
 
-Tensor execute(const OperationPlan& plan, std::span<const KernelOperand> operands, const Attributes& attributes,
-               const Shape& result_shape, const Carrier& prototype, const Output& out,
-               const DefinitionRoute* definition_route, CallRecord& record) {
-  // The gate: an exact capability, before any allocation or kernel entry;
-  // the axes kept beside it decide the route below.
-  const ExecutionAxes& axes = storage::gate(prototype, plan).axes;
-  const KernelTable* table = kernel_table(prototype.exact_class());
-  const KernelFn* kernel = table ? table->find(plan) : nullptr;
-  if (!kernel) {
-    // A definition-backed class has no kernel table: the typed call leaves
-    // here for the definition-backed pipeline (docs/extension.md).
-    if (!table && prototype.exact_class().traits().storage_provider) {
-      if (definition_route && definition_route->call) {
-        definition_route->taken = true;
-        return definition_route->call(definition_route->closure, out);
-      }
-      throw NotImplementedError(fmt::format("{}: this call does not reach the definition-backed carrier {}; call the "
-                                            "operation through its definition (operation::get_definition(\"{}\")) "
-                                            "or by name (call_operation), which run its kernel patterns",
-                                            plan.operation(), prototype.class_name(), plan.operation()));
+Tensor execute(const storage::Admission& admission, const OperationPlan& plan,
+               std::span<const KernelOperand> operands, const Attributes& attributes, const Shape& result_shape,
+               const Carrier& prototype, const Output& out, const DefinitionRoute* definition_route, CallRecord& record,
+               std::span<const std::int64_t> squeeze) {
+  using capability_registry::ExecutorKind;
+  const ExecutionAxes& axes = admission.axes;
+  switch (admission.executor.kind) {
+    case ExecutorKind::Kernel: break;
+    case ExecutorKind::DispatchHook:
+      return execute_by_hook(axes, plan, operands, attributes, result_shape, prototype, out, record);
+    case ExecutorKind::KernelPatterns:
+    case ExecutorKind::CompositeProvider: {
+      // A definition-backed class: the call, lowered and gated once, enters
+      // the definition-backed pipeline as the built-in's invocation.
+      const DefinitionRoute* route = definition_route;
+      if (!route || !route->reaches_definitions())
+        throw NotImplementedError(fmt::format("{}: this call does not reach the definition-backed carrier {}; call "
+                                              "the operation through its definition (operation::get_definition(\"{}\")) "
+                                              "or by name (call_operation), which run its kernel patterns",
+                                              plan.operation(), prototype.class_name(), plan.operation()));
+      std::shared_ptr<const operation::BoundOperationCall> bound;
+      const operation::BoundOperationCall& call = route->bound ? *route->bound : *(bound = route->bind(route->closure));
+      route->taken = true;
+      return run_builtin_on_definition(call, route->invocation_plan ? *route->invocation_plan : plan,
+                                       published_shape(result_shape, squeeze), prototype, out, record.target);
     }
-    if (!table) return execute_by_hook(axes, plan, operands, attributes, result_shape, prototype, out, record);
-    throw NotImplementedError(fmt::format("{} declares a capability for {} but registered no kernel for it",
-                                          prototype.class_name(), plan.to_string()));
   }
+  const KernelFn& kernel = *static_cast<const KernelFn*>(admission.executor.target);
+  const KernelTable& table = *static_cast<const KernelTable*>(admission.executor.owner);
   const CarrierClass cls = prototype.exact_class();
   if (!out) {
     const SupportLevel owned = required_level(axes, plan, prototype, ExecutionAxis::owned_result);
     check_operands(plan, axes, operands, prototype);
-    const std::optional<std::vector<KernelOperand>> copied = copy_operands(axes, *table, operands, cls);
-    Tensor result = fresh_result(*kernel, plan, copied ? std::span<const KernelOperand>(*copied) : operands, attributes,
+    const std::optional<std::vector<KernelOperand>> copied = copy_operands(axes, table, operands, cls);
+    Tensor result = fresh_result(kernel, plan, copied ? std::span<const KernelOperand>(*copied) : operands, attributes,
                                  result_shape, prototype);
     if (owned == SupportLevel::FallbackCopy) {
       // The kernel's result is materialised into a second fresh result by
@@ -267,18 +271,18 @@ Tensor execute(const OperationPlan& plan, std::span<const KernelOperand> operand
   // Accumulation cannot be recorded (the old value's history would be lost):
   // refused under grad mode before anything is written (autograd hook).
   if (out.mode() == OutputMode::Accumulate) autograd_hooks().refuse_caller_output(plan, record.inputs.span());
-  const std::optional<std::vector<KernelOperand>> copied = copy_operands(axes, *table, operands, cls);
+  const std::optional<std::vector<KernelOperand>> copied = copy_operands(axes, table, operands, cls);
   const std::span<const KernelOperand> kernel_operands = copied ? std::span<const KernelOperand>(*copied) : operands;
   const Tensor& target = out.tensor();
   if (route.native) {
     const Tensor view(target.carrier(), target.offset(), Layout(result_shape, Stride::of(*route.aligned.flat_strides())));
-    run_kernel(*kernel, KernelCall{plan, kernel_operands, attributes, view, out.mode() == OutputMode::Accumulate});
+    run_kernel(kernel, KernelCall{plan, kernel_operands, attributes, view, out.mode() == OutputMode::Accumulate});
     target.carrier()->bump_version();
     return target;  // the caller's output handle itself
   }
   // FallbackCopy: compute into fresh storage, then publish into `out` in one
   // versioned bulk write (nothing is written if anything fails).
-  const Tensor fresh = fresh_result(*kernel, plan, kernel_operands, attributes, result_shape, prototype);
+  const Tensor fresh = fresh_result(kernel, plan, kernel_operands, attributes, result_shape, prototype);
   std::vector<std::int64_t> indices(static_cast<std::size_t>(fresh.size()));
   std::vector<Value> values = fresh.values();
   for (std::int64_t k = 0; k < fresh.size(); ++k) {
@@ -297,29 +301,145 @@ Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::str
   return Value::from_float32(scalar.to_float32());
 }
 
-const OperationPlan& tensor_plan(std::string_view op, std::initializer_list<const DType*> dtypes,
-                                 std::optional<OperationPlan>& scratch) {
-  struct Entry {
-    std::string op;
-    std::array<const DType*, 4> dtypes;
-    OperationPlan plan;
-  };
-  thread_local std::deque<Entry> cache;  // node-stable: references stay valid
-  std::array<const DType*, 4> key{};
-  if (dtypes.size() <= key.size()) {
-    std::copy(dtypes.begin(), dtypes.end(), key.begin());
-    for (const Entry& e : cache)
-      if (e.dtypes == key && e.op == op) return e.plan;
+namespace {
+
+// What a plan is a function of: the operation, each operand (a dtype, or a
+// weak scalar's kind and exact value: the Int32 rules read integer values;
+// a real value is keyed by its bits, which is finer than the rules need and
+// never coarser), and the execution options.
+// Trivial on purpose: a key's unused operand slots are never read, so none
+// is zeroed (zeroing the whole key was a measurable share of a tiny call).
+struct OperandKey {
+  const void* dtype;   // a tensor's dtype; null for a weak scalar
+  std::uint64_t low;   // an integer's low bits, or a real's bits
+  std::uint64_t high;  // an integer's high bits
+  std::uint8_t kind;   // 0 tensor, 1 integer, 2 real, 3 bool
+  bool operator==(const OperandKey& o) const noexcept {
+    return dtype == o.dtype && low == o.low && high == o.high && kind == o.kind;
   }
-  std::vector<PlanOperand> operands;
-  for (const DType* d : dtypes) operands.emplace_back(*d);
-  OperationPlan plan = resolve_operation_plan(op, operands);
-  if (dtypes.size() > key.size() || cache.size() >= 256) return scratch.emplace(std::move(plan));
-  cache.push_back(Entry{std::string(op), key, std::move(plan)});
-  return cache.back().plan;
+};
+constexpr std::size_t kMaxKeyedOperands = 4;
+struct PlanKey {
+  std::array<OperandKey, kMaxKeyedOperands> operands;
+  std::uint8_t count = 0;
+  const void* accumulator = nullptr;
+  std::int8_t arithmetic = -1;
+  bool operator==(const PlanKey& o) const noexcept {
+    if (count != o.count || accumulator != o.accumulator || arithmetic != o.arithmetic) return false;
+    for (std::size_t i = 0; i < count; ++i)
+      if (!(operands[i] == o.operands[i])) return false;
+    return true;
+  }
+};
+
+// FNV-1a over the operation's name and the key's words: operation names are
+// a few bytes, so this is a handful of multiplies (std::hash of a
+// string_view calls out of line).
+std::uint64_t hash_of(std::string_view op, const PlanKey& k) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  const auto byte = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+  for (const char c : op) byte(static_cast<unsigned char>(c));
+  for (std::size_t i = 0; i < k.count; ++i) {
+    const OperandKey& o = k.operands[i];
+    byte(reinterpret_cast<std::uintptr_t>(o.dtype));
+    byte(o.low ^ (o.high << 1) ^ o.kind);
+  }
+  byte(reinterpret_cast<std::uintptr_t>(k.accumulator) ^ static_cast<std::uint64_t>(k.arithmetic + 1));
+  return h;
 }
 
-Shape Lowered::published_shape() const {
+// Builds the key; false when the call is not keyed (more operands than the
+// key holds, or a tensor operand without a dtype: resolution raises).
+bool make_key(std::span<const PlanOperand> operands, const OperationExecutionOptions* options, PlanKey& key) {
+  if (operands.size() > kMaxKeyedOperands) return false;
+  key.count = static_cast<std::uint8_t>(operands.size());
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    const PlanOperand& o = operands[i];
+    OperandKey& k = key.operands[i];
+    k = OperandKey{nullptr, 0, 0, 0};
+    if (o.role() == OperandRole::TENSOR) {
+      if (!o.dtype()) return false;
+      k.dtype = o.dtype();
+      continue;
+    }
+    const WeakScalar& s = o.scalar();
+    if (s.kind() == WeakScalarKind::INTEGER) {
+      const int128 v = s.integer_value();
+      k.kind = 1;
+      k.low = static_cast<std::uint64_t>(v);
+      k.high = static_cast<std::uint64_t>(v >> 64);
+    } else {
+      k.kind = s.is_bool() ? 3 : 2;
+      const double v = s.real_value();
+      std::memcpy(&k.low, &v, sizeof v);
+    }
+  }
+  if (options) {
+    key.accumulator = options->accumulator_dtype();
+    if (const std::optional<Arithmetic> a = options->arithmetic()) key.arithmetic = static_cast<std::int8_t>(*a);
+  }
+  return true;
+}
+
+struct CachedPlan {
+  std::string op;
+  PlanKey key;
+  OperationPlan plan;
+};
+
+// One thread's remembered plans: at most kCapacity entries in a node-stable
+// deque (returned references stay valid), found through an open-addressing
+// table of twice that many slots (an index + 1; 0 = empty), so a lookup
+// allocates nothing and takes no lock.
+struct PlanCache {
+  static constexpr std::size_t kCapacity = 256;
+  static constexpr std::size_t kSlots = 2 * kCapacity;  // a power of two
+  std::deque<CachedPlan> entries;
+  std::array<std::uint16_t, kSlots> slots{};
+  std::array<std::uint64_t, kSlots> hashes{};
+};
+
+}  // namespace
+
+const OperationPlan& cached_plan(std::string_view op, std::span<const PlanOperand> operands,
+                                 const OperationExecutionOptions* options, std::optional<OperationPlan>& scratch) {
+  // One thread-local word on the hit path (a trivially constructed pointer:
+  // no initialisation guard); the cache itself is built on first use. A call
+  // made by another thread-local's destructor after the cache's own (thread
+  // exit) resolves without remembering.
+  thread_local PlanCache* hot = nullptr;
+  thread_local bool gone = false;
+  if (!hot) {
+    if (gone) return scratch.emplace(resolve_operation_plan(op, operands, nullptr, options));
+    struct Owner {
+      PlanCache cache;
+      ~Owner() {
+        hot = nullptr;
+        gone = true;
+      }
+    };
+    thread_local Owner owner;  // destroyed at thread exit
+    hot = &owner.cache;
+  }
+  PlanCache& cache = *hot;
+  PlanKey key;
+  if (!make_key(operands, options, key)) return scratch.emplace(resolve_operation_plan(op, operands, nullptr, options));
+  const std::uint64_t h = hash_of(op, key);
+  std::size_t slot = h & (PlanCache::kSlots - 1);
+  for (; cache.slots[slot] != 0; slot = (slot + 1) & (PlanCache::kSlots - 1)) {
+    if (cache.hashes[slot] != h) continue;
+    const CachedPlan& e = cache.entries[cache.slots[slot] - 1u];
+    if (e.key == key && e.op == op) return e.plan;
+  }
+  OperationPlan plan = resolve_operation_plan(op, operands, nullptr, options);  // errors are never remembered
+  if (cache.entries.size() >= PlanCache::kCapacity) return scratch.emplace(std::move(plan));
+  cache.entries.push_back(CachedPlan{std::string(op), key, std::move(plan)});
+  cache.slots[slot] = static_cast<std::uint16_t>(cache.entries.size());  // the empty slot the probe ended on
+  cache.hashes[slot] = h;
+  return cache.entries.back().plan;
+}
+
+Shape published_shape(const Shape& kernel_shape, std::span<const std::int64_t> squeeze) {
   if (squeeze.empty()) return kernel_shape;
   std::vector<std::int64_t> extents;
   for (std::size_t i = 0; i < kernel_shape.rank(); ++i)
@@ -328,11 +448,20 @@ Shape Lowered::published_shape() const {
   return Shape::of(extents);
 }
 
+Shape Lowered::published_shape() const { return frontend::published_shape(kernel_shape, squeeze); }
+
 Tensor Execute::operator()(const OperationPlan& plan, std::vector<KernelOperand> operands,
                            const Attributes& attributes, const Shape& shape, const Carrier& prototype,
                            std::span<const std::int64_t> squeeze) const {
+  // The gate: one lookup of the dispatch record of (exact class, plan),
+  // before any allocation or kernel entry; its executor decides the route.
+  // A definition-backed class's capabilities are its definitions'
+  // invocation plans, so it is gated on the call's plan in the call's
+  // operand order (they differ only for mul(weak, tensor)).
+  const bool invocation_order = route.invocation_plan && prototype.exact_class().traits().storage_provider;
+  const storage::Admission admission = storage::gate(prototype, invocation_order ? *route.invocation_plan : plan);
   CallRecord record{inputs, target};
-  Tensor result = execute(plan, operands, attributes, shape, prototype, out, &route, record);
+  Tensor result = execute(admission, plan, operands, attributes, shape, prototype, out, &route, record, squeeze);
   if (route.taken) return result;  // the definition's published result (its node attached there)
   const AutogradHooks& hooks = autograd_hooks();
   if (out) {
@@ -354,10 +483,20 @@ Tensor Execute::operator()(const OperationPlan& plan, std::vector<KernelOperand>
   return published;
 }
 
-Tensor run(Lowered lowered, const Output& out, CallRecord record) {
-  return Execute{out, {}, record.inputs, std::move(record.target)}(lowered.plan, std::move(lowered.operands),
-                                                                    lowered.attributes, lowered.kernel_shape,
-                                                                    *lowered.prototype, lowered.squeeze);
+Tensor run(Lowered lowered, const Output& out, CallRecord record, const operation::BoundOperationCall* bound) {
+  DefinitionRoute route;
+  route.bound = bound;
+  if (lowered.call_plan) route.invocation_plan = &*lowered.call_plan;
+  return Execute{out, route, record.inputs, std::move(record.target)}(lowered.plan, std::move(lowered.operands),
+                                                                       lowered.attributes, lowered.kernel_shape,
+                                                                       *lowered.prototype, lowered.squeeze);
+}
+
+std::int64_t normalize_op_axis(std::string_view op, const char* noun, std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis >= -r && axis < r) return axis < 0 ? axis + r : axis;
+  const std::string what = fmt::format("{} {}", op, noun);  // formatted for the error only
+  return normalize_axis(axis, rank, what.c_str());          // raises the ValueError
 }
 
 // Normalised, sorted, duplicate-free axes (ValueError otherwise).
@@ -368,8 +507,7 @@ std::vector<std::int64_t> normalize_axes(std::string_view op, const std::optiona
     for (std::size_t i = 0; i < rank; ++i) out.push_back(static_cast<std::int64_t>(i));
     return out;
   }
-  const std::string what = fmt::format("{} axes", op);
-  for (std::int64_t a : *axes) out.push_back(normalize_axis(a, rank, what.c_str()));
+  for (std::int64_t a : *axes) out.push_back(normalize_op_axis(op, "axes", a, rank));
   std::sort(out.begin(), out.end());
   if (std::adjacent_find(out.begin(), out.end()) != out.end())
     throw ValueError(fmt::format("{}: axes contain a duplicate axis", op));

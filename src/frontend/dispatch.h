@@ -7,6 +7,8 @@
 #include <strideweave/ops.h>
 #include <strideweave/output.h>
 
+#include "storage/gate.h"
+
 #include <array>
 #include <memory>
 #include <span>
@@ -22,37 +24,56 @@ namespace strideweave::frontend {
 // carrier that serves as allocation prototype.
 const Carrier& common_carrier(std::string_view operation, std::initializer_list<const Tensor*> tensors);
 
-// resolve_operation_plan(op, dtypes) for tensor-only operands with default
-// options, remembered per thread: resolution is a pure function of the
-// operation and the dtypes, so a repeated call returns the same immutable
-// plan without running the rule again. Errors are never remembered (each
+// resolve_operation_plan(op, operands, options), remembered per thread for
+// every operation family: resolution is a pure function of the operation,
+// the operands (dtypes; weak scalars by kind and exact value) and the
+// execution options, so a repeated call returns the same immutable plan
+// without running the rule again. Errors are never remembered (each
 // failing call re-raises). The reference is valid for the thread's life, or
 // refers to `scratch` once the per-thread table is full (256 entries).
-const OperationPlan& tensor_plan(std::string_view op, std::initializer_list<const DType*> dtypes,
-                                 std::optional<OperationPlan>& scratch);
+const OperationPlan& cached_plan(std::string_view op, std::span<const PlanOperand> operands,
+                                 const OperationExecutionOptions* options, std::optional<OperationPlan>& scratch);
+inline const OperationPlan& cached_plan(std::string_view op, std::initializer_list<PlanOperand> operands,
+                                        std::optional<OperationPlan>& scratch,
+                                        const OperationExecutionOptions* options = nullptr) {
+  return cached_plan(op, std::span<const PlanOperand>(operands.begin(), operands.size()), options, scratch);
+}
 
-// How a typed call reaches a carrier class that has no kernel table but a
-// CarrierDefinition (docs/extension.md, "Typed functions on definition-backed
-// carriers"): the typed function's own arguments, called through the
-// built-in's OperationDefinition, so the definition-backed pipeline runs
-// exactly the call `get_definition(name)(operands, options)` would. A route
-// is a function pointer and a pointer to the caller's closure (no
-// allocation): the per-call cost on definition-free carriers is two words.
-// execute() takes it only after its kernel lookup failed.
+// How a call reaches a definition-backed carrier (docs/extension.md, "Typed
+// functions on definition-backed carriers"): when the gate's dispatch record
+// says kernel patterns or a composite provider, the call's lowering (done
+// once, already gated) becomes the built-in definition's resolved invocation
+// and enters the definition-backed pipeline directly: nothing is lowered or
+// gated twice. What the route supplies is the bound call: a by-name or
+// definition call passes the call it bound (`bound`); a typed function passes
+// a closure that binds its own arguments through the built-in's definition
+// (`bind`, called only on that route, so a definition-free call pays two
+// words and nothing else).
 struct DefinitionRoute {
-  Tensor (*call)(const void* closure, const Output& out) = nullptr;
+  std::shared_ptr<const operation::BoundOperationCall> (*bind)(const void* closure) = nullptr;
   const void* closure = nullptr;
-  // Set by execute() when it returned the route's (published) result.
+  const operation::BoundOperationCall* bound = nullptr;
+  // The invocation's plan when it is not the kernel's (mul(weak, tensor):
+  // Lowered::call_plan), else null.
+  const OperationPlan* invocation_plan = nullptr;
+  // Set by execute() when it returned the pipeline's (published) result.
   mutable bool taken = false;
+  bool reaches_definitions() const noexcept { return bound || bind; }
 };
-// A route over `f`, a callable `Tensor(const Output&)` that must outlive
-// the typed call (a lambda temporary of the same full expression does).
+// A route over `f`, a callable returning the bound call
+// (`bind_builtin(name, operands, options)`), which must outlive the typed
+// call (a lambda temporary of the same full expression does).
 template <class F>
 DefinitionRoute by_definition(const F& f) {
-  return DefinitionRoute{[](const void* c, const Output& out) { return (*static_cast<const F*>(c))(out); }, &f};
+  return DefinitionRoute{[](const void* c) { return (*static_cast<const F*>(c))(); }, &f};
 }
-// Whether `tensor`'s exact class has no kernel table but a definition
-// (execute() would leave for the definition route).
+// The typed call's own arguments bound through the built-in `name`'s
+// definition (its TypeErrors, its defaults).
+std::shared_ptr<const operation::BoundOperationCall> bind_builtin(std::string_view name,
+                                                                  std::vector<operation::CallOperand> operands,
+                                                                  operation::OptionMap options);
+// Whether `tensor`'s exact class is definition-backed (its instances
+// forward to a storage provider).
 bool definition_backed(const Tensor& tensor);
 // mul(weak_scalar, tensor)'s plan: the registry's (tensor, weak_scalar)
 // plan `tensor_scalar` with its two operand plans in the call's order
@@ -98,25 +119,30 @@ struct CallRecord {
   std::shared_ptr<Operation> target;
 };
 
-// Steps 4-5 of ops.h: gate on the exact plan; then, following the entry's
-// execution axes (docs/capabilities.md): admit the operands (borrowed_input)
-// and either allocate the result in the canonical layout on the prototype's
-// class (owned_result) or write the caller's `out` (caller_output,
-// strided_output, accumulation); run the kernel. Every refusal comes before
-// any allocation; a FallbackCopy is counted (execution_fallback_copies). A
-// caller-provided output under grad mode with a differentiable input is a
-// RuntimeError before anything is written (autograd cannot record it).
-//
-// A class without a kernel table whose definition is present (its traits
-// say storage_provider) takes `definition_route` when one is given; without a route
-// the typed function does not reach it (NotImplementedError). Any other
-// class without a kernel table (a custom definition-free class) computes
-// through its dispatch hook (Carrier::_dispatch_op, carrier-extension
-// R13.1): the result is allocated on its class and the hook's Operation
-// fills it; that Operation is left in `record.target`.
-Tensor execute(const OperationPlan& plan, std::span<const KernelOperand> operands, const Attributes& attributes,
-               const Shape& result_shape, const Carrier& prototype, const Output& out,
-               const DefinitionRoute* definition_route, CallRecord& record);
+// Steps 4-5 of ops.h, after the gate (storage::gate: one lookup of the
+// dispatch record of (exact class, plan), before any allocation), following
+// the record's executor:
+//  - a kernel: following the entry's execution axes (docs/capabilities.md):
+//    admit the operands (borrowed_input) and either allocate the result in
+//    the canonical layout on the prototype's class (owned_result) or write
+//    the caller's `out` (caller_output, strided_output, accumulation); run
+//    the kernel. Every refusal comes before any allocation; a FallbackCopy is
+//    counted (execution_fallback_copies). A caller-provided output under
+//    grad mode with a differentiable input is a RuntimeError before anything
+//    is written (autograd cannot record it).
+//  - kernel patterns or a composite provider (a definition-backed class):
+//    the call, through `route`, as the built-in definition's invocation in
+//    the definition-backed pipeline (the published result, its node
+//    attached there; `route->taken` is set). Without a route
+//    NotImplementedError.
+//  - the dispatch hook (a custom definition-free class, carrier-extension
+//    R13.1): the result is allocated on its class and the hook's Operation
+//    fills it; that Operation is left in `record.target`.
+// `squeeze`: the kernel result's axes the published result drops.
+Tensor execute(const storage::Admission& admission, const OperationPlan& plan,
+               std::span<const KernelOperand> operands, const Attributes& attributes, const Shape& result_shape,
+               const Carrier& prototype, const Output& out, const DefinitionRoute* route, CallRecord& record,
+               std::span<const std::int64_t> squeeze = {});
 
 // ---- Lowering: one call, decided before any capability check or allocation
 //
@@ -130,6 +156,9 @@ Tensor execute(const OperationPlan& plan, std::span<const KernelOperand> operand
 // calls finish with Lower, so their resolve step is exactly what the typed
 // function does up to the kernel (docs/design.md, "One record per
 // operation").
+
+// `kernel_shape` without the axes in `squeeze`: the published result's shape.
+Shape published_shape(const Shape& kernel_shape, std::span<const std::int64_t> squeeze);
 
 // What one call lowers to (Lower's product).
 struct Lowered {
@@ -150,9 +179,11 @@ struct Lowered {
   const OperationPlan& invocation_plan() const noexcept { return call_plan ? *call_plan : plan; }
 };
 
-// Runs a lowered call: execute(), then the published view, then autograd
-// records the call with `record`'s inputs (into record.target when set).
-Tensor run(Lowered lowered, const Output& out, CallRecord record);
+// Runs a lowered call: the gate, execute(), then the published view, then
+// autograd records the call with `record`'s inputs (into record.target when
+// set). `bound`: the call the lowering came from (it reaches a
+// definition-backed carrier's pipeline as the built-in's invocation).
+Tensor run(Lowered lowered, const Output& out, CallRecord record, const operation::BoundOperationCall* bound);
 
 // The typed functions' finisher: execute, then squeeze (never a caller's
 // output: it is returned as given), then autograd records the call.
@@ -181,7 +212,7 @@ Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::str
 template <class Finish>
 auto binary(std::string_view op, const Tensor& a, const Tensor& b, Finish&& finish) {
   std::optional<OperationPlan> scratch;
-  const OperationPlan& plan = tensor_plan(op, {&a.dtype(), &b.dtype()}, scratch);
+  const OperationPlan& plan = cached_plan(op, {a.dtype(), b.dtype()}, scratch);
   // Equal shapes (the common case) need no broadcast shape to be built.
   std::optional<Shape> broadcast;
   const bool same = a.shape() == b.shape() && a.shape().is_flat();  // broadcast_shapes is flat
@@ -193,22 +224,26 @@ auto binary(std::string_view op, const Tensor& a, const Tensor& b, Finish&& fini
                 Attributes{}, shape, prototype);
 }
 inline Tensor binary(std::string_view op, const Tensor& a, const Tensor& b, const Output& out) {
-  const auto by_name = [&](const Output& o) { return call_builtin_definition(op, {a, b}, {}, o); };
+  const auto by_name = [&] { return bind_builtin(op, {a, b}, {}); };
   return binary(op, a, b, Execute{out, by_definition(by_name), {&a, &b}});
 }
 
 // Tensor/weak-scalar elementwise; the result has the tensor's (flat) shape.
 template <class Finish>
 auto tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, Finish&& finish) {
-  const OperationPlan plan = resolve_operation_plan(op, {a.dtype(), s});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = cached_plan(op, {a.dtype(), s}, scratch);
   const Carrier& prototype = common_carrier(op, {&a});
   return finish(plan, {a, materialize(s, plan.operands()[1], op)}, Attributes{}, Shape::of(a.shape().extents()),
                 prototype);
 }
 inline Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, const Output& out) {
-  const auto by_name = [&](const Output& o) { return call_builtin_definition(op, {a, s}, {}, o); };
+  const auto by_name = [&] { return bind_builtin(op, {a, s}, {}); };
   return tensor_scalar(op, a, s, Execute{out, by_definition(by_name), {&a}});
 }
+// normalize_axis(axis, rank, "<op> <noun>") with the text formatted only
+// when it raises (a successful call formats nothing).
+std::int64_t normalize_op_axis(std::string_view op, const char* noun, std::int64_t axis, std::size_t rank);
 // Normalised, sorted, duplicate-free axes (ValueError otherwise); nullopt =
 // every axis.
 std::vector<std::int64_t> normalize_axes(std::string_view op, const std::optional<std::vector<std::int64_t>>& axes,

@@ -390,10 +390,11 @@ bool graph_would_attach(const ResolvedInvocation& invocation) {
   return false;
 }
 
-std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
-                                              const Carrier& prototype, const Output& out, PipelineTrace* trace,
-                                              const std::shared_ptr<Operation>& target) {
-  storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
+namespace {
+// execute_definition_backed after its gate.
+std::vector<Tensor> execute_admitted(const std::shared_ptr<const ResolvedInvocation>& invocation,
+                                     const Carrier& prototype, const Output& out, PipelineTrace* trace,
+                                     const std::shared_ptr<Operation>& target) {
   if (out) {
     const bool graph = graph_would_attach(*invocation);
     admit_definition_output(*invocation, prototype, out, graph);
@@ -402,6 +403,14 @@ std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const Resolv
     return {write_definition_output(*invocation, results.front(), out)};
   }
   return run_gated(Call{invocation, graph_would_attach(*invocation), target}, prototype, trace);
+}
+}  // namespace
+
+std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
+                                              const Carrier& prototype, const Output& out, PipelineTrace* trace,
+                                              const std::shared_ptr<Operation>& target) {
+  storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
+  return execute_admitted(invocation, prototype, out, trace, target);
 }
 
 std::vector<Tensor> execute_by_dispatch_hook(const std::shared_ptr<const ResolvedInvocation>& invocation,
@@ -442,20 +451,24 @@ std::vector<Tensor> execute_by_dispatch_hook(const std::shared_ptr<const Resolve
   return publish(invocation, std::move(result), graph, scope, op);
 }
 
-const Carrier* definition_backed_prototype(const operation::BoundOperationCall& call) {
-  for (const auto& o : call.operands()) {
-    const Tensor* t = std::get_if<Tensor>(&o);
-    if (!t) continue;
-    return extension::detail::find_definition_fast(t->carrier()->exact_class()) ? t->carrier().get() : nullptr;
-  }
-  return nullptr;
+operation::ResolvedInvocation builtin_invocation(const operation::BoundOperationCall& call,
+                                                 const OperationPlan& invocation_plan, const Shape& published) {
+  const std::span<const operation::OperandSpec> specs = call.definition().schema().operands();
+  const bool saves = std::any_of(specs.begin(), specs.end(), [](const auto& o) { return o.differentiable(); });
+  std::vector<std::size_t> saved;
+  if (saves)
+    for (std::size_t i = 0; i < call.operands().size(); ++i)
+      if (std::holds_alternative<Tensor>(call.operands()[i])) saved.push_back(i);
+  std::vector<ResultSpec> results{ResultSpec::compact(invocation_plan.output(), published)};
+  return ResolvedInvocation(call, invocation_plan, std::move(results), {}, std::move(saved), call.definition().name());
 }
 
-BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall& call, const Carrier& prototype,
-                                             const Output& out, const std::shared_ptr<Operation>& target) {
-  const auto invocation = std::make_shared<const ResolvedInvocation>(call.definition().resolve()(call));
-  std::vector<Tensor> results = execute_definition_backed(invocation, prototype, out, nullptr, target);
-  return BuiltinOutcome{invocation->plan(), std::move(results.front())};
+Tensor run_builtin_on_definition(const operation::BoundOperationCall& call, const OperationPlan& invocation_plan,
+                                 const Shape& published, const Carrier& prototype, const Output& out,
+                                 const std::shared_ptr<Operation>& target) {
+  const auto invocation =
+      std::make_shared<const ResolvedInvocation>(builtin_invocation(call, invocation_plan, published));
+  return std::move(execute_admitted(invocation, prototype, out, nullptr, target).front());
 }
 
 std::vector<Tensor> run_definition_backed_without_node(const std::shared_ptr<const ResolvedInvocation>& invocation,

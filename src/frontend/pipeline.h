@@ -91,19 +91,21 @@ std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const operat
 std::vector<Tensor> execute_by_dispatch_hook(const std::shared_ptr<const operation::ResolvedInvocation>& invocation,
                                              const Carrier& prototype, const std::shared_ptr<Operation>& target);
 
-// The carrier a bound BUILT-IN call dispatches on when its class is
-// definition-backed (no kernel table, a carrier definition), else null: the
-// call then takes the kernel-table path.
-const Carrier* definition_backed_prototype(const operation::BoundOperationCall& call);
+// The resolved invocation of a built-in call from its lowering (the
+// built-in definitions' resolve step, src/builtins/definitions.cpp): the
+// call's plan in its operand order, one compact result of the plan's output
+// dtype and the published shape, every Tensor operand saved when the
+// schema has a differentiable operand, kernel id = the name.
+operation::ResolvedInvocation builtin_invocation(const operation::BoundOperationCall& call,
+                                                 const OperationPlan& invocation_plan, const Shape& published);
 
-// A built-in call on a definition-backed carrier: the definition's resolve
-// (its lowering: plan and result spec), then execute_definition_backed.
-struct BuiltinOutcome {
-  OperationPlan plan;
-  Tensor result;
-};
-BuiltinOutcome run_builtin_definition_backed(const operation::BoundOperationCall& call, const Carrier& prototype,
-                                             const Output& out, const std::shared_ptr<Operation>& target = nullptr);
+// A built-in call whose lowering the gate admitted on a definition-backed
+// carrier (its dispatch record's executor: kernel patterns or a composite
+// provider): builtin_invocation, then the pipeline as
+// execute_definition_backed without a second gate.
+Tensor run_builtin_on_definition(const operation::BoundOperationCall& call, const OperationPlan& invocation_plan,
+                                 const Shape& published, const Carrier& prototype, const Output& out,
+                                 const std::shared_ptr<Operation>& target);
 
 // The built-in VJPs' forward re-run (src/builtins/definitions.cpp) on a
 // definition-backed carrier: the built-in's definition through the pipeline

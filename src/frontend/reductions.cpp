@@ -20,7 +20,8 @@ using frontend::common_carrier;
 using frontend::execute;
 using frontend::Execute;
 using frontend::by_definition;
-using frontend::call_builtin_definition;
+using frontend::bind_builtin;
+using frontend::normalize_op_axis;
 using frontend::Lower;
 using frontend::Lowered;
 using frontend::flat;
@@ -62,7 +63,8 @@ Attributes reduce_attributes(const std::vector<std::int64_t>& axes, bool keepdim
 template <class Finish>
 auto reduce(std::string_view op, const Tensor& x, const Axes& requested, bool keepdims, bool has_identity,
             Finish&& finish) {
-  const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan(op, {x.dtype()}, scratch);
   const std::vector<std::int64_t> axes = normalize_axes(op, requested.list(), x.rank());
   const Shape shape = reduced_shape(x, axes, keepdims);
   if (!has_identity && block_size(x, axes) == 0)
@@ -76,10 +78,10 @@ auto reduce(std::string_view op, const Tensor& x, const Axes& requested, bool ke
 template <class Finish>
 auto arg_reduce(std::string_view op, const Tensor& x, std::optional<std::int64_t> axis, bool keepdims,
                 Finish&& finish) {
-  const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
-  const std::string what = fmt::format("{} axis", op);
-  const std::vector<std::int64_t> axes =
-      axis ? std::vector<std::int64_t>{normalize_axis(*axis, x.rank(), what.c_str())} : normalize_axes(op, std::nullopt, x.rank());
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan(op, {x.dtype()}, scratch);
+  const std::vector<std::int64_t> axes = axis ? std::vector<std::int64_t>{normalize_op_axis(op, "axis", *axis, x.rank())}
+                                              : normalize_axes(op, std::nullopt, x.rank());
   const Shape shape = reduced_shape(x, axes, keepdims);
   const std::int64_t n = block_size(x, axes);
   if (n == 0)
@@ -95,8 +97,7 @@ auto arg_reduce(std::string_view op, const Tensor& x, std::optional<std::int64_t
 // The normalised axis of sort/topk; OverflowError when its positions do not
 // all fit an Int32 index.
 std::int64_t indexed_axis(std::string_view op, const Tensor& x, std::int64_t axis) {
-  const std::string what = fmt::format("{} axis", op);
-  const std::int64_t a = normalize_axis(axis, x.rank(), what.c_str());
+  const std::int64_t a = normalize_op_axis(op, "axis", axis, x.rank());
   const std::int64_t extent = x.shape().extent(static_cast<std::size_t>(a));
   if (extent > kMaxIndexedExtent)
     throw OverflowError(fmt::format("{}: axis {} has extent {}, beyond the Int32 index range (at most {})", op, axis,
@@ -133,25 +134,6 @@ LineCall topk_call(const Tensor& x, std::int64_t k, std::int64_t axis, bool larg
   return c;
 }
 
-// Both plans pass the gate before either result is allocated: execute()
-// raises the gate's UnsupportedOperationPlan before it allocates or reads
-// any operand, so a plan without a kernel is sent through it first. On a
-// definition-backed class (no kernel table, storage_provider) the gate is
-// the whole check: its capabilities are its kernel patterns', so both plans
-// are refused or admitted before either pattern is prepared.
-void gate_before_allocation(std::initializer_list<const OperationPlan*> plans, const Carrier& prototype) {
-  const KernelTable* table = kernel_table(prototype.exact_class());
-  const bool definition_backed = !table && prototype.exact_class().traits().storage_provider;
-  for (const OperationPlan* plan : plans) {
-    if (definition_backed)
-      (void)storage::gate(prototype, *plan);
-    else if (!table || !table->find(*plan)) {
-      frontend::CallRecord record;
-      execute(*plan, {}, Attributes{}, Shape{}, prototype, Output{}, nullptr, record);
-    }
-  }
-}
-
 // sort/topk: resolve both plans -> validate -> carrier -> gate both -> run
 // both. On a definition-backed carrier each plan runs its own internal
 // definition (_sort_values and _sort_indices, _topk_values and
@@ -159,20 +141,25 @@ void gate_before_allocation(std::initializer_list<const OperationPlan*> plans, c
 // functions on definition-backed carriers").
 SortResult line_pair(std::string_view op, const Tensor& x, const char* values_op, const char* indices_op,
                      const std::function<LineCall()>& validate, const operation::OptionMap& options) {
-  const OperationPlan values_plan = resolve_operation_plan(values_op, {x.dtype()});
-  const OperationPlan indices_plan = resolve_operation_plan(indices_op, {x.dtype()});
+  std::optional<OperationPlan> values_plan_scratch;
+  const OperationPlan& values_plan = frontend::cached_plan(values_op, {x.dtype()}, values_plan_scratch);
+  std::optional<OperationPlan> indices_plan_scratch;
+  const OperationPlan& indices_plan = frontend::cached_plan(indices_op, {x.dtype()}, indices_plan_scratch);
   const LineCall c = validate();
   const Carrier& prototype = common_carrier(op, {&x});
-  gate_before_allocation({&values_plan, &indices_plan}, prototype);
-  const auto values_by_name = [&](const Output& o) { return call_builtin_definition(values_op, {x}, options, o); };
-  const auto indices_by_name = [&](const Output& o) { return call_builtin_definition(indices_op, {x}, options, o); };
+  // Both plans pass the gate (one dispatch record each) before either result
+  // is allocated or either pattern prepared.
+  const storage::Admission values_admission = storage::gate(prototype, values_plan);
+  const storage::Admission indices_admission = storage::gate(prototype, indices_plan);
+  const auto values_by_name = [&] { return bind_builtin(values_op, {x}, options); };
+  const auto indices_by_name = [&] { return bind_builtin(indices_op, {x}, options); };
   const frontend::DefinitionRoute values_route = by_definition(values_by_name);
   const frontend::DefinitionRoute indices_route = by_definition(indices_by_name);
   const KernelOperand operands[] = {x};
   frontend::CallRecord values_record{{&x}, nullptr}, indices_record{{&x}, nullptr};
-  Tensor values = execute(values_plan, operands, c.attributes, c.shape, prototype, Output{}, &values_route,
+  Tensor values = execute(values_admission, values_plan, operands, c.attributes, c.shape, prototype, Output{}, &values_route,
                           values_record);
-  Tensor indices = execute(indices_plan, operands, c.attributes, c.shape, prototype, Output{}, &indices_route,
+  Tensor indices = execute(indices_admission, indices_plan, operands, c.attributes, c.shape, prototype, Output{}, &indices_route,
                            indices_record);
   // Each plan is its own recorded call (a definition route recorded there).
   const frontend::AutogradHooks& hooks = frontend::autograd_hooks();
@@ -187,7 +174,8 @@ SortResult line_pair(std::string_view op, const Tensor& x, const char* values_op
 
 // One internal plan of sort/topk (the name-based entries below).
 Lowered line_single(std::string_view op, const Tensor& x, const std::function<LineCall()>& validate) {
-  const OperationPlan plan = resolve_operation_plan(op, {x.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan(op, {x.dtype()}, scratch);
   const LineCall c = validate();
   const Carrier& prototype = common_carrier(op, {&x});
   return Lower{}(plan, {x}, c.attributes, c.shape, prototype);
@@ -196,8 +184,8 @@ Lowered line_single(std::string_view op, const Tensor& x, const std::function<Li
 template <class Finish>
 auto reduce_sum_call(const Tensor& x, const Axes& requested, bool keepdims,
                      const std::optional<OperationExecutionOptions>& options, Finish&& finish) {
-  const OperationPlan plan =
-      resolve_operation_plan("reduce_sum", {x.dtype()}, nullptr, options ? &*options : nullptr);
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan("reduce_sum", {x.dtype()}, scratch, options ? &*options : nullptr);
   const std::vector<std::int64_t> axes = normalize_axes("reduce_sum", requested.list(), x.rank());
   const Shape shape = reduced_shape(x, axes, keepdims);
   const Carrier& prototype = common_carrier("reduce_sum", {&x});
@@ -206,7 +194,8 @@ auto reduce_sum_call(const Tensor& x, const Axes& requested, bool keepdims,
 
 template <class Finish>
 auto cumsum_call(const Tensor& x, std::int64_t axis, Finish&& finish) {
-  const OperationPlan plan = resolve_operation_plan("cumsum", {x.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan("cumsum", {x.dtype()}, scratch);
   Attributes attributes;
   attributes.set("axis", normalize_axis(axis, x.rank(), "cumsum axis"));
   const Carrier& prototype = common_carrier("cumsum", {&x});
@@ -226,52 +215,52 @@ operation::OptionMap reduction_options(const Axes& axes, bool keepdims) {
 
 Tensor reduce_sum(const Tensor& x, Axes requested, bool keepdims, const std::optional<OperationExecutionOptions>& options,
                   const Output& out) {
-  const auto by_name = [&](const Output& o) {
+  const auto by_name = [&] {
     operation::OptionMap map = frontend::execution_option_map(options);
     map.merge(reduction_options(requested, keepdims));
-    return call_builtin_definition("reduce_sum", {x}, std::move(map), o);
+    return bind_builtin("reduce_sum", {x}, std::move(map));
   };
   return reduce_sum_call(x, requested, keepdims, options, Execute{out, by_definition(by_name), {&x}});
 }
 
 Tensor reduce_prod(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return call_builtin_definition("reduce_prod", {x}, reduction_options(axes, keepdims), o);
+  const auto by_name = [&] {
+    return bind_builtin("reduce_prod", {x}, reduction_options(axes, keepdims));
   };
   return reduce("reduce_prod", x, axes, keepdims, true, Execute{out, by_definition(by_name), {&x}});
 }
 Tensor reduce_max(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return call_builtin_definition("reduce_max", {x}, reduction_options(axes, keepdims), o);
+  const auto by_name = [&] {
+    return bind_builtin("reduce_max", {x}, reduction_options(axes, keepdims));
   };
   return reduce("reduce_max", x, axes, keepdims, false, Execute{out, by_definition(by_name), {&x}});
 }
 Tensor reduce_min(const Tensor& x, Axes axes, bool keepdims, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return call_builtin_definition("reduce_min", {x}, reduction_options(axes, keepdims), o);
+  const auto by_name = [&] {
+    return bind_builtin("reduce_min", {x}, reduction_options(axes, keepdims));
   };
   return reduce("reduce_min", x, axes, keepdims, false, Execute{out, by_definition(by_name), {&x}});
 }
 
 Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
-  const auto by_name = [&](const Output& o) {
+  const auto by_name = [&] {
     operation::OptionMap options{{"keepdims", keepdims}};
     if (axis) options.emplace("axis", *axis);
-    return call_builtin_definition("argmax", {x}, std::move(options), o);
+    return bind_builtin("argmax", {x}, std::move(options));
   };
   return arg_reduce("argmax", x, axis, keepdims, Execute{out, by_definition(by_name), {&x}});
 }
 Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis, bool keepdims, const Output& out) {
-  const auto by_name = [&](const Output& o) {
+  const auto by_name = [&] {
     operation::OptionMap options{{"keepdims", keepdims}};
     if (axis) options.emplace("axis", *axis);
-    return call_builtin_definition("argmin", {x}, std::move(options), o);
+    return bind_builtin("argmin", {x}, std::move(options));
   };
   return arg_reduce("argmin", x, axis, keepdims, Execute{out, by_definition(by_name), {&x}});
 }
 
 Tensor cumsum(const Tensor& x, std::int64_t axis, const Output& out) {
-  const auto by_name = [&](const Output& o) { return call_builtin_definition("cumsum", {x}, {{"axis", axis}}, o); };
+  const auto by_name = [&] { return bind_builtin("cumsum", {x}, {{"axis", axis}}); };
   return cumsum_call(x, axis, Execute{out, by_definition(by_name), {&x}});
 }
 

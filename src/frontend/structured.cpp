@@ -25,8 +25,8 @@ namespace {
 template <class Finish>
 auto matmul_call(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options,
                  Finish&& finish) {
-  const OperationPlan plan =
-      resolve_operation_plan("matmul", {a.dtype(), b.dtype()}, nullptr, options ? &*options : nullptr);
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan("matmul", {a.dtype(), b.dtype()}, scratch, options ? &*options : nullptr);
   if (a.rank() == 0 || b.rank() == 0)
     throw ValueError(fmt::format("matmul: operands must have rank >= 1 (got {} and {})", a.shape().to_string(),
                                  b.shape().to_string()));
@@ -59,8 +59,8 @@ auto matmul_call(const Tensor& a, const Tensor& b, const std::optional<Operation
 
 Tensor matmul(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options,
               const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return frontend::call_builtin_definition("matmul", {a, b}, frontend::execution_option_map(options), o);
+  const auto by_name = [&] {
+    return frontend::bind_builtin("matmul", {a, b}, frontend::execution_option_map(options));
   };
   return matmul_call(a, b, options, Execute{out, frontend::by_definition(by_name), {&a, &b}});
 }
@@ -92,7 +92,8 @@ std::vector<std::int64_t> spatial_option(const std::optional<std::vector<std::in
 
 template <class Finish>
 auto conv_general_call(const Tensor& input, const Tensor& weight, const ConvOptions& options, Finish&& finish) {
-  const OperationPlan plan = resolve_operation_plan("conv_general", {input.dtype(), weight.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan("conv_general", {input.dtype(), weight.dtype()}, scratch);
   if (input.rank() < 3)
     throw ValueError(fmt::format("conv_general: input must have rank >= 3 (N, C_in, S_1..S_d), got {}",
                                  input.shape().to_string()));
@@ -154,12 +155,12 @@ auto conv_general_call(const Tensor& input, const Tensor& weight, const ConvOpti
 }  // namespace
 
 Tensor conv_general(const Tensor& input, const Tensor& weight, const ConvOptions& options, const Output& out) {
-  const auto by_name = [&](const Output& o) {
+  const auto by_name = [&] {
     operation::OptionMap map{{"groups", options.groups}};
     if (options.stride) map.emplace("stride", *options.stride);
     if (options.padding) map.emplace("padding", *options.padding);
     if (options.dilation) map.emplace("dilation", *options.dilation);
-    return frontend::call_builtin_definition("conv_general", {input, weight}, std::move(map), o);
+    return frontend::bind_builtin("conv_general", {input, weight}, std::move(map));
   };
   return conv_general_call(input, weight, options, Execute{out, frontend::by_definition(by_name), {&input, &weight}});
 }
@@ -172,8 +173,10 @@ namespace {
 Tensor at_least_1d(const Tensor& t) { return t.rank() == 0 ? t.unsqueeze(0) : t; }
 
 std::int64_t indexed_axis(std::string_view op, std::int64_t axis, std::size_t rank) {
-  const std::string what(op);
-  return normalize_axis(axis, std::max<std::size_t>(rank, 1), what.c_str());
+  const auto r = static_cast<std::int64_t>(std::max<std::size_t>(rank, 1));
+  if (axis >= -r && axis < r) return axis < 0 ? axis + r : axis;
+  const std::string what(op);  // for the error only
+  return normalize_axis(axis, std::max<std::size_t>(rank, 1), what.c_str());  // raises
 }
 
 // indices.extent(d) <= other.extent(d) for every d (except `skip`, if any).
@@ -191,7 +194,8 @@ void require_within(std::string_view op, const Tensor& indices, const Tensor& ot
 template <class Finish>
 auto scatter_like(std::string_view op, const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
                   Finish&& finish) {
-  const OperationPlan plan = resolve_operation_plan(op, {data.dtype(), indices.dtype(), src.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan(op, {data.dtype(), indices.dtype(), src.dtype()}, scratch);
   if (indices.rank() != data.rank() || src.rank() != data.rank())
     throw ValueError(fmt::format("{}: data {}, indices {} and src {} must have equal rank", op,
                                  data.shape().to_string(), indices.shape().to_string(), src.shape().to_string()));
@@ -209,7 +213,8 @@ auto scatter_like(std::string_view op, const Tensor& data, const Tensor& indices
 
 template <class Finish>
 auto gather_call(const Tensor& data, const Tensor& indices, std::int64_t axis, Finish&& finish) {
-  const OperationPlan plan = resolve_operation_plan("gather", {data.dtype(), indices.dtype()});
+  std::optional<OperationPlan> scratch;
+  const OperationPlan& plan = frontend::cached_plan("gather", {data.dtype(), indices.dtype()}, scratch);
   if (indices.rank() != data.rank())
     throw ValueError(fmt::format("gather: data {} and indices {} must have equal rank", data.shape().to_string(),
                                  indices.shape().to_string()));
@@ -228,23 +233,23 @@ auto gather_call(const Tensor& data, const Tensor& indices, std::int64_t axis, F
 }  // namespace
 
 Tensor gather(const Tensor& data, const Tensor& indices, std::int64_t axis, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return frontend::call_builtin_definition("gather", {data, indices}, {{"axis", axis}}, o);
+  const auto by_name = [&] {
+    return frontend::bind_builtin("gather", {data, indices}, {{"axis", axis}});
   };
   return gather_call(data, indices, axis, Execute{out, frontend::by_definition(by_name), {&data, &indices}});
 }
 
 Tensor scatter(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return frontend::call_builtin_definition("scatter", {data, indices, src}, {{"axis", axis}}, o);
+  const auto by_name = [&] {
+    return frontend::bind_builtin("scatter", {data, indices, src}, {{"axis", axis}});
   };
   return scatter_like("scatter", data, indices, src, axis, Execute{out, frontend::by_definition(by_name), {&data, &indices, &src}});
 }
 
 Tensor scatter_add(const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
                    const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return frontend::call_builtin_definition("scatter_add", {data, indices, src}, {{"axis", axis}}, o);
+  const auto by_name = [&] {
+    return frontend::bind_builtin("scatter_add", {data, indices, src}, {{"axis", axis}});
   };
   return scatter_like("scatter_add", data, indices, src, axis, Execute{out, frontend::by_definition(by_name), {&data, &indices, &src}});
 }

@@ -29,13 +29,13 @@ namespace {
 template <class Finish, class Options>
 auto unary_call(const char* op, const Tensor& x, Finish&& finish, Options&& options) {
   std::optional<OperationPlan> scratch;
-  const OperationPlan& plan = frontend::tensor_plan(op, {&x.dtype()}, scratch);
+  const OperationPlan& plan = frontend::cached_plan(op, {x.dtype()}, scratch);
   const Attributes attributes = options();
   const Carrier& prototype = common_carrier(op, {&x});
   return finish(plan, {x}, attributes, flat(x.shape()), prototype);
 }
 Tensor unary_call(const char* op, const Tensor& x, const Output& out) {
-  const auto by_name = [&](const Output& o) { return frontend::call_builtin_definition(op, {x}, {}, o); };
+  const auto by_name = [&] { return frontend::bind_builtin(op, {x}, {}); };
   return unary_call(op, x, Execute{out, frontend::by_definition(by_name), {&x}}, [] { return Attributes{}; });
 }
 
@@ -93,26 +93,26 @@ Attributes softplus_attributes(double beta, double threshold) {
 }  // namespace
 
 Tensor elu(const Tensor& x, double alpha, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return frontend::call_builtin_definition("elu", {x}, {{"alpha", alpha}}, o);
+  const auto by_name = [&] {
+    return frontend::bind_builtin("elu", {x}, {{"alpha", alpha}});
   };
   return unary_call("elu", x, Execute{out, frontend::by_definition(by_name), {&x}}, [&] { return elu_attributes(alpha); });
 }
 Tensor gelu(const Tensor& x, bool approximate, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return frontend::call_builtin_definition("gelu", {x}, {{"approximate", approximate}}, o);
+  const auto by_name = [&] {
+    return frontend::bind_builtin("gelu", {x}, {{"approximate", approximate}});
   };
   return unary_call("gelu", x, Execute{out, frontend::by_definition(by_name), {&x}}, [&] { return gelu_attributes(approximate); });
 }
 Tensor leaky_relu(const Tensor& x, double negative_slope, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return frontend::call_builtin_definition("leaky_relu", {x}, {{"negative_slope", negative_slope}}, o);
+  const auto by_name = [&] {
+    return frontend::bind_builtin("leaky_relu", {x}, {{"negative_slope", negative_slope}});
   };
   return unary_call("leaky_relu", x, Execute{out, frontend::by_definition(by_name), {&x}}, [&] { return leaky_relu_attributes(negative_slope); });
 }
 Tensor softplus(const Tensor& x, double beta, double threshold, const Output& out) {
-  const auto by_name = [&](const Output& o) {
-    return frontend::call_builtin_definition("softplus", {x}, {{"beta", beta}, {"threshold", threshold}}, o);
+  const auto by_name = [&] {
+    return frontend::bind_builtin("softplus", {x}, {{"beta", beta}, {"threshold", threshold}});
   };
   return unary_call("softplus", x, Execute{out, frontend::by_definition(by_name), {&x}}, [&] { return softplus_attributes(beta, threshold); });
 }

@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "policy/operation_table.h"
+#include "policy/resolution_probe.h"
 
 // Header-only xxHash (XXH3-64 of operation names): no link dependency for
 // this layer.
@@ -485,8 +486,15 @@ OperationPlan run_overload(const OperationSpec& spec, const OperationOverload& o
 
 }  // namespace
 
+namespace {
+thread_local std::uint64_t resolutions = 0;
+}  // namespace
+
+std::uint64_t policy_probe::resolutions_on_this_thread() noexcept { return resolutions; }
+
 OperationPlan resolve_operation_plan(std::string_view operation, std::span<const PlanOperand> operands,
                                      const DType* accumulator_dtype, const OperationExecutionOptions* options) {
+  ++resolutions;
   // 1. options and accumulator.
   if (accumulator_dtype && options)
     throw TypeError(fmt::format("resolve_operation_plan('{}'): pass accumulator_dtype or options, not both", operation));

@@ -65,19 +65,31 @@ ExecutionAxes Carrier::execution_axes(const OperationCapability& capability) con
 }
 
 namespace storage {
+namespace {
+thread_local std::uint64_t gate_lookups = 0;
+}  // namespace
+
+std::uint64_t gate_lookups_on_this_thread() noexcept { return gate_lookups; }
+
 Admission gate(const Carrier& carrier, const OperationPlan& plan) {
+  ++gate_lookups;
   // A dependent snapshot records plan shapes only: its entries answer the
   // default axes.
   static const ExecutionAxes dependent_axes{};
+  static const capability_registry::Executor composite{capability_registry::ExecutorKind::CompositeProvider};
+  static const capability_registry::Executor hook{capability_registry::ExecutorKind::DispatchHook};
   const CarrierClass cls = carrier.exact_class();
   if (cls.traits().is_dependent) {
     const auto& d = static_cast<const DependentCarrier&>(carrier);
+    // A class whose instances forward to a storage provider holds a carrier
+    // definition (its constructors require one): its composite provider runs.
+    const capability_registry::Executor& executor = cls.traits().storage_provider ? composite : hook;
     for (const OperationCapability& x : d.capability_snapshot())  // lives as long as the instance
-      if (x.matches(plan)) return Admission{x, dependent_axes};
+      if (x.matches(plan)) return Admission{x, dependent_axes, executor};
     throw UnsupportedOperationPlan(*snapshot_reason(carrier, d.capability_snapshot(), plan), plan);
   }
   const capability_registry::Entry entry = capability_registry::require_entry(cls, plan);
-  return Admission{*entry.capability, *entry.axes};
+  return Admission{*entry.capability, *entry.axes, *entry.executor};
 }
 }  // namespace storage
 

@@ -4,21 +4,36 @@
 
 #include <strideweave/carrier.h>
 #include <strideweave/capability.h>
+#include <strideweave/export.h>
+
+#include <cstdint>
+
+#include "capability/registry.h"
 
 namespace strideweave::storage {
 
-// What the gate admitted: the exact capability and the execution axes the
-// carrier keeps beside it.
+// What the gate admitted: the dispatch record of (exact class, plan): the
+// exact capability, the execution axes kept beside it, and what executes it.
+// One lookup decides both whether the call may run and what runs it.
 struct Admission {
   const OperationCapability& capability;
   const ExecutionAxes& axes;
+  const capability_registry::Executor& executor;
 };
 
 // Carrier::require_operation_plan by reference: the exact capability for
 // `plan` from the carrier's class declaration (independent) or its frozen
 // snapshot (dependent; RuntimeError before finalisation), else
 // UnsupportedOperationPlan with the stable sentence, and its axes
-// (Carrier::execution_axes). The references live as long as `carrier`.
-Admission gate(const Carrier& carrier, const OperationPlan& plan);
+// (Carrier::execution_axes) and executor (a dependent instance's entries:
+// its class's composite provider when the class has a definition, else its
+// dispatch hook). The references live as long as `carrier`.
+STRIDEWEAVE_TEST_API Admission gate(const Carrier& carrier, const OperationPlan& plan);
+
+// Internal, for tests: how many times gate() ran on the calling thread. A
+// call of any kind (typed, by name, by definition, dispatch_op) on any
+// carrier kind looks its dispatch record up once; the tests check that
+// through this count.
+STRIDEWEAVE_TEST_API std::uint64_t gate_lookups_on_this_thread() noexcept;
 
 }  // namespace strideweave::storage

@@ -11,6 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include "execution/kernel_table.h"
+#include "extension/registry.h"
+#include "policy/resolution_probe.h"
+#include "storage/gate.h"
+#include "support/expect_exactly.h"
+
 #include <atomic>
 #include <map>
 #include <string>
@@ -597,3 +603,91 @@ TEST(TypedDefinitionRoute_Step4, ABuiltInCalledByDefinitionBackpropagatesOnTheCa
 }
 
 }  // namespace
+
+// ---- Issue 20 step 1: one dispatch record per (exact class, plan)
+//
+// The gate's lookup also says what executes the plan (docs/design.md, "One
+// dispatch record"), so a call of any kind, typed or by definition, on a
+// definition-backed carrier is lowered once and gated once, exactly as on a
+// kernel-backed one. Before the record, a typed call missed the kernel
+// table, went back up by name, and was lowered and gated a second time.
+// One kernel pattern, for add on Float32, that adds the arenas itself (no
+// nested call: a reference run on Generic would be a call of its own, with
+// its own gate). `prepares` counts every prepare.
+template <int N>
+void register_adding_accel(std::atomic<int>& prepares) {
+  const PlanOperand f(DType::Float32());
+  std::vector<ext::KernelPattern> patterns;
+  patterns.emplace_back(
+      op::get_definition("add"), std::vector{OperationCapability::from_plan(resolve_operation_plan("add", {f, f}))},
+      "arena_add",
+      [&prepares](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface& i) -> ext::KernelPattern::Prepared {
+        ++prepares;
+        auto self = std::shared_ptr<const ext::KernelExecutionInterface>(std::shared_ptr<void>(), &i);
+        return ext::PreparedKernel(self, [inv = &inv]() -> ext::ResultSubmission {
+          const Tensor& a = std::get<Tensor>(inv->operands()[0]);
+          const Tensor& b = std::get<Tensor>(inv->operands()[1]);
+          const op::ResultSpec& spec = inv->results()[0];
+          auto c = ext::create<RefAccel<N>>(spec.shape().size(), spec.dtype());
+          for (std::int64_t k = 0; k < spec.shape().size(); ++k)
+            c->arena[static_cast<std::size_t>(k)] =
+                Value::from_float32(a.carrier()->get_value(a.offset() + a.layout()(k)).f +
+                                    b.carrier()->get_value(b.offset() + b.layout()(k)).f);
+          return ext::ProviderResult(std::vector<Tensor>{Tensor(c, 0, spec.layout())});
+        });
+      });
+  ext::register_carrier_definition(
+      carrier_class<RefAccel<N>>(),
+      ext::CarrierDefinition(arena_storage<N>(), ext::KernelProvider(std::make_shared<RefIface>("1"), patterns)));
+}
+
+TEST(DispatchRecord_Issue20Step1, ATypedCallOnADefinitionBackedCarrierIsGatedOnceLikeOnCpu) {
+  std::atomic<int> prepares{0};
+  register_adding_accel<65>(prepares);
+  const Tensor a = on<65>({1, 2, 3}, Shape{3});
+  const Tensor b = on<65>({4, 5, 6}, Shape{3});
+  const Tensor ca = make_tensor<CPU>({1.0f, 2.0f, 3.0f}, Shape{3});
+  const Tensor cb = make_tensor<CPU>({4.0f, 5.0f, 6.0f}, Shape{3});
+  (void)add(a, b);  // the class is sealed and the plan remembered by now
+  (void)add(ca, cb);
+  const auto lookups = [](const auto& call) {
+    const std::uint64_t before = storage::gate_lookups_on_this_thread();
+    const std::uint64_t resolved = policy_probe::resolutions_on_this_thread();
+    const Tensor result = call();
+    EXPECT_EQ(policy_probe::resolutions_on_this_thread() - resolved, 0u) << "a remembered plan was resolved again";
+    return std::pair{storage::gate_lookups_on_this_thread() - before, result};
+  };
+  const int before = prepares.load();
+  const auto [typed, typed_result] = lookups([&] { return add(a, b); });
+  const auto [named, named_result] = lookups([&] { return by_definition("add", {a, b}); });
+  const auto [cpu, cpu_result] = lookups([&] { return add(ca, cb); });
+  EXPECT_EQ(typed, 1u);
+  EXPECT_EQ(named, 1u);
+  EXPECT_EQ(cpu, 1u);
+  EXPECT_EQ(prepares.load() - before, 2);  // one pattern run per call
+  expect_same(typed_result, named_result, "typed add == add by definition");
+  EXPECT_EQ(typed_result.values()[2], Value::from_float32(9));
+}
+
+TEST(DispatchRecord_Issue20Step1, TheRecordNamesWhatExecutesThePlan) {
+  std::atomic<int> prepares{0};
+  register_ref_accel<66>(prepares);
+  const OperationPlan plan = resolve_operation_plan("add", {DType::Float32(), DType::Float32()});
+  using capability_registry::ExecutorKind;
+  // A kernel-backed class: its kernel, in the class's own table.
+  const Tensor cpu = make_tensor<CPU>({1.0f}, Shape{1});
+  const storage::Admission k = storage::gate(*cpu.carrier(), plan);
+  EXPECT_EQ(k.executor.kind, ExecutorKind::Kernel);
+  EXPECT_EQ(k.executor.target, kernel_table(carrier_class<CPU>())->find(plan));
+  // A definition-backed class: its statically matching kernel patterns, in
+  // preference order (carrier-extension R11.3-R11.4).
+  const Tensor accel = on<66>({1}, Shape{1});
+  const storage::Admission p = storage::gate(*accel.carrier(), plan);
+  ASSERT_EQ(p.executor.kind, ExecutorKind::KernelPatterns);
+  const auto& candidates = *static_cast<const std::vector<const ext::detail::Candidate*>*>(p.executor.target);
+  ASSERT_EQ(candidates.size(), 1u);
+  EXPECT_EQ(candidates[0]->pattern->kernel_id(), "ref_add");
+  // A miss is the gate's structured error, as before.
+  const OperationPlan sub = resolve_operation_plan("sub", {DType::Float32(), DType::Float32()});
+  EXPECT_THROW_EXACTLY(storage::gate(*accel.carrier(), sub), UnsupportedOperationPlan);
+}
