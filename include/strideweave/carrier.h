@@ -67,6 +67,7 @@ class Tensor;
 namespace detail {
 struct MoveAccess;      // src/movement: the move transaction's un-versioned access
 struct ProviderWrites;  // src/storage/provider_writes.h: the pipeline's guard while providers run
+struct RangeAccess;     // src/storage/ranges.h: the framework's un-versioned range access
 }  // namespace detail
 
 // The identity of T (carrier-class.h): for any T, so that registries can
@@ -85,6 +86,19 @@ CarrierClass carrier_class() {
   }();
   return identity;
 }
+
+// Where a carrier's slots are plain host memory: `data` is slot 0, the
+// slots lie contiguously, one element of `dtype`'s host representation
+// (float, std::int32_t, bool) each, `size` of them. A null `data` means the
+// storage is not host memory (or the carrier is released). Writing through
+// `data` bypasses versioning; only the framework's range operations and a
+// class's own kernels do, and they step the version themselves.
+struct HostSpan {
+  void* data = nullptr;
+  const SimpleDType* dtype = nullptr;
+  std::int64_t size = 0;
+  explicit operator bool() const noexcept { return data != nullptr; }
+};
 
 class Carrier : public std::enable_shared_from_this<Carrier> {
  public:
@@ -169,6 +183,31 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // every value's kind first, so a failure writes nothing. Used by bulk
   // writes such as copying a result into a caller-provided output.
   void write_slots(std::span<const std::int64_t> indices, std::span<const Value> values);
+  // Range operations (docs/storage.md, "Ranges"): a contiguous run of
+  // slots [first, first + count). Every check comes before anything is read
+  // or written, in this order: RuntimeError when released (the destination:
+  // also unless publicly mutable); ValueError for count < 0; IndexError when
+  // the run leaves [0, size()); TypeError for a value (or a source carrier)
+  // of another dtype. count == 0 with first == size() is an empty run.
+  //
+  // read_values: the run's values, through the class's read_range hook (or
+  // its host memory). Not a mutation: the version is unchanged.
+  std::vector<Value> read_values(std::int64_t first, std::int64_t count) const;
+  // write_values: writes values[k] to slot first + k as ONE versioned
+  // mutation (version + 1). Failure-atomic: when the class's write_range hook
+  // fails part way, the slots it had written are written back from a
+  // before-image taken first, the version is unchanged, and the hook's error
+  // propagates (a write into host memory cannot fail and takes no image).
+  void write_values(std::int64_t first, std::span<const Value> values);
+  // copy_range: copies source's slots [source_first, source_first + count)
+  // onto this carrier's [first, first + count) as ONE versioned mutation of
+  // this carrier (the source's version is unchanged); failure-atomic as
+  // write_values. Source and destination may be the same carrier, with
+  // overlapping runs (the copy behaves as if the source run were read first).
+  // Both in host memory: one memmove; otherwise the source's read_range into
+  // a buffer, then the destination's write_range.
+  void copy_range(const Carrier& source, std::int64_t source_first, std::int64_t first, std::int64_t count);
+
   // Carrier scatter (core-concepts.md 1.7; distinct from the scatter
   // operation): writes to_scatter's value i, in logical order, to slot
   // scatter_onto.offset() + mapping_offset + mapping(i) of this carrier, as
@@ -224,6 +263,23 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   virtual std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                              bool empty) const = 0;
 
+  // Range hooks (docs/storage.md, "Ranges"), called only after the base
+  // validated liveness, the run's bounds, mutability and every value's kind
+  // (count >= 1). The defaults go slot by slot through read_slot /
+  // write_slot, so a class that offers nothing more keeps working; a class
+  // overrides them when it can move a run at once (Generic copies Values,
+  // FileBacked copies window by window, a definition-backed class asks its
+  // StorageProvider's range callbacks). write_range may fail part way: the
+  // framework restores the run from its before-image.
+  virtual void read_range(std::int64_t first, std::int64_t count, Value* out) const;
+  virtual void write_range(std::int64_t first, std::span<const Value> values);
+  // The class's host memory, when its storage is one contiguous block of
+  // host memory in the dtype's host representation (CPU; a definition-backed
+  // class whose StorageProvider offers host_data); a null HostSpan
+  // otherwise (the default). Called only on a live carrier. The framework
+  // then reads and writes runs with memcpy and skips the hooks above.
+  virtual HostSpan host_storage() const noexcept { return {}; }
+
   // False for a class that does not implement carrier scatter: scatter()
   // then raises NotImplementedError naming the class, before any check.
   virtual bool implements_carrier_scatter() const noexcept { return true; }
@@ -256,6 +312,7 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   friend class DependentCarrier;
   friend struct detail::MoveAccess;
   friend struct detail::ProviderWrites;
+  friend struct detail::RangeAccess;
   struct DependentTag {};
   // DependentCarrier's constructors: the only way to mark an instance
   // dependent, so a subclass cannot send the capability gate into a

@@ -181,6 +181,23 @@ class PreparedComposite {
 // release relinquishes storage (the framework calls it at most once per
 // successful release); read and write see one in-range slot only (the
 // framework validated liveness, mutability, index and the value's kind).
+//
+// Range access (beyond the specification; docs/extension.md, "Ranges"):
+// with_ranges(read_range, write_range, host_data) returns a copy of the
+// provider with optional range callbacks (each may be null: that access
+// stays per slot). The framework's range operations (Carrier::read_values,
+// write_values, copy_range, Tensor::values, fallback copies, caller
+// outputs, moves) then call them instead of read/write:
+//   read_range(carrier, first, out): fill out[k] with slot first + k
+//     (values of the carrier's dtype: another kind is a TypeError);
+//   write_range(carrier, first, values): write values[k] to slot first + k
+//     (may fail part way: the framework writes the run's before-image back);
+//   host_data(carrier): the instance's slot 0 when its storage is one
+//     contiguous block of host memory in the dtype's host representation
+//     (float, std::int32_t, bool), valid until release; null otherwise. With
+//     it the framework copies runs with memcpy and calls neither read nor
+//     write (nor the range callbacks) for them. An exception answers null.
+// Every run is non-empty and in range, on a live, established instance.
 class StorageProvider {
  public:
   using SupportsDType = std::function<bool(const Carrier& carrier, const DType& dtype)>;
@@ -189,9 +206,18 @@ class StorageProvider {
   using Release = std::function<void(Carrier& carrier)>;
   using Read = std::function<Value(const Carrier& carrier, std::int64_t index)>;
   using Write = std::function<void(Carrier& carrier, std::int64_t index, const Value& value)>;
+  using ReadRange = std::function<void(const Carrier& carrier, std::int64_t first, std::span<Value> out)>;
+  using WriteRange = std::function<void(Carrier& carrier, std::int64_t first, std::span<const Value> values)>;
+  using HostData = std::function<void*(const Carrier& carrier)>;
 
   StorageProvider(SupportsDType supports_dtype, PhysicalSize physical_size, Allocate allocate, Release release,
                   Read read, Write write, bool elementwise_fallback = false);
+
+  // A copy with the range callbacks above (null ones: per slot).
+  StorageProvider with_ranges(ReadRange read_range, WriteRange write_range, HostData host_data = nullptr) const;
+  const ReadRange& read_range() const noexcept { return read_range_; }
+  const WriteRange& write_range() const noexcept { return write_range_; }
+  const HostData& host_data() const noexcept { return host_data_; }
 
   const SupportsDType& supports_dtype() const noexcept { return supports_dtype_; }
   const PhysicalSize& physical_size() const noexcept { return physical_size_; }
@@ -209,6 +235,9 @@ class StorageProvider {
   Read read_;
   Write write_;
   bool elementwise_fallback_;
+  ReadRange read_range_;
+  WriteRange write_range_;
+  HostData host_data_;
 };
 
 // ---------------------------------------------------------------- R9-R11 kernels
@@ -515,6 +544,10 @@ struct STRIDEWEAVE_EXPORT ProvidedStorage {
   bool supports(const Carrier& self, const DType& dtype) const noexcept;
   Value read(const Carrier& self, std::int64_t index) const;
   void write(Carrier& self, std::int64_t index, const Value& value) const;
+  // Runs: the provider's range callbacks when it has them, else per slot.
+  void read_range(const Carrier& self, std::int64_t first, std::int64_t count, Value* out) const;
+  void write_range(Carrier& self, std::int64_t first, std::span<const Value> values) const;
+  HostSpan host(const Carrier& self) const noexcept;
   void release(Carrier& self) const;
   std::shared_ptr<Carrier> make_like(const Carrier& self, std::int64_t size, bool mutable_,
                                      const SimpleDType& dtype) const;
@@ -544,6 +577,13 @@ class STRIDEWEAVE_EXPORT DefinedCarrier : public Carrier {
   std::int64_t storage_size() const noexcept final { return storage_.slots; }
   Value read_slot(std::int64_t index) const final { return storage_.read(*this, index); }
   void write_slot(std::int64_t index, const Value& value) final { storage_.write(*this, index, value); }
+  void read_range(std::int64_t first, std::int64_t count, Value* out) const final {
+    storage_.read_range(*this, first, count, out);
+  }
+  void write_range(std::int64_t first, std::span<const Value> values) final {
+    storage_.write_range(*this, first, values);
+  }
+  HostSpan host_storage() const noexcept final { return storage_.host(*this); }
   void release_storage() final { storage_.release(*this); }
   std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                      bool empty) const final;
@@ -568,6 +608,13 @@ class STRIDEWEAVE_EXPORT DefinedDependentCarrier : public DependentCarrier {
   std::int64_t storage_size() const noexcept final { return storage_.slots; }
   Value read_slot(std::int64_t index) const final { return storage_.read(*this, index); }
   void write_slot(std::int64_t index, const Value& value) final { storage_.write(*this, index, value); }
+  void read_range(std::int64_t first, std::int64_t count, Value* out) const final {
+    storage_.read_range(*this, first, count, out);
+  }
+  void write_range(std::int64_t first, std::span<const Value> values) final {
+    storage_.write_range(*this, first, values);
+  }
+  HostSpan host_storage() const noexcept final { return storage_.host(*this); }
   void release_storage() final { storage_.release(*this); }
   std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                      bool empty) const final;

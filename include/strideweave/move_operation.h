@@ -155,8 +155,10 @@ class STRIDEWEAVE_EXPORT MoveOperation {
 };
 
 // The fallback for every definition-free pair without a registration: copies
-// the logical values one at a time (destination slots the layout does not
-// address keep their prior values).
+// the logical values run by run along the tensor's layout, each run through
+// the carriers' range access (host memory where a class has it, else its
+// range hooks, whose defaults go slot by slot; docs/storage.md, "Ranges").
+// Destination slots the layout does not address keep their prior values.
 class STRIDEWEAVE_EXPORT ElementwiseMoveOperation : public MoveOperation {
  public:
   std::string name() const override { return "ElementwiseMoveOperation"; }

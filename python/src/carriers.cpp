@@ -500,6 +500,46 @@ std::vector<Value> values_arg(py::handle values, const SimpleDType& dtype, const
   return out;
 }
 
+// Range operations (carrier.h): the run's checks in the C++ order
+// (RuntimeError, ValueError, IndexError) come before any value converts.
+void require_run(const Carrier& c, std::int64_t first, std::int64_t count, const char* what) {
+  if (count < 0) throw ValueError(fmt::format("{}: count must be >= 0, got {}", what, count));
+  const std::int64_t n = c.size();
+  if (first < 0 || first > n || count > n - first)
+    throw IndexError(fmt::format("{}: the run [{}, {} + {}) is outside [0, {}) of the {} carrier", what, first, first,
+                                 count, n, c.class_name()));
+}
+
+py::list read_values(const Carrier& c, py::handle first, py::handle count) {
+  const std::int64_t f = integer_arg(first, "Carrier.read_values: first");
+  const std::int64_t n = integer_arg(count, "Carrier.read_values: count");
+  py::list out;
+  for (const Value& v : c.read_values(f, n)) out.append(value_object(v));
+  return out;
+}
+
+void write_values(Carrier& c, py::handle first, py::handle values) {
+  constexpr const char* what = "Carrier.write_values";
+  const std::int64_t f = integer_arg(first, "Carrier.write_values: first");
+  c.require_writable(what);
+  if (PyUnicode_Check(values.ptr()) || !py::isinstance<py::iterable>(values))
+    throw TypeError(fmt::format("{}: values must be an iterable, got {}", what, py::repr(values).cast<std::string>()));
+  const py::list items(py::reinterpret_borrow<py::object>(values));
+  require_run(c, f, static_cast<std::int64_t>(items.size()), what);
+  std::vector<Value> vs;
+  vs.reserve(items.size());
+  for (py::handle v : items) vs.push_back(value_arg(v, c.dtype(), what));
+  c.write_values(f, vs);
+}
+
+void copy_range(Carrier& c, py::handle source, py::handle source_first, py::handle first, py::handle count) {
+  if (!py::isinstance<Carrier>(source))
+    throw TypeError(fmt::format("Carrier.copy_range: source must be a Carrier, got {}",
+                                py::repr(source).cast<std::string>()));
+  c.copy_range(source.cast<const Carrier&>(), integer_arg(source_first, "Carrier.copy_range: source_first"),
+               integer_arg(first, "Carrier.copy_range: first"), integer_arg(count, "Carrier.copy_range: count"));
+}
+
 py::tuple capabilities_object(const std::vector<OperationCapability>& caps) {
   py::list out;
   for (const OperationCapability& c : caps) out.append(py::cast(c));
@@ -635,6 +675,19 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
       .def("set_value", &set_value, py::arg("index"), py::arg("value"),
            "Writes slot `index` (+1 version): RuntimeError unless publicly mutable and live, IndexError outside "
            "[0, size()), TypeError for a value of another kind, OverflowError outside Int32.")
+      .def("read_values", &read_values, py::arg("first"), py::arg("count"),
+           "The values of slots [first, first + count) as a list (no version step): RuntimeError after release, "
+           "ValueError for count < 0, IndexError when the run leaves [0, size()).")
+      .def("write_values", &write_values, py::arg("first"), py::arg("values"),
+           "Writes values[k] to slot first + k as ONE versioned mutation (+1 version): RuntimeError unless "
+           "publicly mutable and live, IndexError when the run leaves [0, size()), TypeError for a value of "
+           "another kind. Failure-atomic: nothing changes when the write fails part way.")
+      .def("copy_range", &copy_range, py::arg("source"), py::arg("source_first"), py::arg("first"),
+           py::arg("count"),
+           "Copies source's slots [source_first, source_first + count) onto this carrier's [first, first + "
+           "count) as ONE versioned mutation of this carrier (overlap allowed): RuntimeError when either is "
+           "released or this one is not publicly mutable, ValueError for count < 0, IndexError for a run "
+           "outside either carrier, TypeError for a source of another dtype. Failure-atomic.")
       .def("__getitem__", &get_value)
       .def("__setitem__", &set_value)
       .def("__len__", &Carrier::size)

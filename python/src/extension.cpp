@@ -162,6 +162,7 @@ struct PreparedCompositeRecord {
 struct StorageProviderRecord {
   ext::StorageProvider cpp;
   py::object supports_dtype, physical_size, allocate, release, read, write;
+  py::object read_range = py::none(), write_range = py::none(), host_data = py::none();
 };
 
 struct KernelPatternRecord {
@@ -333,6 +334,74 @@ ext::StorageProvider storage_provider(py::handle supports_dtype, py::handle phys
         require_none(write->object(carrier_object(c), index, value_object(value)), c, "write");
       },
       fallback);
+}
+
+// The optional range callbacks (docs/extension.md, "Ranges"); None keeps that
+// access per slot.
+ext::StorageProvider with_range_callbacks(ext::StorageProvider provider, py::handle read_range_fn,
+                                          py::handle write_range_fn, py::handle host_data_fn) {
+  ext::StorageProvider::ReadRange read_range;
+  ext::StorageProvider::WriteRange write_range;
+  ext::StorageProvider::HostData host_data;
+  if (!read_range_fn.is_none()) {
+    read_range = [fn = share(read_range_fn)](const Carrier& c, std::int64_t first, std::span<Value> out) {
+      py::gil_scoped_acquire gil;
+      const std::string what = c.class_name() + ": StorageProvider.read_range";
+      py::object got = fn->object(carrier_object(c), first, static_cast<std::int64_t>(out.size()));
+      if (PyUnicode_Check(got.ptr()) || !py::isinstance<py::iterable>(got))
+        throw TypeError(fmt::format("{} returned {}, not an iterable of values", what, repr_of(got)));
+      const py::list items(got);
+      if (items.size() != out.size())
+        throw ValueError(fmt::format("{} returned {} values for a run of {}", what, items.size(), out.size()));
+      for (std::size_t k = 0; k < out.size(); ++k) out[k] = value_arg(items[k], c.dtype(), what.c_str());
+    };
+  }
+  if (!write_range_fn.is_none()) {
+    write_range = [fn = share(write_range_fn)](Carrier& c, std::int64_t first, std::span<const Value> values) {
+      py::gil_scoped_acquire gil;
+      py::list items;
+      for (const Value& v : values) items.append(value_object(v));
+      require_none(fn->object(carrier_object(c), first, items), c, "write_range");
+    };
+  }
+  if (!host_data_fn.is_none()) {
+    // The callback answers an object exporting a writable C-contiguous
+    // buffer of the dtype (itemsize and kind) covering every slot, or None;
+    // the provider keeps that memory alive and in place until release.
+    host_data = [fn = share(host_data_fn)](const Carrier& c) -> void* {
+      py::gil_scoped_acquire gil;
+      try {
+        py::object got = fn->object(carrier_object(c));
+        if (got.is_none()) return nullptr;
+        Py_buffer view;
+        if (PyObject_GetBuffer(got.ptr(), &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0)
+          throw py::error_already_set();
+        void* data = view.buf;
+        const std::string format = view.format ? view.format : "B";
+        const Py_ssize_t itemsize = view.itemsize, length = view.len;
+        PyBuffer_Release(&view);
+        const char kind = format.empty() ? 'B' : format.back();
+        const SimpleDType& d = c.dtype();
+        const bool ok = &d == &DType::Float32() ? (kind == 'f' && itemsize == 4)
+                        : &d == &DType::Int32() ? ((kind == 'i' || kind == 'l') && itemsize == 4)
+                                                : (kind == '?' && itemsize == 1);
+        if (!ok)
+          throw TypeError(fmt::format("{}: StorageProvider.host_data returned a buffer of format '{}' (itemsize {}), "
+                                      "not the host representation of {}",
+                                      c.class_name(), format, itemsize, d.name()));
+        if (length < static_cast<Py_ssize_t>(c.size()) * itemsize)
+          throw ValueError(fmt::format("{}: StorageProvider.host_data returned a buffer of {} bytes for {} slots",
+                                       c.class_name(), length, c.size()));
+        return data;
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("strideweave: StorageProvider.host_data");
+      } catch (const std::exception& e) {
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, e.what(), 1) != 0) PyErr_Clear();  // warnings as errors: dropped
+      }
+      return nullptr;  // no host memory: the framework uses the other callbacks
+    };
+  }
+  return provider.with_ranges(std::move(read_range), std::move(write_range), std::move(host_data));
 }
 
 // ---- the callbacks that receive a ResolvedInvocation
@@ -536,17 +605,26 @@ ProviderCompletion[ProviderResult]. Immutable.)doc")
   // R3.1
   py::class_<StorageProviderRecord, std::shared_ptr<StorageProviderRecord>>(m, "StorageProvider", R"doc(
 StorageProvider(supports_dtype, physical_size, allocate, release, read,
-write, elementwise_fallback=False): a definition-backed class's complete
-storage (carrier-extension R3). Six callables (TypeError otherwise) and an
-exact bool (TypeError). Each callback receives the Python carrier instance
-and runs with the GIL held:
+write, elementwise_fallback=False, *, read_range=None, write_range=None,
+host_data=None): a definition-backed class's complete storage
+(carrier-extension R3). Six callables (TypeError otherwise) and an exact
+bool (TypeError). Each callback receives the Python carrier instance and
+runs with the GIL held:
   supports_dtype(carrier, dtype) -> bool; physical_size(carrier) -> int;
   allocate(carrier, slots) -> None; release(carrier) -> None (called at most
   once); read(carrier, index) -> value; write(carrier, index, value) -> None.
+The optional range callbacks (None or a callable; docs/extension.md,
+"Ranges") replace read/write for contiguous runs when given:
+  read_range(carrier, first, count) -> iterable of count values;
+  write_range(carrier, first, values: list) -> None;
+  host_data(carrier) -> None, or an object exporting a writable C-contiguous
+  buffer of the dtype ('f' / 'i' 4 bytes, '?') covering every slot, which the
+  provider keeps alive and in place until release (runs are then memcpy'd).
 A wrong return type is a TypeError; a callback's exception propagates as
 itself and leaves the carrier and its version unchanged. Immutable.)doc")
       .def(py::init([](py::handle supports_dtype, py::handle physical_size, py::handle allocate, py::handle release,
-                       py::handle read, py::handle write, py::handle elementwise_fallback) {
+                       py::handle read, py::handle write, py::handle elementwise_fallback, py::handle read_range,
+                       py::handle write_range, py::handle host_data) {
              const char* who = "StorageProvider";
              require_callable(supports_dtype, who, "supports_dtype");
              require_callable(physical_size, who, "physical_size");
@@ -554,17 +632,24 @@ itself and leaves the carrier and its version unchanged. Immutable.)doc")
              require_callable(release, who, "release");
              require_callable(read, who, "read");
              require_callable(write, who, "write");
+             if (!read_range.is_none()) require_callable(read_range, who, "read_range");
+             if (!write_range.is_none()) require_callable(write_range, who, "write_range");
+             if (!host_data.is_none()) require_callable(host_data, who, "host_data");
              if (!PyBool_Check(elementwise_fallback.ptr()))
                throw TypeError(fmt::format("StorageProvider: elementwise_fallback must be a bool, got {}",
                                            repr_of(elementwise_fallback)));
              auto o = [](py::handle h) { return py::reinterpret_borrow<py::object>(h); };
-             return StorageProviderRecord{storage_provider(supports_dtype, physical_size, allocate, release, read, write,
-                                                           elementwise_fallback.ptr() == Py_True),
-                                          o(supports_dtype), o(physical_size), o(allocate), o(release), o(read),
-                                          o(write)};
+             ext::StorageProvider cpp = with_range_callbacks(
+                 storage_provider(supports_dtype, physical_size, allocate, release, read, write,
+                                  elementwise_fallback.ptr() == Py_True),
+                 read_range, write_range, host_data);
+             return StorageProviderRecord{std::move(cpp),  o(supports_dtype), o(physical_size), o(allocate),
+                                          o(release),      o(read),           o(write),         o(read_range),
+                                          o(write_range),  o(host_data)};
            }),
            py::arg("supports_dtype"), py::arg("physical_size"), py::arg("allocate"), py::arg("release"),
-           py::arg("read"), py::arg("write"), py::arg("elementwise_fallback") = false)
+           py::arg("read"), py::arg("write"), py::arg("elementwise_fallback") = false, py::kw_only(),
+           py::arg("read_range") = py::none(), py::arg("write_range") = py::none(), py::arg("host_data") = py::none())
       .def_property_readonly("supports_dtype", [](const StorageProviderRecord& r) { return r.supports_dtype; },
                              "supports_dtype(carrier, dtype) -> bool.")
       .def_property_readonly("physical_size", [](const StorageProviderRecord& r) { return r.physical_size; },
@@ -577,6 +662,12 @@ itself and leaves the carrier and its version unchanged. Immutable.)doc")
                              "read(carrier, index) -> value.")
       .def_property_readonly("write", [](const StorageProviderRecord& r) { return r.write; },
                              "write(carrier, index, value) -> None.")
+      .def_property_readonly("read_range", [](const StorageProviderRecord& r) { return r.read_range; },
+                             "read_range(carrier, first, count) -> values, or None (per slot).")
+      .def_property_readonly("write_range", [](const StorageProviderRecord& r) { return r.write_range; },
+                             "write_range(carrier, first, values) -> None, or None (per slot).")
+      .def_property_readonly("host_data", [](const StorageProviderRecord& r) { return r.host_data; },
+                             "host_data(carrier) -> buffer or None, or None (no host memory).")
       .def_property_readonly("elementwise_fallback",
                              [](const StorageProviderRecord& r) { return r.cpp.elementwise_fallback(); },
                              "Whether elementwise movement to or from another such class is allowed (R3.5).");

@@ -25,6 +25,7 @@
 
 #include "autograd/graph.h"
 #include "autograd/vjp_support.h"
+#include "storage/ranges.h"
 
 namespace strideweave {
 
@@ -64,8 +65,12 @@ bool is_broadcast_aliasing(const Layout& layout) {
 // storage slot; any other aliasing is a ValueError.
 Tensor gradient_buffer(std::vector<Value> values, const Carrier& carrier, const Layout& layout, const char* what) {
   if (layout.is_injective()) {
+    // Run by run along the layout; new_like fills the buffer with one range
+    // write (storage/ranges.h).
     std::vector<Value> slots(static_cast<std::size_t>(layout.cosize()), Value::from_float32(0.0f));
-    for (std::int64_t k = 0; k < layout.size(); ++k) slots[static_cast<std::size_t>(layout(k))] = values[static_cast<std::size_t>(k)];
+    detail::for_each_run(layout, [&](std::int64_t ordinal, std::int64_t index, std::int64_t length) {
+      std::copy_n(values.begin() + ordinal, length, slots.begin() + index);
+    });
     return Tensor(carrier.new_like(slots, true, &DType::Float32()), 0, layout);
   }
   if (!is_broadcast_aliasing(layout))
@@ -283,6 +288,10 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
   // the nodes released, neither of which can fail.
   std::vector<Tensor> new_grads;
   new_grads.reserve(to_accumulate.size());
+  // Accumulation into an existing .grad reads it and the contribution run by
+  // run through the carriers' range access (Tensor::values) and writes the
+  // new buffer with one range write (new_like): no slot-by-slot hook calls
+  // where a class offers ranges.
   for (const auto& [impl, g] : to_accumulate) {
     std::vector<Value> values = g.values();
     if (impl->grad) {

@@ -25,4 +25,14 @@ namespace strideweave::carriers {
                                   operation, element, INT32_MIN_VALUE, INT32_MAX_VALUE));
 }
 
+// The OverflowError of accumulating into an Int32 output (KernelCall::
+// accumulate): the sum of the output's old element `element` (logical
+// ordinal) and the result leaves Int32. The same sentence the framework's
+// fallback accumulation raises (src/storage/ranges.cpp).
+[[noreturn]] inline void raise_int32_accumulation_overflow(std::string_view operation, std::int64_t element) {
+  throw OverflowError(fmt::format("{}: accumulating into the Int32 output: element {} (in logical order) would be "
+                                  "outside [{}, {}]",
+                                  operation, element, INT32_MIN_VALUE, INT32_MAX_VALUE));
+}
+
 }  // namespace strideweave::carriers

@@ -17,8 +17,12 @@
 //                   library call), so a failing call never
 //                   leaves a caller's output half written
 //   strided_output  as caller_output (kernels write through the strides)
-//   accumulation    FallbackCopy for Float32/Int32 results (compute, then
-//                   add in the output arithmetic), Unsupported for Bool
+//   accumulation    Unsupported for Bool results; for Float32/Int32 results
+//                   Native where the kernel read-modify-writes its output
+//                   itself (KernelCall::accumulate: CPU's elementwise
+//                   arithmetic family, `native_accumulation`), FallbackCopy
+//                   otherwise (compute, then the framework adds in the
+//                   output arithmetic, storage/ranges.h publish_result)
 #pragma once
 
 #include <strideweave/capability.h>
@@ -32,13 +36,16 @@ inline bool kernel_may_fail(const OperationPlan& plan) {
          plan.compute() == Arithmetic::BINARY32_FUSED;  // a library call (oneDNN) that may fail
 }
 
-inline ExecutionAxes direct_write_axes(const OperationPlan& plan, SupportLevel borrowed_input) {
+inline ExecutionAxes direct_write_axes(const OperationPlan& plan, SupportLevel borrowed_input,
+                                       bool native_accumulation = false) {
   ExecutionAxes axes;
   axes.owned_result = SupportLevel::Native;
   axes.borrowed_input = borrowed_input;
   axes.caller_output = kernel_may_fail(plan) ? SupportLevel::FallbackCopy : SupportLevel::Native;
   axes.strided_output = axes.caller_output;
-  axes.accumulation = &plan.output() == &DType::Bool() ? SupportLevel::Unsupported : SupportLevel::FallbackCopy;
+  axes.accumulation = &plan.output() == &DType::Bool() ? SupportLevel::Unsupported
+                      : native_accumulation            ? SupportLevel::Native
+                                                       : SupportLevel::FallbackCopy;
   return axes;
 }
 

@@ -66,6 +66,41 @@ void ProvidedStorage::write(Carrier& self, std::int64_t index, const Value& valu
   provider().write()(self, index, value);
 }
 
+void ProvidedStorage::read_range(const Carrier& self, std::int64_t first, std::int64_t count, Value* out) const {
+  require_established("StorageProvider.read_range");
+  const StorageProvider& p = provider();
+  if (!p.read_range()) {
+    for (std::int64_t k = 0; k < count; ++k) out[k] = read(self, first + k);
+    return;
+  }
+  p.read_range()(self, first, std::span<Value>(out, static_cast<std::size_t>(count)));
+  for (std::int64_t k = 0; k < count; ++k)
+    if (&dtype_of(out[k].kind) != &self.dtype())
+      throw TypeError(fmt::format("{}: StorageProvider.read_range gave a {} value for a {} carrier (slot {})",
+                                  definition->cls.name(), element_kind_name(out[k].kind), self.dtype().name(),
+                                  first + k));
+}
+
+void ProvidedStorage::write_range(Carrier& self, std::int64_t first, std::span<const Value> values) const {
+  require_established("StorageProvider.write_range");
+  const StorageProvider& p = provider();
+  if (!p.write_range()) {
+    for (std::size_t k = 0; k < values.size(); ++k) write(self, first + static_cast<std::int64_t>(k), values[k]);
+    return;
+  }
+  p.write_range()(self, first, values);
+}
+
+HostSpan ProvidedStorage::host(const Carrier& self) const noexcept {
+  const StorageProvider& p = provider();
+  if (!p.host_data() || !established.load(std::memory_order_acquire)) return {};
+  try {
+    return HostSpan{p.host_data()(self), &self.dtype(), slots};
+  } catch (...) {
+    return {};  // the query is noexcept: a throwing host_data offers no host memory
+  }
+}
+
 void ProvidedStorage::release(Carrier& self) const {
   if (!established.load(std::memory_order_acquire)) return;  // nothing was allocated
   provider().release()(self);

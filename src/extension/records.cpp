@@ -97,6 +97,14 @@ StorageProvider::StorageProvider(SupportsDType supports_dtype, PhysicalSize phys
       write_(require_callable(std::move(write), "StorageProvider", "write")),
       elementwise_fallback_(elementwise_fallback) {}
 
+StorageProvider StorageProvider::with_ranges(ReadRange read_range, WriteRange write_range, HostData host_data) const {
+  StorageProvider copy = *this;
+  copy.read_range_ = std::move(read_range);
+  copy.write_range_ = std::move(write_range);
+  copy.host_data_ = std::move(host_data);
+  return copy;
+}
+
 KernelPattern::KernelPattern(std::shared_ptr<const operation::OperationDefinition> operation,
                              std::vector<OperationCapability> plans, std::string kernel_id, Prepare prepare,
                              std::int64_t preference)

@@ -6,6 +6,7 @@
 #include "frontend/autograd_hooks.h"
 #include "frontend/pipeline.h"
 #include "storage/gate.h"
+#include "storage/ranges.h"
 
 #include <strideweave/errors.h>
 #include <strideweave/ops.h>
@@ -25,20 +26,6 @@ namespace frontend {
 namespace {
 
 std::atomic<const AutogradHooks*> installed_hooks{nullptr};
-
-// The plan output arithmetic used to accumulate a fallback result into `out`
-// (`element`: the logical ordinal, for the OverflowError).
-Value accumulate_value(const Value& old, const Value& add, const std::string& op, std::int64_t element) {
-  if (old.kind == ElementKind::Int32) {
-    const std::int64_t r = static_cast<std::int64_t>(old.i) + add.i;
-    if (r < INT32_MIN_VALUE || r > INT32_MAX_VALUE)
-      throw OverflowError(fmt::format("{}: accumulating into the Int32 output: element {} (in logical order) would "
-                                      "be outside [{}, {}]",
-                                      op, element, INT32_MIN_VALUE, INT32_MAX_VALUE));
-    return Value::from_int32(static_cast<std::int32_t>(r));
-  }
-  return Value::from_float32(old.f + add.f);
-}
 
 // The level of `axis` in the entry the gate found; an Unsupported axis goes
 // back to the registry, which raises the structured UnsupportedOpDType with
@@ -127,8 +114,7 @@ std::optional<std::vector<KernelOperand>> copy_operands(const ExecutionAxes& axe
     const Tensor* t = std::get_if<Tensor>(&operands[i]);
     if (!t || table.reads_in_place(t->layout())) continue;
     if (!replaced) replaced.emplace(operands.begin(), operands.end());
-    const std::vector<Value> values = t->values();
-    (*replaced)[i] = Tensor(t->carrier()->new_like(values), 0, Layout::compact(Shape::of(t->shape().extents())));
+    (*replaced)[i] = detail::compact_copy(*t, Shape::of(t->shape().extents()));  // run by run (storage/ranges.h)
     record_fallback_copy(cls, ExecutionAxis::borrowed_input);
   }
   return replaced;
@@ -260,8 +246,7 @@ Tensor execute(const storage::Admission& admission, const OperationPlan& plan,
     if (owned == SupportLevel::FallbackCopy) {
       // The kernel's result is materialised into a second fresh result by
       // the framework's counted copy.
-      const std::vector<Value> values = result.values();
-      result = Tensor(result.carrier()->new_like(values), 0, Layout::compact(result_shape));
+      result = detail::compact_copy(result, result_shape);  // run by run (storage/ranges.h)
       record_fallback_copy(cls, ExecutionAxis::owned_result);
     }
     return result;
@@ -283,15 +268,9 @@ Tensor execute(const storage::Admission& admission, const OperationPlan& plan,
   // FallbackCopy: compute into fresh storage, then publish into `out` in one
   // versioned bulk write (nothing is written if anything fails).
   const Tensor fresh = fresh_result(kernel, plan, kernel_operands, attributes, result_shape, prototype);
-  std::vector<std::int64_t> indices(static_cast<std::size_t>(fresh.size()));
-  std::vector<Value> values = fresh.values();
-  for (std::int64_t k = 0; k < fresh.size(); ++k) {
-    const auto i = static_cast<std::size_t>(k);
-    indices[i] = target.offset() + route.aligned(k);
-    if (out.mode() == OutputMode::Accumulate)
-      values[i] = accumulate_value(target.carrier()->get_value(indices[i]), values[i], plan.operation(), k);
-  }
-  target.carrier()->write_slots(indices, values);
+  // Run by run along out's layout (storage/ranges.h); an Int32 overflow of
+  // the accumulation raises before anything is written.
+  detail::publish_result(fresh, target, route.aligned, out.mode() == OutputMode::Accumulate, plan.operation());
   record_fallback_copy(cls, route.counted_axis);
   return target;  // the caller's output handle itself
 }

@@ -18,6 +18,7 @@
 
 #include "core/bootstrap.h"
 #include "movement/host_memory.h"
+#include "storage/ranges.h"
 #include "movement/move_access.h"
 
 namespace strideweave {
@@ -118,13 +119,26 @@ void MoveContext::write(Carrier& carrier, std::int64_t index, const Value& value
 
 std::string MoveOperation::name() const { return demangled(typeid(*this)); }
 
+namespace {
+// The run [first, first + count) must lie in the carrier (MoveContext's
+// IndexError, for the run's first slot outside it).
+void require_run(const Carrier& carrier, std::int64_t first, std::int64_t count) {
+  const std::int64_t size = carrier.size();
+  if (first < 0 || first > size || count > size - first)
+    throw IndexError(fmt::format("move: slot {} outside [0, {}) of the {} carrier", std::max(first, size), size,
+                                 carrier.class_name()));
+}
+}  // namespace
+
+// The before-image is one range read, the restore one range write
+// (storage/ranges.h: host memory, or the class's range hooks).
 MoveRestore MoveOperation::_save_destination(Carrier& destination, std::int64_t element_count, MoveContext&) const {
-  std::vector<Value> before;
-  before.reserve(static_cast<std::size_t>(element_count));
-  for (std::int64_t k = 0; k < element_count; ++k) before.push_back(MoveContext::read(destination, k));
+  require_run(destination, 0, element_count);
+  std::vector<Value> before(static_cast<std::size_t>(element_count));
+  detail::RangeAccess::read(destination, 0, element_count, before.data());
   return [&destination, image = std::move(before)] {
-    for (std::size_t k = 0; k < image.size(); ++k)
-      MoveContext::write(destination, static_cast<std::int64_t>(k), image[k]);
+    require_run(destination, 0, static_cast<std::int64_t>(image.size()));
+    detail::RangeAccess::write(destination, 0, image);
   };
 }
 
@@ -139,21 +153,32 @@ MoveSubmission ElementwiseMoveOperation::_copy(const Tensor& tensor, Carrier& de
   const Carrier& source = *tensor.carrier();
   const Layout& layout = tensor.layout();
   const std::int64_t n = tensor.size(), offset = tensor.offset(), out_offset = output.offset();
-  const std::int64_t window = context.window_elements();
-  for (std::int64_t start = 0; start < n; start += window) {
-    const std::int64_t stop = std::min(n, start + window);
-    for (std::int64_t key = start; key < stop; ++key) {
-      const std::int64_t index = layout(key);
-      MoveContext::write(destination, out_offset + index, MoveContext::read(source, offset + index));
+  const std::int64_t window = std::max<std::int64_t>(context.window_elements(), 1);
+  // Run by run along the layout (storage/ranges.h: host memory, or each
+  // class's range hooks, whose defaults go slot by slot), pieces cut at the
+  // progress windows' logical boundaries.
+  std::vector<Value> buffer;
+  detail::for_each_run(layout, [&](std::int64_t ordinal, std::int64_t index, std::int64_t length) {
+    for (std::int64_t done = 0; done < length;) {
+      const std::int64_t at = ordinal + done;
+      const std::int64_t piece = std::min(length - done, (at / window + 1) * window - at);
+      require_run(source, offset + index + done, piece);
+      require_run(destination, out_offset + index + done, piece);
+      buffer.resize(static_cast<std::size_t>(piece));
+      detail::RangeAccess::read(source, offset + index + done, piece, buffer.data());
+      detail::RangeAccess::write(destination, out_offset + index + done, buffer);
+      done += piece;
+      const std::int64_t stop = at + piece;
+      if (stop % window != 0 && stop != n) continue;
+      // Progress counts logical values here, scaled to the physical span.
+      const std::int64_t target =
+          stop == n ? context.element_count()
+                    : std::min(context.element_count(),
+                               static_cast<std::int64_t>(static_cast<long double>(stop) / static_cast<long double>(n) *
+                                                         static_cast<long double>(context.element_count())));
+      context.advance(target - context.slots_done());
     }
-    // Progress counts logical values here, scaled to the physical span.
-    const std::int64_t target =
-        stop == n ? context.element_count()
-                  : std::min(context.element_count(),
-                             static_cast<std::int64_t>(static_cast<long double>(stop) / static_cast<long double>(n) *
-                                                       static_cast<long double>(context.element_count())));
-    context.advance(target - context.slots_done());
-  }
+  });
   return std::monostate{};
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/carrier_class_internal.h"
 #include "storage/provider_writes.h"
+#include "storage/ranges.h"
 
 namespace strideweave {
 
@@ -229,7 +230,7 @@ std::shared_ptr<Carrier> Carrier::new_like(std::span<const Value> values, bool m
   // Fill through the hook (not set_value): construction is not a versioned
   // write, and an immutable result must still receive its values.
   std::shared_ptr<Carrier> out = make_like_mapped(*this, static_cast<std::int64_t>(values.size()), mutable_, d, true);
-  for (std::size_t i = 0; i < values.size(); ++i) out->write_slot(static_cast<std::int64_t>(i), values[i]);
+  detail::RangeAccess::write(*out, 0, values);  // one run: host memory, or the class's write_range
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Tensor and its views. See include/strideweave/tensor.h.
 #include "storage/tensor_impl.h"
+#include "storage/ranges.h"
 
 #include <strideweave/errors.h>
 
@@ -68,13 +69,8 @@ Value Tensor::at_ordinal(std::int64_t ordinal) const {
   return carrier()->get_value(offset() + layout()(ordinal));
 }
 
-std::vector<Value> Tensor::values() const {
-  carrier()->require_live("Tensor.values");
-  std::vector<Value> out;
-  out.reserve(static_cast<std::size_t>(size()));
-  for (std::int64_t k = 0; k < size(); ++k) out.push_back(carrier()->get_value(offset() + layout()(k)));
-  return out;
-}
+// Run by run through the carrier's range access (storage/ranges.h).
+std::vector<Value> Tensor::values() const { return detail::logical_values(*this); }
 
 void Tensor::set(std::span<const std::int64_t> coordinate, const Value& value) {
   carrier()->set_value(offset() + layout()(coordinate), value);

@@ -427,14 +427,23 @@ TEST(ExecutionAxes_ShippedClaims, EntriesCarryTheAxesTheirKernelsRegistered) {
       EXPECT_EQ(a, table.axes(p)) << p.to_string();
       // kernel_axes.h: what every Generic and CPU kernel claims.
       const SupportLevel borrowed = cls == carrier_class<CPU>() ? SupportLevel::FallbackCopy : SupportLevel::Native;
-      EXPECT_EQ(a, carriers::direct_write_axes(p, borrowed)) << p.to_string();
+      // CPU's elementwise arithmetic family read-modify-writes its output
+      // (KernelCall::accumulate, issue 20): Native accumulation; everything
+      // else accumulates through the framework's copy.
+      static const std::set<std::string> elementwise = {"add",     "sub",     "mul",   "elementwise_mul",
+                                                        "div",     "pow",     "rem",   "maximum",
+                                                        "minimum", "clamp",   "select"};
+      const bool native_accumulation = cls == carrier_class<CPU>() && elementwise.count(p.operation()) != 0;
+      EXPECT_EQ(a, carriers::direct_write_axes(p, borrowed, native_accumulation)) << p.to_string();
       EXPECT_EQ(a.owned_result, SupportLevel::Native);
       EXPECT_EQ(a.borrowed_input, borrowed);
       EXPECT_EQ(a.caller_output,
                 carriers::kernel_may_fail(p) ? SupportLevel::FallbackCopy : SupportLevel::Native) << p.to_string();
       EXPECT_EQ(a.strided_output, a.caller_output);
-      EXPECT_EQ(a.accumulation,
-                &p.output() == &DType::Bool() ? SupportLevel::Unsupported : SupportLevel::FallbackCopy) << p.to_string();
+      EXPECT_EQ(a.accumulation, &p.output() == &DType::Bool() ? SupportLevel::Unsupported
+                                : native_accumulation          ? SupportLevel::Native
+                                                               : SupportLevel::FallbackCopy)
+          << p.to_string();
     }
   }
 }
@@ -599,7 +608,7 @@ TEST(ExecutionAxes_DescriptorQueries, RequireCapabilityByAxis) {
   const CarrierClass cpu = carrier_class<CPU>();
   EXPECT_EQ(require_capability(cpu, "add", DType::Float32(), ExecutionAxis::caller_output).to_plan(), f32_add_plan());
   const OperationCapability i32_add = require_capability(cpu, "add", DType::Int32(), ExecutionAxis::accumulation);
-  EXPECT_EQ(execution_axes(cpu, i32_add).accumulation, SupportLevel::FallbackCopy);
+  EXPECT_EQ(execution_axes(cpu, i32_add).accumulation, SupportLevel::Native);  // CPU's kernel read-modify-writes
   const OperationPlan eq = resolve_operation_plan("eq", {DType::Float32(), DType::Float32()});
   try {
     require_capability(cpu, "eq", DType::Float32(), ExecutionAxis::accumulation);

@@ -233,8 +233,8 @@ TEST(ExecutionAxes_OutputCounts, FallbackCopyOutputsAreCountedAndNativeOnesAreNo
     const std::uint64_t rmw = count(c.cls, ExecutionAxis::accumulation);
     add(f, f, into(out));  // Native caller_output for add(Float32, Float32)
     EXPECT_EQ(count(c.cls, ExecutionAxis::caller_output), caller);
-    add(f, f, accumulate_into(out));  // FallbackCopy accumulation
-    EXPECT_EQ(count(c.cls, ExecutionAxis::accumulation), rmw + 1);
+    add(f, f, accumulate_into(out));  // Generic: FallbackCopy accumulation; CPU: Native (issue 20)
+    EXPECT_EQ(count(c.cls, ExecutionAxis::accumulation), rmw + (c.cls == carrier_class<CPU>() ? 0 : 1));
     std::vector<Value> ints;
     for (int i = 0; i < 4; ++i) ints.push_back(Value::from_int32(i));
     const Tensor i = Tensor(c.make(ints, DType::Int32()), Shape{4});

@@ -59,6 +59,9 @@ class CPU final : public Carrier {
   std::int64_t storage_size() const noexcept override { return size_; }
   Value read_slot(std::int64_t i) const override;
   void write_slot(std::int64_t i, const Value& v) override;
+  // The buffer itself: the framework's range operations copy runs with
+  // memcpy (docs/storage.md, "Ranges").
+  HostSpan host_storage() const noexcept override { return HostSpan{data_, &dtype(), size_}; }
   void release_storage() noexcept override;
   std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                      bool empty) const override;

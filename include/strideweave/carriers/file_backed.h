@@ -135,6 +135,10 @@ class FileBacked final : public Carrier {
   std::int64_t storage_size() const noexcept override { return size_; }
   Value read_slot(std::int64_t index) const override;
   void write_slot(std::int64_t index, const Value& value) override;
+  // Runs are copied window by window (one memcpy per residency window the
+  // run crosses), so the residency budget holds for range access too.
+  void read_range(std::int64_t first, std::int64_t count, Value* out) const override;
+  void write_range(std::int64_t first, std::span<const Value> values) override;
   void release_storage() noexcept override;
   std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                      bool empty) const override;

@@ -8,6 +8,7 @@
 // subclassing).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -53,6 +54,14 @@ class Generic final : public Carrier {
   std::int64_t storage_size() const noexcept override { return static_cast<std::int64_t>(values_.size()); }
   Value read_slot(std::int64_t i) const override { return slot(i); }
   void write_slot(std::int64_t i, const Value& v) override { slot(i) = v; }
+  // Runs are copies of the Value array (its slots are Values, not the
+  // dtype's host representation, so it has no host_storage).
+  void read_range(std::int64_t first, std::int64_t count, Value* out) const override {
+    std::copy_n(values_.begin() + first, count, out);
+  }
+  void write_range(std::int64_t first, std::span<const Value> values) override {
+    std::copy(values.begin(), values.end(), values_.begin() + first);
+  }
   void release_storage() noexcept override;
   std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                      bool empty) const override;

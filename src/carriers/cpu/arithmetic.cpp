@@ -228,9 +228,23 @@ constexpr bool kSimdPath = SimdBinary<Op>::exists && std::is_same_v<O, float> &&
 // more; simd.cpp has the vectorised ops' own grains).
 constexpr std::int64_t kElementwiseGrain = std::int64_t{64} * 1024;
 
-// out = op(load(operands)...) over the result's index space.
-template <class O, class Op, class... Ins>
-void elementwise(const KernelCall& call) {
+// Stores one element: out = r, or under accumulation (Float32 only) out =
+// out + r, two rounded operations as the framework's copy does, with add's
+// NaN rule made explicit (a NaN old element is kept, quieted: the first NaN
+// operand, whatever operand order the compiler picks; simd.cpp's AddOp).
+template <bool Acc, class O, class R>
+inline void store(O* dst, R r, bool& bad) {
+  if constexpr (Acc) {
+    const O old = *dst;
+    *dst = old != old ? from_bits(bits(old) | kQuietBit) : old + static_cast<O>(r);
+  } else {
+    put(dst, r, bad);
+  }
+}
+
+// out = op(load(operands)...) over the result's index space (Acc: out +=).
+template <bool Acc, class O, class Op, class... Ins>
+void elementwise_impl(const KernelCall& call) {
   constexpr std::size_t K = sizeof...(Ins);
   const Tensor& out = call.output;
   std::vector<std::int64_t> os, zeros;  // the strided case's output strides and scalar strides
@@ -267,9 +281,15 @@ void elementwise(const KernelCall& call) {
         const auto* a = reinterpret_cast<const float*>(bases[1]);
         const auto* b = reinterpret_cast<const float*>(bases[2]);
         float* o = reinterpret_cast<float*>(bases[0]);
-        if constexpr (A::scalar) simd::binary_f32_scalar(kOp, b, *a, o, out.size(), true);
-        else if constexpr (B::scalar) simd::binary_f32_scalar(kOp, a, *b, o, out.size(), false);
-        else simd::binary_f32(kOp, a, b, o, out.size());
+        if constexpr (Acc) {
+          if constexpr (A::scalar) simd::binary_f32_scalar_accumulate(kOp, b, *a, o, out.size(), true);
+          else if constexpr (B::scalar) simd::binary_f32_scalar_accumulate(kOp, a, *b, o, out.size(), false);
+          else simd::binary_f32_accumulate(kOp, a, b, o, out.size());
+        } else {
+          if constexpr (A::scalar) simd::binary_f32_scalar(kOp, b, *a, o, out.size(), true);
+          else if constexpr (B::scalar) simd::binary_f32_scalar(kOp, a, *b, o, out.size(), false);
+          else simd::binary_f32(kOp, a, b, o, out.size());
+        }
         return;
       }
     }
@@ -280,7 +300,7 @@ void elementwise(const KernelCall& call) {
       std::atomic<bool> any_bad{false};
       parallel_for(out.size(), kElementwiseGrain, [&](std::int64_t first, std::int64_t last) {
         bool range_bad = false;
-        for (std::int64_t i = first; i < last; ++i) put(po + i, op(load<Ins>(bases[I + 1], i)...), range_bad);
+        for (std::int64_t i = first; i < last; ++i) store<Acc>(po + i, op(load<Ins>(bases[I + 1], i)...), range_bad);
         if (range_bad) any_bad.store(true, std::memory_order_relaxed);
       });
       bad = any_bad.load(std::memory_order_relaxed);
@@ -292,15 +312,57 @@ void elementwise(const KernelCall& call) {
                   const std::int64_t so = st[0] / std::int64_t{sizeof(O)};
                   const std::array<std::int64_t, K> s{(st[I + 1] / std::int64_t{sizeof(typename Ins::src)})...};
                   if (so == 1 && ((Ins::scalar || s[I] == 1) && ...)) {
-                    for (std::int64_t i = 0; i < n; ++i) put(po + i, op(load<Ins>(p[I + 1], i)...), bad);
+                    for (std::int64_t i = 0; i < n; ++i) store<Acc>(po + i, op(load<Ins>(p[I + 1], i)...), bad);
                   } else {
-                    for (std::int64_t i = 0; i < n; ++i) put(po + i * so, op(load<Ins>(p[I + 1], i * s[I])...), bad);
+                    for (std::int64_t i = 0; i < n; ++i)
+                      store<Acc>(po + i * so, op(load<Ins>(p[I + 1], i * s[I])...), bad);
                   }
                 });
   }(std::index_sequence_for<Ins...>{});
   if constexpr (std::is_same_v<O, std::int32_t>) {
     if (bad) raise_int32_overflow(call.plan.operation(), first_out_of_range<Op, Ins...>(call, op, std::index_sequence_for<Ins...>{}));
   }
+}
+
+// Accumulation into an Int32 output (checked plans): the exact result goes
+// to a compact buffer first (its own OverflowError, as a fresh result
+// raises it), then every sum out + r is checked before any is written, so a
+// failing call leaves `out` unchanged; the first sum outside Int32 (in
+// logical order) is the accumulation's OverflowError.
+template <class Op, class... Ins>
+void accumulate_int32(const KernelCall& call) {
+  const Tensor& out = call.output;
+  const std::shared_ptr<CPU> buffer = CPU::create(out.size(), DType::Int32(), true, true);
+  const Tensor fresh(buffer, 0, Layout::compact(Shape::of(out.shape().extents())));
+  elementwise_impl<false, std::int32_t, Op, Ins...>(KernelCall{call.plan, call.operands, call.attributes, fresh});
+  const std::int32_t* r = buffer->data<std::int32_t>();
+  std::int32_t* o = out_data<std::int32_t>(out);
+  const std::int64_t n = out.size();
+  const bool one_run = compact_over(out.layout(), out.shape().extents());
+  std::vector<std::int64_t> at;
+  if (!one_run) {
+    at.resize(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k) at[static_cast<std::size_t>(k)] = out.layout()(k);
+  }
+  const auto index = [&](std::int64_t k) { return one_run ? k : at[static_cast<std::size_t>(k)]; };
+  for (std::int64_t k = 0; k < n; ++k) {
+    const std::int64_t sum = static_cast<std::int64_t>(o[index(k)]) + r[k];
+    if (sum < INT32_MIN_VALUE || sum > INT32_MAX_VALUE) raise_int32_accumulation_overflow(call.plan.operation(), k);
+  }
+  for (std::int64_t k = 0; k < n; ++k) o[index(k)] = static_cast<std::int32_t>(o[index(k)] + r[k]);
+}
+
+// out = op(load(operands)...), or, under KernelCall::accumulate, out += it
+// (Float32 in place; Int32 through accumulate_int32). Bool results are
+// never accumulated (their accumulation axis is Unsupported).
+template <class O, class Op, class... Ins>
+void elementwise(const KernelCall& call) {
+  if constexpr (std::is_same_v<O, float>) {
+    if (call.accumulate) return elementwise_impl<true, O, Op, Ins...>(call);
+  } else if constexpr (std::is_same_v<O, std::int32_t>) {
+    if (call.accumulate) return accumulate_int32<Op, Ins...>(call);
+  }
+  elementwise_impl<false, O, Op, Ins...>(call);
 }
 
 using Flt = float;

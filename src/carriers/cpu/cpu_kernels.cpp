@@ -24,7 +24,9 @@ void CPU::register_kernels() {
   for (const OperationPlan& plan : executable_plan_set()) {
     for (KernelFn (*family)(const OperationPlan&) : {arithmetic_kernel, unary_kernel, reduction_kernel, structured_kernel}) {
       if (KernelFn k = family(plan)) {
-        table.add(plan, std::move(k), direct_write_axes(plan, SupportLevel::FallbackCopy));
+        // The elementwise arithmetic kernels honour KernelCall::accumulate
+        // (arithmetic.cpp): accumulation is Native for them.
+        table.add(plan, std::move(k), direct_write_axes(plan, SupportLevel::FallbackCopy, family == arithmetic_kernel));
         break;
       }
     }

@@ -219,6 +219,49 @@ void BinaryF32(int op, const float* a, const float* b, float* out, std::int64_t 
   BinaryAny(op, ArrayIn{a}, ArrayIn{b}, out, n);
 }
 
+// out[i] = out[i] + op(a[i], b[i]): two rounded operations (never fused),
+// the add being AddOp, so each element is bit for bit the scalar
+// `out + (a op b)`.
+template <class Op, class A, class B>
+HWY_INLINE void BinaryAccumulateLoop(Op op, A a, B b, float* out, std::int64_t n) {
+  const hn::ScalableTag<float> d;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(d));
+  const AddOp add{};
+  std::int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto r0 = add(hn::LoadU(d, out + i), op(a.load(d, i), b.load(d, i)));
+    const auto r1 = add(hn::LoadU(d, out + i + N), op(a.load(d, i + N), b.load(d, i + N)));
+    hn::StoreU(r0, d, out + i);
+    hn::StoreU(r1, d, out + i + N);
+  }
+  for (; i + N <= n; i += N) hn::StoreU(add(hn::LoadU(d, out + i), op(a.load(d, i), b.load(d, i))), d, out + i);
+  if (i < n) {
+    const auto r = static_cast<std::size_t>(n - i);
+    HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)];
+    hn::Store(add(ArrayIn{out}.load_tail(d, i, r), op(a.load_tail(d, i, r), b.load_tail(d, i, r))), d, buf);
+    std::memcpy(out + i, buf, r * sizeof(float));
+  }
+}
+
+template <class A, class B>
+HWY_INLINE void BinaryAccumulateAny(int op, A a, B b, float* out, std::int64_t n) {
+  switch (static_cast<Binary>(op)) {
+    case Binary::Add: return BinaryAccumulateLoop(AddOp{}, a, b, out, n);
+    case Binary::Sub: return BinaryAccumulateLoop(SubOp{}, a, b, out, n);
+    case Binary::Mul: return BinaryAccumulateLoop(MulOp{}, a, b, out, n);
+    case Binary::Div: return BinaryAccumulateLoop(DivOp{}, a, b, out, n);
+  }
+}
+
+void BinaryAccumulateF32(int op, const float* a, const float* b, float* out, std::int64_t n) {
+  BinaryAccumulateAny(op, ArrayIn{a}, ArrayIn{b}, out, n);
+}
+
+void BinaryAccumulateScalarF32(int op, const float* a, float b, float* out, std::int64_t n, bool scalar_left) {
+  if (scalar_left) BinaryAccumulateAny(op, ScalarIn{b}, ArrayIn{a}, out, n);
+  else BinaryAccumulateAny(op, ArrayIn{a}, ScalarIn{b}, out, n);
+}
+
 void BinaryScalarF32(int op, const float* a, float b, float* out, std::int64_t n, bool scalar_left) {
   if (scalar_left) BinaryAny(op, ScalarIn{b}, ArrayIn{a}, out, n);
   else BinaryAny(op, ArrayIn{a}, ScalarIn{b}, out, n);
@@ -405,6 +448,8 @@ namespace strideweave::carriers::cpu::simd {
 
 HWY_EXPORT(BinaryF32);
 HWY_EXPORT(BinaryScalarF32);
+HWY_EXPORT(BinaryAccumulateF32);
+HWY_EXPORT(BinaryAccumulateScalarF32);
 HWY_EXPORT(ExpF32);
 HWY_EXPORT(PieceSumF32);
 HWY_EXPORT(PieceSumWide);
@@ -455,6 +500,19 @@ void binary_f32(Binary op, const float* a, const float* b, float* out, std::int6
 void binary_f32_scalar(Binary op, const float* a, float b, float* out, std::int64_t n, bool scalar_left) {
   parallel_for(n, kElementwiseGrain, [&](std::int64_t first, std::int64_t last) {
     HWY_DYNAMIC_DISPATCH(BinaryScalarF32)(static_cast<int>(op), a + first, b, out + first, last - first, scalar_left);
+  });
+}
+
+void binary_f32_accumulate(Binary op, const float* a, const float* b, float* out, std::int64_t n) {
+  parallel_for(n, kElementwiseGrain, [&](std::int64_t first, std::int64_t last) {
+    HWY_DYNAMIC_DISPATCH(BinaryAccumulateF32)(static_cast<int>(op), a + first, b + first, out + first, last - first);
+  });
+}
+
+void binary_f32_scalar_accumulate(Binary op, const float* a, float b, float* out, std::int64_t n, bool scalar_left) {
+  parallel_for(n, kElementwiseGrain, [&](std::int64_t first, std::int64_t last) {
+    HWY_DYNAMIC_DISPATCH(BinaryAccumulateScalarF32)(static_cast<int>(op), a + first, b, out + first, last - first,
+                                                    scalar_left);
   });
 }
 

@@ -52,6 +52,13 @@ void binary_f32(Binary op, const float* a, const float* b, float* out, std::int6
 // out[i] = b op a[i].
 void binary_f32_scalar(Binary op, const float* a, float b, float* out, std::int64_t n, bool scalar_left);
 
+// Accumulation into out (KernelCall::accumulate): out[i] = out[i] + (a[i] op
+// b[i]), each element the two correctly rounded operations in that order
+// (never fused), bit for bit the scalar expression. out must not alias a or
+// b (the front end refuses an output that shares an operand's carrier).
+void binary_f32_accumulate(Binary op, const float* a, const float* b, float* out, std::int64_t n);
+void binary_f32_scalar_accumulate(Binary op, const float* a, float b, float* out, std::int64_t n, bool scalar_left);
+
 // ---- exp
 
 // out[i] = e**x[i] rounded to binary32: the CPU carrier's exp (every layout

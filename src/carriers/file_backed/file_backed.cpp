@@ -373,6 +373,51 @@ void FileBacked::write_slot(std::int64_t index, const Value& value) {
     std::memcpy(p, &value.f, sizeof value.f);
 }
 
+// A run crosses windows at multiples of residency_bytes_ (mapping-relative,
+// slot-aligned: lead_bytes_ and the window length are multiples of 4): each
+// piece is one slot_address (which moves the window) and one memcpy.
+void FileBacked::read_range(std::int64_t first, std::int64_t count, Value* out) const {
+  const bool int32 = &dtype() == &DType::Int32();
+  std::int64_t done = 0;
+  while (done < count) {
+    const std::byte* p = slot_address(first + done);
+    const std::int64_t at = lead_bytes_ + (first + done) * kSlotBytes;
+    const std::int64_t window_end = (at / residency_bytes_ + 1) * residency_bytes_;
+    const std::int64_t piece = std::min(count - done, (window_end - at) / kSlotBytes);
+    for (std::int64_t k = 0; k < piece; ++k) {
+      if (int32) {
+        std::int32_t v;
+        std::memcpy(&v, p + k * kSlotBytes, sizeof v);
+        out[done + k] = Value::from_int32(v);
+      } else {
+        float v;
+        std::memcpy(&v, p + k * kSlotBytes, sizeof v);
+        out[done + k] = Value::from_float32(v);
+      }
+    }
+    done += piece;
+  }
+}
+
+void FileBacked::write_range(std::int64_t first, std::span<const Value> values) {
+  const auto count = static_cast<std::int64_t>(values.size());
+  std::int64_t done = 0;
+  while (done < count) {
+    std::byte* p = slot_address(first + done);
+    const std::int64_t at = lead_bytes_ + (first + done) * kSlotBytes;
+    const std::int64_t window_end = (at / residency_bytes_ + 1) * residency_bytes_;
+    const std::int64_t piece = std::min(count - done, (window_end - at) / kSlotBytes);
+    for (std::int64_t k = 0; k < piece; ++k) {
+      const Value& v = values[static_cast<std::size_t>(done + k)];
+      if (v.kind == ElementKind::Int32)
+        std::memcpy(p + k * kSlotBytes, &v.i, sizeof v.i);
+      else
+        std::memcpy(p + k * kSlotBytes, &v.f, sizeof v.f);
+    }
+    done += piece;
+  }
+}
+
 void FileBacked::flush() {
   require_live("FileBacked.flush");
   if (!base_) return;
