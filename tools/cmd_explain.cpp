@@ -39,6 +39,7 @@ json explanation_to_json(const Explanation& e) {
   for (const operation::ResultSpec& s : e.results) results.push_back(spec_to_json(s));
   out["results"] = results;
   out["carrier"] = e.carrier;
+  out["placement"] = e.placement ? json(e.placement->to_string()) : json(nullptr);
   if (e.admitted_by) {
     json axes = json::object();
     if (e.admitted_axes)

@@ -48,6 +48,7 @@
 #include <typeinfo>
 
 #include <strideweave/carrier_class.h>
+#include <strideweave/placement.h>
 #include <strideweave/dtype.h>
 #include <strideweave/value.h>
 #include <strideweave/export.h>
@@ -114,6 +115,12 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   CarrierClass exact_class() const;
   // The class's one public name: exact_class().name() ("Generic", "CPU").
   std::string class_name() const { return exact_class().name(); }
+  // Where this instance's storage lives (<strideweave/placement.h>): host
+  // memory of this process unless the class says otherwise (a device
+  // carrier answers its device; a carrier that spans machines, a rank). It
+  // must not change over the instance's life. The operands of one call share
+  // exact class and placement (TypeError naming both, before any work).
+  virtual Placement placement() const { return Placement::host(); }
 
   std::int64_t size() const;
   const SimpleDType& dtype() const noexcept { return *dtype_; }

@@ -19,6 +19,7 @@
 
 #include <strideweave/capability.h>
 #include <strideweave/operation.h>
+#include <strideweave/placement.h>
 #include <strideweave/export.h>
 
 STRIDEWEAVE_PUBLIC_BEGIN
@@ -41,6 +42,7 @@ struct Explanation {
   std::optional<OperationPlan> plan;             // after resolve
   std::vector<operation::ResultSpec> results;    // after resolve
   std::string carrier;                           // the dispatch carrier's class
+  std::optional<Placement> placement;            // the dispatch carrier's placement (its operands share it)
   std::optional<OperationCapability> admitted_by;  // the capability entry that admitted the plan
   std::optional<ExecutionAxes> admitted_axes;      // the axes the carrier keeps beside that entry
   std::string route;                             // "kernel table", "kernel patterns", "composite provider"

@@ -28,6 +28,7 @@
 #include <strideweave/opcheck.h>
 #include <strideweave/operation.h>
 #include <strideweave/ops.h>
+#include <strideweave/placement.h>
 #include <strideweave/policy.h>
 #include <strideweave/tensor.h>
 #include <strideweave/threading.h>

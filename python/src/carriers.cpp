@@ -156,6 +156,20 @@ class PyStorage : public Base {
     return operation_arg(op, what.c_str());
   }
 
+  // The subclass's _placement() -> Placement (default: this process's host
+  // memory; docs/python.md, "Placement"). Called for every call's operands,
+  // so a class that overrides it should answer a constant.
+  Placement placement() const override {
+    py::gil_scoped_acquire gil;
+    py::function f = py::get_override(static_cast<const Base*>(this), "_placement");
+    if (!f) return Base::placement();
+    py::object p = f();
+    if (!py::isinstance<Placement>(p))
+      throw TypeError(fmt::format("{}._placement() returned {}, not a Placement", this->class_name(),
+                                  py::repr(p).cast<std::string>()));
+    return p.cast<Placement>();
+  }
+
   // The Python object of this instance.
   py::handle self() const {
     return py::detail::get_object_handle(static_cast<const Base*>(this), py::detail::get_type_info(typeid(Base)));
@@ -635,6 +649,39 @@ py::object carrier_class_object(const CarrierClass& cls) {
 }
 
 void bind_carriers(py::module_& m) {
+  py::class_<Placement>(m, "Placement", R"doc(Where a carrier instance's storage lives: this process (or an MPI
+rank) and, within it, host memory or one device by index. An immutable value:
+compared and hashed by (rank, memory, device). Placement.host() is every shipped
+carrier's; Placement.device(n) a device carrier's; p.on_rank(r) the same memory
+on MPI rank r. The operands of one call share exact carrier class and placement
+(TypeError naming both otherwise, before any work).)doc")
+      .def_static("host", &Placement::host, "This process's host memory.")
+      .def_static("device", &Placement::device, py::arg("index"),
+                  "This process's device `index` (ValueError for index < 0).")
+      .def("on_rank", &Placement::on_rank, py::arg("rank"),
+           "The same memory on MPI rank `rank` (ValueError for rank < 0).")
+      .def_property_readonly("is_host", &Placement::is_host)
+      .def_property_readonly("device_index", &Placement::device_index, "The device index (0 for host memory).")
+      .def_property_readonly("rank", [](const Placement& p) -> py::object {
+             return p.rank() < 0 ? py::none() : py::object(py::int_(p.rank()));
+           }, "The MPI rank, or None for this process.")
+      .def("__eq__", [](const Placement& a, py::handle b) -> py::object {
+             if (!py::isinstance<Placement>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             return py::bool_(a == b.cast<const Placement&>());
+           })
+      .def("__hash__", &Placement::hash)
+      .def("__str__", &Placement::to_string)
+      .def("__repr__", [](const Placement& p) {
+             std::string r = p.is_host() ? "Placement.host()" : fmt::format("Placement.device({})", p.device_index());
+             return p.rank() < 0 ? r : fmt::format("{}.on_rank({})", r, p.rank());
+           })
+      .def(py::pickle([](const Placement& p) { return py::make_tuple(p.rank(), p.is_host(), p.device_index()); },
+                      [](const py::tuple& t) {
+                        if (t.size() != 3) throw ValueError("Placement: a pickled placement has three fields");
+                        Placement p = t[1].cast<bool>() ? Placement::host() : Placement::device(t[2].cast<std::int64_t>());
+                        const auto rank = t[0].cast<std::int64_t>();
+                        return rank < 0 ? p : p.on_rank(rank);
+                      }));
   using CarrierClassT = py::class_<Carrier, PyCarrier, std::shared_ptr<Carrier>>;
   CarrierClassT carrier(m, "Carrier", R"doc(
 The storage base (core-concepts.md 1): one flat, homogeneous slot sequence of
@@ -707,6 +754,13 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
            "Permanent and idempotent; afterwards access, mutation and operations raise RuntimeError. BufferError "
            "while a numpy array or DLPack capsule still views the storage.")
       .def("is_released", &Carrier::is_released, "release() has run.")
+      .def_property_readonly("placement", &Carrier::placement,
+                             "Where the storage lives (a Placement): host memory of this process unless the "
+                             "class says otherwise (_placement). The operands of one call share exact class "
+                             "and placement.")
+      .def("_placement", &Carrier::placement,
+           "The hook a Python subclass overrides to report its placement (default: host memory); read "
+           "`placement` instead.")
       .def_property_readonly("version", &Carrier::version,
                              "Non-negative and monotonic: +1 per successful indexed write or set_value.")
       .def("new_like", [](const Carrier& c, py::handle values, py::handle mutable_, py::handle dtype) {

@@ -1358,6 +1358,8 @@ text `strideweave explain` prints. Immutable.)doc")
         return py::tuple(py::cast(x.e.results));
       })
       .def_property_readonly("carrier", [](const PyExplanation& x) { return x.e.carrier; })
+      .def_property_readonly("placement", [](const PyExplanation& x) { return x.e.placement; },
+                             "The dispatch carrier's Placement (its operands share it), or None before it is known.")
       .def_property_readonly("admitted_by", [](const PyExplanation& x) { return x.e.admitted_by; })
       .def_property_readonly("admitted_axes", [](const PyExplanation& x) { return x.e.admitted_axes; })
       .def_property_readonly("route", [](const PyExplanation& x) { return x.e.route; })

@@ -84,6 +84,7 @@ from ._core import (
     fallback_copy_count,
     render_capability_table,
     # carriers
+    Placement,
     Carrier,
     DependentCarrier,
     Generic,

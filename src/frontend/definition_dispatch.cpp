@@ -64,9 +64,11 @@ const Carrier& dispatch_carrier(const ResolvedInvocation& invocation) {
     if (!t) continue;
     if (!first) {
       first = t->carrier().get();
-    } else if (!(first->exact_class() == t->carrier()->exact_class())) {
-      throw TypeError(fmt::format("{}: operands live on different carrier classes ({} and {}); move one first",
-                                  invocation.operation(), first->class_name(), t->carrier()->class_name()));
+    } else if (t->carrier().get() != first) {
+      if (!(first->exact_class() == t->carrier()->exact_class()))
+        throw TypeError(fmt::format("{}: operands live on different carrier classes ({} and {}); move one first",
+                                    invocation.operation(), first->class_name(), t->carrier()->class_name()));
+      require_same_placement(invocation.operation(), *first, *t->carrier());
     }
   }
   if (!first)

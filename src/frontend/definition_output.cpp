@@ -2,6 +2,8 @@
 // definition_output.h.
 #include "frontend/definition_output.h"
 
+#include "frontend/dispatch.h"
+
 #include <strideweave/errors.h>
 
 #include <fmt/format.h>
@@ -21,6 +23,7 @@ void admit_definition_output(const operation::ResolvedInvocation& invocation, co
   if (!(target.carrier()->exact_class() == prototype.exact_class()))
     throw TypeError(fmt::format("{}: the output lives on {} but the operands on {}", op, target.carrier()->class_name(),
                                 prototype.class_name()));
+  require_output_placement(op, *target.carrier(), prototype);
   target.carrier()->require_live(op.c_str());
   target.carrier()->require_writable(op.c_str());
   if (&target.dtype() != &spec.dtype())

@@ -53,6 +53,7 @@ OutputRoute admit_output(const OperationPlan& plan, const ExecutionAxes& axes, c
   if (!(out.carrier()->exact_class() == prototype.exact_class()))
     throw TypeError(fmt::format("{}: the output lives on {} but the operands on {}", op, out.carrier()->class_name(),
                                 prototype.class_name()));
+  require_output_placement(op, *out.carrier(), prototype);
   out.carrier()->require_writable(op.c_str());
   if (&out.dtype() != &plan.output())
     throw TypeError(fmt::format("{}: the output has dtype {} but the plan produces {}", op, out.dtype().name(),
@@ -170,12 +171,30 @@ const Carrier& common_carrier(std::string_view operation, std::initializer_list<
     if (t->carrier()->is_released()) t->carrier()->require_live(std::string(operation).c_str());  // raises
     if (!first) {
       first = t->carrier().get();
-    } else if (!(first->exact_class() == t->carrier()->exact_class())) {
-      throw TypeError(fmt::format("{}: operands live on different carrier classes ({} and {}); move one first",
-                                  operation, first->class_name(), t->carrier()->class_name()));
+    } else if (t->carrier().get() != first) {
+      if (!(first->exact_class() == t->carrier()->exact_class()))
+        throw TypeError(fmt::format("{}: operands live on different carrier classes ({} and {}); move one first",
+                                    operation, first->class_name(), t->carrier()->class_name()));
+      require_same_placement(operation, *first, *t->carrier());
     }
   }
   return *first;
+}
+
+void require_same_placement(std::string_view operation, const Carrier& first, const Carrier& other) {
+  const Placement a = first.placement();
+  const Placement b = other.placement();
+  if (!(a == b))
+    throw TypeError(fmt::format("{}: operands live on {} at different placements ({} and {}); move one first",
+                                operation, first.class_name(), a.to_string(), b.to_string()));
+}
+
+void require_output_placement(std::string_view operation, const Carrier& output, const Carrier& prototype) {
+  const Placement o = output.placement();
+  const Placement p = prototype.placement();
+  if (!(o == p))
+    throw TypeError(fmt::format("{}: the output lives on {} at {} but the operands at {}", operation,
+                                output.class_name(), o.to_string(), p.to_string()));
 }
 
 namespace {

@@ -20,9 +20,15 @@
 
 namespace strideweave::frontend {
 
-// Step 3 of ops.h: one exact carrier class, no released carrier; returns the
-// carrier that serves as allocation prototype.
+// Step 3 of ops.h: one exact carrier class and one placement, no released
+// carrier; returns the carrier that serves as allocation prototype.
 const Carrier& common_carrier(std::string_view operation, std::initializer_list<const Tensor*> tensors);
+// TypeError naming both placements unless `first` and `other` (of one exact
+// class) share their placement (<strideweave/placement.h>).
+void require_same_placement(std::string_view operation, const Carrier& first, const Carrier& other);
+// TypeError naming both unless a caller-provided output shares the
+// operands' placement.
+void require_output_placement(std::string_view operation, const Carrier& output, const Carrier& prototype);
 
 // resolve_operation_plan(op, operands, options), remembered per thread for
 // every operation family: resolution is a pure function of the operation,

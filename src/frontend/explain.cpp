@@ -64,6 +64,7 @@ Explanation explain(const operation::OperationDefinition& definition, std::vecto
     e.results.assign(invocation->results().begin(), invocation->results().end());
     const Carrier& prototype = frontend::dispatch_carrier(*invocation);
     e.carrier = prototype.class_name();
+    e.placement = prototype.placement();
     // The capability entry (the gate's own answer).
     e.admitted_by = prototype.require_operation_plan(invocation->plan());
     e.admitted_axes = prototype.execution_axes(*e.admitted_by);
@@ -103,6 +104,7 @@ std::string to_text(const Explanation& e) {
                        s.layout().to_string(), s.alias_of() ? fmt::format(" alias_of={}", *s.alias_of()) : "");
   }
   if (!e.carrier.empty()) out << "carrier:    " << e.carrier << "\n";
+  if (e.placement) out << "placement:  " << e.placement->to_string() << "\n";
   if (e.admitted_by) {
     out << "admitted:   " << e.admitted_by->to_plan().to_string() << "\n";
     if (e.admitted_axes) {

@@ -49,6 +49,7 @@ for carrier, name in (("cpu", "CPU"), ("generic", "Generic")):
     check(f"{carrier}: the admitting capability is the plan itself", admitted.get("plan") == plan, admitted)
     check(f"{carrier}: with all five axes", sorted((admitted.get("axes") or {}).keys()) ==
           sorted(["owned_result", "borrowed_input", "caller_output", "strided_output", "accumulation"]), admitted)
+    check(f"{carrier}: the placement (issue 20 step 3)", e.get("placement") == "host", e.get("placement"))
     check(f"{carrier}: route and ran", e.get("route") == "kernel table" and name in (e.get("ran") or ""), e)
     check(f"{carrier}: no candidates on a definition-free carrier", e.get("candidates") == [], e.get("candidates"))
     check(f"{carrier}: the output", e.get("outputs") == [{"dtype": "float32", "shape": [2], "values": [4.0, 6.0]}],
@@ -83,8 +84,8 @@ check("usage: a malformed option is exit 2", rc == 2, (rc, err))
 # The text form: one step per line.
 rc, out, _ = run("add", "tensor:float32:[1]", "tensor:float32:[2]")
 lines = [line.split(":")[0].strip() for line in out.splitlines()]
-check("text: every step", rc == 0 and lines[:7] == ["operation", "bound call", "plan", "result 0", "carrier", "admitted",
-                                                    "axes"], lines)
+check("text: every step", rc == 0 and lines[:8] == ["operation", "bound call", "plan", "result 0", "carrier",
+                                                    "placement", "admitted", "axes"], lines)
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
