@@ -18,7 +18,6 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
-#include <unordered_map>
 #include <new>
 
 namespace strideweave {

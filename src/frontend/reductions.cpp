@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <functional>
 
-#include "execution/kernel_table.h"
 #include "frontend/call_support.h"
 #include "frontend/autograd_hooks.h"
 #include "frontend/dispatch.h"

@@ -585,6 +585,13 @@ TEST(CpuSimdTargets, EveryTargetGivesTheBitsOfTheDefaultTarget) {
   auto run_all = [&] {
     std::vector<std::vector<float>> r = {values_of(exp(tx)), values_of(add(tx, ty)), values_of(sub(tx, ty)),
                                          values_of(mul(tx, ty)), values_of(div(tx, ty)), values_of(mul(tx, 0.5))};
+    // The native accumulation kernels (out + (a op b), issue 20 step 2);
+    // accumulation into an output is refused under grad mode.
+    const NoGradGuard no_graph;
+    const Tensor acc = cpu_vector(y);
+    (void)sub(tx, ty, accumulate_into(acc));
+    (void)mul(tx, 0.5, accumulate_into(acc));
+    r.push_back(values_of(acc));
     std::vector<float> sums;
     for (const std::vector<float>& t : sum_inputs) {
       sums.push_back(cpu_sum(cpu_vector(t), false));
@@ -595,7 +602,7 @@ TEST(CpuSimdTargets, EveryTargetGivesTheBitsOfTheDefaultTarget) {
   };
   const std::string default_target = simd::dispatched_target();
   const std::vector<std::vector<float>> want = run_all();
-  const char* names[] = {"exp", "add", "sub", "mul", "div", "mul scalar", "reduce_sum"};
+  const char* names[] = {"exp", "add", "sub", "mul", "div", "mul scalar", "accumulate_into", "reduce_sum"};
   std::vector<std::string> checked;
   for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
     const ForcedTarget forced(target);
