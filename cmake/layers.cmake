@@ -5,13 +5,16 @@
 # and STRIDEWEAVE_THIRD_PARTY (what the library links), and the function
 # strideweave_add_layer_link_checks().
 
-# Third-party libraries by layer: only the CPU carrier uses Highway, oneDNN
-# and OpenMP.
+# Third-party libraries by layer: only the CPU carrier uses oneDNN and
+# OpenMP; Highway also serves the movement layer.
 # liburing (BlockDevice's submission queue) and xxHash (storage checksums)
 # belong to the storage carriers. (The policy layer hashes operation names
 # with xxHash's header-only form, XXH_INLINE_ALL: no link dependency.)
 find_library(STRIDEWEAVE_URING_LIBRARY NAMES uring REQUIRED)      # Debian liburing-dev
 find_library(STRIDEWEAVE_XXHASH_LIBRARY NAMES xxhash REQUIRED)    # Debian libxxhash-dev
+# The movement layer's zero scan (a move's before-image) is vectorised with
+# Highway too.
+set(STRIDEWEAVE_LAYER_LIBS_movement hwy::hwy)
 set(STRIDEWEAVE_LAYER_LIBS_carriers hwy::hwy strideweave_dnnl ${STRIDEWEAVE_URING_LIBRARY} ${STRIDEWEAVE_XXHASH_LIBRARY})
 if(STRIDEWEAVE_OPENMP)
   list(APPEND STRIDEWEAVE_LAYER_LIBS_carriers OpenMP::OpenMP_CXX)

@@ -33,6 +33,8 @@
 
 extern "C" void openblas_set_num_threads(int);
 
+#include "acme.h"
+
 namespace sw = strideweave;
 
 namespace {
@@ -561,20 +563,60 @@ void accumulation(int threads) {
   report("add_accumulate_into_1M", threads, "us", 1e6 * accumulate, "plain add", 1e6 * plain, false);
 }
 
+// Moves between CPU and the acme accelerator's carrier (issue 20 step 4):
+// 64 MiB of Float32 each way through the one move dispatcher (the
+// framework's host-memory route, with its block-by-block before-image of
+// the destination), beside memcpy of the same bytes between two fresh CPU
+// carriers made the same way. Each repetition moves a fresh source into a
+// fresh zero-filled destination (a move releases its source); only the move
+// and the memcpy are timed. Ratio = memcpy time / move time (target >= 0.8).
+void moves() {
+  const std::int64_t n = std::int64_t{16} << 20;  // 64 MiB of Float32
+  using clock = std::chrono::steady_clock;
+  auto seconds = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  double copy = 1e30, up = 1e30, down = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    {
+      const sw::Tensor from = cpu_filled(n, 0.5f, 0.25f);
+      auto to = sw::CPU::create(n);
+      const auto t0 = clock::now();
+      std::memcpy(to->data<float>(), static_cast<const sw::CPU&>(*from.carrier()).data<float>(),
+                  static_cast<std::size_t>(n) * sizeof(float));
+      copy = std::min(copy, seconds(t0, clock::now()));
+    }
+    {
+      const sw::Tensor from = cpu_filled(n, 0.5f, 0.25f);
+      auto device = acme::device_carrier(n);
+      const auto t0 = clock::now();
+      const sw::Tensor there = sw::move(from, device);
+      up = std::min(up, seconds(t0, clock::now()));
+      auto host = sw::CPU::create(n);
+      const auto t1 = clock::now();
+      const sw::Tensor back = sw::move(there, host);
+      down = std::min(down, seconds(t1, clock::now()));
+    }
+  }
+  report("move_cpu_to_acme_64MiB", 1, "ms", 1e3 * up, "memcpy", 1e3 * copy, false);
+  report("move_acme_to_cpu_64MiB", 1, "ms", 1e3 * down, "memcpy", 1e3 * copy, false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool matmul_only = false, overhead_only = false, accumulate_only = false;
+  bool matmul_only = false, overhead_only = false, accumulate_only = false, moves_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--accumulate-only") == 0) accumulate_only = true;
     if (std::strcmp(argv[i], "--json") == 0) as_json = true;
     if (std::strcmp(argv[i], "--matmul-only") == 0) matmul_only = true;
     if (std::strcmp(argv[i], "--overhead-only") == 0) overhead_only = true;
+    if (std::strcmp(argv[i], "--moves-only") == 0) moves_only = true;
   }
   std::fprintf(stderr, "strict matmul kernel: %s (the dispatcher's choice)\n",
                strideweave::carriers::cpu::strict_f32_kernel());
   if (!as_json)
     std::printf("%-26s %2s  %-7s %12s  %-10s %12s  %7s\n", "work", "th", "unit", "ours", "peer", "peer value", "ratio");
+  if (!matmul_only && !overhead_only && !accumulate_only) moves();  // single-threaded copies: once
+  if (moves_only) return 0;
   for (int threads : {1, 2}) {
     set_threads(threads);
     if (!matmul_only) accumulation(threads);

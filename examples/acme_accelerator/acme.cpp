@@ -5,7 +5,13 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 
 namespace acme {
@@ -19,27 +25,56 @@ namespace op = strideweave::operation;
 // ---------------------------------------------------------------- the arena
 
 // acme's device memory: blocks of Float32 slots, separate from every
-// strideweave carrier's storage. Blocks never move once allocated.
+// strideweave carrier's storage. Blocks never move once allocated; a block
+// of 2 MiB or more is 2 MiB aligned and backed by huge pages where the
+// system allows it (as a device's memory is mapped in large pages). Like a
+// device's caching allocator, a freed block is kept (up to kCachedBytes in
+// all) and handed out again, zero-filled, for the next allocation of its
+// size, so releasing a carrier does not return pages to the system.
 class Arena {
  public:
+  static constexpr std::size_t kCachedBytes = std::size_t{512} << 20;
+  static constexpr std::size_t kHuge = std::size_t{2} << 20;
+
   std::uint64_t allocate(std::int64_t slots) {
+    const std::size_t count = static_cast<std::size_t>(slots);
+    Block block;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto it = cached_.begin(); it != cached_.end(); ++it)
+        if (it->count == count) {
+          block = std::move(*it);
+          cached_.erase(it);
+          cached_bytes_ -= count * sizeof(float);
+          break;
+        }
+    }
+    if (!block.memory) block = Block::make(count);
+    std::fill_n(block.memory.get(), count, 0.0f);
     std::lock_guard lock(mutex_);
     const std::uint64_t id = next_++;
-    blocks_.emplace(id, std::vector<float>(static_cast<std::size_t>(slots), 0.0f));
+    blocks_.emplace(id, std::move(block));
     return id;
   }
   void free(std::uint64_t id) {
     std::lock_guard lock(mutex_);
-    blocks_.erase(id);
+    auto it = blocks_.find(id);
+    if (it == blocks_.end()) return;
+    const std::size_t bytes = it->second.count * sizeof(float);
+    if (bytes > 0 && cached_bytes_ + bytes <= kCachedBytes) {
+      cached_bytes_ += bytes;
+      cached_.push_back(std::move(it->second));
+    }
+    blocks_.erase(it);
   }
   float* data(std::uint64_t id) {
     std::lock_guard lock(mutex_);
-    return blocks_.at(id).data();
+    return blocks_.at(id).memory.get();
   }
   std::int64_t size(std::uint64_t id) {
     std::lock_guard lock(mutex_);
     auto it = blocks_.find(id);
-    return it == blocks_.end() ? 0 : static_cast<std::int64_t>(it->second.size());
+    return it == blocks_.end() ? 0 : static_cast<std::int64_t>(it->second.count);
   }
   std::size_t live() {
     std::lock_guard lock(mutex_);
@@ -47,8 +82,25 @@ class Arena {
   }
 
  private:
+  struct FreeBlock {
+    void operator()(float* p) const noexcept { std::free(p); }
+  };
+  struct Block {
+    std::unique_ptr<float[], FreeBlock> memory;
+    std::size_t count = 0;
+    static Block make(std::size_t count) {
+      const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(float);
+      const std::size_t align = bytes >= kHuge ? kHuge : 64;
+      void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+      if (!p) throw std::bad_alloc();
+      if (bytes >= kHuge) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: no huge pages is fine
+      return Block{std::unique_ptr<float[], FreeBlock>(static_cast<float*>(p)), count};
+    }
+  };
   std::mutex mutex_;
-  std::unordered_map<std::uint64_t, std::vector<float>> blocks_;
+  std::unordered_map<std::uint64_t, Block> blocks_;
+  std::vector<Block> cached_;
+  std::size_t cached_bytes_ = 0;
   std::uint64_t next_ = 1;
 };
 Arena& arena() {
@@ -80,7 +132,15 @@ ext::StorageProvider device_storage() {
         d.block = 0;
       },
       [](const Carrier& c, std::int64_t i) { return Value::from_float32(arena().data(block_of(c))[i]); },
-      [](Carrier& c, std::int64_t i, const Value& v) { arena().data(block_of(c))[i] = v.f; });
+      [](Carrier& c, std::int64_t i, const Value& v) { arena().data(block_of(c))[i] = v.f; },
+      // The arena's blocks are plain host memory, so the framework may move
+      // values in and out without a route of acme's own ...
+      /*elementwise_fallback=*/true)
+      // ... and, given the block's address, it copies runs with memcpy
+      // (moves to and from CPU, fallback copies; docs/storage.md, "Ranges").
+      // A device whose memory the host cannot address would declare
+      // TransferRoutes (CPU -> it and back) on its definition instead.
+      .with_ranges(nullptr, nullptr, [](const Carrier& c) -> void* { return arena().data(block_of(c)); });
 }
 
 // acme's launch queue: the kernel execution interface of the provider and the pack.
@@ -314,6 +374,11 @@ Tensor device_tensor(const std::vector<float>& values, const Shape& shape) {
   std::shared_ptr<Device> d = ext::create<Device>(static_cast<std::int64_t>(values.size()), DType::Float32());
   std::copy(values.begin(), values.end(), arena().data(d->block));
   return Tensor(d, shape);
+}
+
+std::shared_ptr<Carrier> device_carrier(std::int64_t slots) {
+  register_acme();
+  return ext::create<Device>(slots, DType::Float32());
 }
 
 std::size_t live_blocks() { return arena().live(); }

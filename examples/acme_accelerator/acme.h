@@ -29,6 +29,10 @@ std::shared_ptr<const strideweave::operation::OperationDefinition> fused_linear(
 // (first mode fastest).
 strideweave::Tensor device_tensor(const std::vector<float>& values, const strideweave::Shape& shape);
 
+// A fresh zero-filled acme::Device carrier of `slots` Float32 slots (a move
+// destination).
+std::shared_ptr<strideweave::Carrier> device_carrier(std::int64_t slots);
+
 // How many arena blocks are live (each Device instance holds one).
 std::size_t live_blocks();
 

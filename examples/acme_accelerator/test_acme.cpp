@@ -4,7 +4,7 @@
 // opcheck of every pattern against the reference (values, dtype, layout,
 // aliasing, mutation; the VJP against finite differences), a direct
 // VJP call against gradients worked out by hand, and backward() through
-// the call agreeing with it. Prints one line per failed
+// the call agreeing with it, and moves to the accelerator and back. Prints one line per failed
 // check and 'acme: N passed, N failed'; exits 1 on any failure.
 #include <strideweave/strideweave.h>
 
@@ -134,6 +134,28 @@ void direct_vjp() {
   }
 }
 
+// Moves to and from the accelerator (issue 20 step 4): the arena is host
+// memory, so the one move dispatcher picks the framework's memcpy route both
+// ways, and the values make the round trip.
+void moves() {
+  const std::vector<float> values{1.5f, -2.0f, 3.25f, 0.0f, 7.0f, -0.5f};
+  std::vector<Value> vs;
+  for (float v : values) vs.push_back(Value::from_float32(v));
+  const Tensor on_cpu(CPU::from_values(vs, DType::Float32()), Shape{6});
+  const std::shared_ptr<Carrier> device = acme::device_carrier(6);
+  const MoveRouteInfo up = describe_move_route(*on_cpu.carrier(), *device);
+  check("CPU -> acme: the elementwise fallback through host memory",
+        up.kind == MoveRouteKind::ElementwiseFallback && up.copy == MoveCopyPath::HostMemory,
+        std::string(to_string(up.kind)) + " " + to_string(up.copy));
+  const Tensor there = move(on_cpu, device);
+  check("CPU -> acme: values", floats(there) == values, text(floats(there)));
+  check("CPU -> acme: the source is released", on_cpu.carrier()->is_released());
+  const std::shared_ptr<Carrier> back_to = CPU::create(6);
+  const Tensor back = move(there, back_to);
+  check("acme -> CPU: values", floats(back) == values, text(floats(back)));
+  check("acme -> CPU: one version step", back_to->version() == 1);
+}
+
 }  // namespace
 
 int main() {
@@ -142,6 +164,7 @@ int main() {
     forward();
     with_opcheck();
     direct_vjp();
+    moves();
   } catch (const Error& e) {
     check("no unexpected error", false, std::string(e.type_name()) + ": " + e.what());
   }

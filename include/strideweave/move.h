@@ -27,11 +27,15 @@
 // both permit the elementwise fallback: NotImplementedError, after the
 // checks and before any allocation.
 //
-// Routing: a pair where either class is definition-backed uses the source
-// definition's TransferRoute for exactly the destination class (its
+// Routing, one dispatcher by the exact (source class, destination class)
+// pair: a pair where either class is definition-backed uses the
+// TransferRoute that either definition declares for exactly the pair (its
 // Unsupported falls back to the elementwise copy when both definitions
-// permit it, else NotImplementedError naming the pair and the reason);
-// otherwise dispatch_move(source class, destination class).
+// permit it, else NotImplementedError naming the pair and the reason; no
+// route: the same rule); otherwise dispatch_move(source class, destination
+// class). The elementwise fallback copies through host memory (memcpy) when
+// both carriers have it, else through the classes' range access; see
+// describe_move_route below.
 //
 // Transaction: an empty destination that supports allocation is sized to
 // cosize; otherwise the destination's slots [0, cosize) are saved first (the
@@ -59,6 +63,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include <strideweave/carrier.h>
 #include <strideweave/move_operation.h>
@@ -68,6 +74,43 @@
 STRIDEWEAVE_PUBLIC_BEGIN
 
 namespace strideweave {
+
+// ---------------------------------------------------------------- the route
+
+// Which route move() takes for a pair (beyond the specification: the one
+// move dispatcher's answer, for users and tests; docs/storage.md,
+// "Routing"). kind:
+//   TransferRoute       a route declared by the source's or the
+//                       destination's CarrierDefinition for exactly the pair
+//                       (its prepare may still answer Unsupported at run
+//                       time: then the elementwise fallback, when permitted);
+//   MoveOperation       the definition-free registry's entry for the pair;
+//   ElementwiseFallback the framework's copy (ElementwiseMoveOperation).
+// copy, how the values travel:
+//   Route       the route's own mechanics;
+//   HostMemory  one memcpy per contiguous run (both carriers are host memory);
+//   Ranges      run by run through the classes' range access (host memory on
+//               one side, range hooks on the other; a class that overrides
+//               no range hook is read or written slot by slot).
+enum class MoveRouteKind { TransferRoute, MoveOperation, ElementwiseFallback };
+enum class MoveCopyPath { Route, HostMemory, Ranges };
+struct MoveRouteInfo {
+  MoveRouteKind kind = MoveRouteKind::ElementwiseFallback;
+  // The route_id, the MoveOperation's name(), or "ElementwiseMoveOperation".
+  std::string name;
+  // For a TransferRoute: the class whose definition declares it.
+  std::optional<CarrierClass> declared_by;
+  MoveCopyPath copy = MoveCopyPath::Ranges;
+};
+STRIDEWEAVE_EXPORT const char* to_string(MoveRouteKind kind) noexcept;  // "transfer_route", ...
+STRIDEWEAVE_EXPORT const char* to_string(MoveCopyPath path) noexcept;   // "route", "host_memory", "ranges"
+
+// The route a move from `source` to `destination` takes, by their exact
+// classes (and, for `copy`, whether these live instances are host memory).
+// Checks nothing else of move()'s list. NotImplementedError for a
+// definition-backed pair with no TransferRoute whose definitions do not both
+// permit the elementwise fallback (what move() raises for it).
+STRIDEWEAVE_EXPORT MoveRouteInfo describe_move_route(const Carrier& source, const Carrier& destination);
 
 AwaitMove<Tensor> move_async(const Tensor& tensor, const std::shared_ptr<Carrier>& destination,
                              const MoveOptions& options = {});

@@ -260,6 +260,43 @@ for a definition-backed class (use a TransferRoute). Returns None.)doc");
         },
         py::arg("source_class"), py::arg("destination_class"),
         "Removes and returns the pair's operation class; KeyError naming both classes when it has none.");
+  py::class_<MoveRouteInfo>(m, "MoveRouteInfo", R"doc(
+The route move() takes for a pair of carriers (describe_move_route). kind:
+"transfer_route" (declared by either class's CarrierDefinition for exactly the
+pair), "move_operation" (the definition-free registry's entry) or
+"elementwise_fallback" (the framework's copy). name: the route_id, the
+operation's name, or "ElementwiseMoveOperation". declared_by: the class whose
+definition declares a transfer route, else None. copy: "route" (the route's
+own mechanics), "host_memory" (memcpy per contiguous run) or "ranges" (run by
+run through the classes' range access).)doc")
+      .def_property_readonly("kind", [](const MoveRouteInfo& r) { return std::string(to_string(r.kind)); })
+      .def_readonly("name", &MoveRouteInfo::name)
+      .def_property_readonly("declared_by",
+                             [](const MoveRouteInfo& r) -> py::object {
+                               return r.declared_by ? carrier_class_object(*r.declared_by) : py::none();
+                             })
+      .def_property_readonly("copy", [](const MoveRouteInfo& r) { return std::string(to_string(r.copy)); })
+      .def("__repr__", [](const MoveRouteInfo& r) {
+        return fmt::format("MoveRouteInfo(kind='{}', name='{}', copy='{}')", to_string(r.kind), r.name,
+                           to_string(r.copy));
+      });
+  m.def("describe_move_route", [](py::handle source, py::handle destination) {
+          if (!is_carrier(source))
+            throw TypeError(fmt::format("describe_move_route: source must be a Carrier instance, got {}", repr_of(source)));
+          if (!is_carrier(destination))
+            throw TypeError(fmt::format("describe_move_route: destination must be a Carrier instance, got {}",
+                                        repr_of(destination)));
+          std::shared_ptr<Carrier> s = carrier_arg(source, "describe_move_route: source");
+          std::shared_ptr<Carrier> d = carrier_arg(destination, "describe_move_route: destination");
+          py::gil_scoped_release nogil;
+          return describe_move_route(*s, *d);
+        },
+        py::arg("source"), py::arg("destination"), R"doc(
+describe_move_route(source, destination) -> MoveRouteInfo: the route
+move(tensor_on_source, destination) takes, chosen by the exact class pair (the
+one move dispatcher; docs/storage.md, "Routing"). Checks nothing else of
+move()'s list. NotImplementedError for a definition-backed pair with no
+TransferRoute whose definitions do not both permit the elementwise fallback.)doc");
   m.def("dispatch_move", [](py::handle source_class, py::handle destination_class) {
           const CarrierClass s = carrier_class_arg(source_class, "dispatch_move: source_class");
           const CarrierClass d = carrier_class_arg(destination_class, "dispatch_move: destination_class");

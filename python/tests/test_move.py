@@ -418,3 +418,51 @@ def test_a_move_operation_without_copy_is_not_implemented_and_changes_nothing():
     with registered_move_operation(Source, sw.CPU, ReturnsSomething):
         raises_exactly(TypeError, sw.move, x, dest, match="must return None")
     assert not c.is_released() and dest.version == 0
+
+
+# ---------------------------------------------------------------- one dispatcher (issue 20, step 4)
+
+
+def test_one_move_dispatcher_describes_the_route_of_each_exact_pair():
+    from strideweave.carriers.move import MoveRouteInfo, describe_move_route
+
+    cpu = sw.CPU(4)
+    same = describe_move_route(cpu, sw.CPU(4))
+    assert isinstance(same, MoveRouteInfo)
+    assert (same.kind, same.name, same.copy, same.declared_by) == (
+        "elementwise_fallback", "ElementwiseMoveOperation", "host_memory", None)
+    assert describe_move_route(cpu, sw.Generic([0.0] * 4, dtype=F32)).copy == "ranges"
+    to_file = describe_move_route(cpu, sw.FileBacked(dtype=F32))
+    assert (to_file.kind, to_file.name, to_file.copy) == ("move_operation", "CpuToFileBackedMoveOperation", "route")
+    raises_exactly(TypeError, describe_move_route, cpu, object())
+    raises_exactly(TypeError, describe_move_route, [1.0], cpu)
+
+
+def test_a_route_declared_by_the_destinations_definition_runs_for_moves_into_it():
+    from strideweave.carriers.move import describe_move_route
+
+    Device = type("DeviceIn", (sw.Carrier,), {})
+    calls = []
+
+    def prepare(request):
+        calls.append((request.source_class, request.destination_class))
+        tensor, destination = request.tensor, request.destination
+
+        def submit():
+            destination.slots_[:] = [tensor.carrier[tensor.offset + k] for k in range(request.physical_span)]
+            return None
+
+        return ext.PreparedTransfer(submit)
+
+    route = ext.TransferRoute(sw.CPU, Device, "upload", ext.TransferProvider(prepare))
+    ext.register_carrier_definition(Device, ext.CarrierDefinition(ArenaStorage(False).provider, transfers=[route]))
+    d = Device(3, dtype=F32)
+    info = describe_move_route(sw.CPU(3), d)
+    assert (info.kind, info.name, info.declared_by, info.copy) == ("transfer_route", "upload", Device, "route")
+    y = sw.move(sw.tensor([1.0, 2.0, 3.0]), d)
+    assert calls == [(sw.CPU, Device)] and d.slots_ == [1.0, 2.0, 3.0] and d.version == 1
+    assert y.carrier is d
+    # Without a route back and without the fallback: NotImplementedError, before any work.
+    raises_exactly(NotImplementedError, describe_move_route, d, sw.CPU(3))
+    raises_exactly(NotImplementedError, sw.move, y, sw.CPU(3))
+    assert not d.is_released()

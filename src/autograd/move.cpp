@@ -20,7 +20,10 @@
 #include <vector>
 
 #include "autograd/graph.h"
+#include "extension/registry.h"
+#include "movement/host_image.h"
 #include "movement/move_access.h"
+#include "storage/ranges.h"
 #include "storage/tensor_impl.h"
 
 namespace strideweave {
@@ -108,6 +111,22 @@ class Transaction final : public detail::MoveTransaction<Tensor> {
     }
     try {
       output_.emplace(destination_, 0, tensor_.layout());
+      // The framework's own route between two host-memory carriers: one
+      // memcpy per run and window, with the before-image captured block by
+      // block just ahead of the copy (movement/host_image.h).
+      if (chosen.operation == ElementwiseMoveOperation::instance()) {
+        const HostSpan from = detail::RangeAccess::host(*tensor_.carrier());
+        const HostSpan to = detail::RangeAccess::host(destination);
+        if (from && to && span > 0) {
+          std::shared_ptr<detail::HostImage> image;
+          if (!allocated_) {
+            image = std::make_shared<detail::HostImage>();
+            restore_ = [image] { image->restore(); };
+          }
+          detail::copy_host_runs(tensor_, from, to, 0, *context_, image.get());
+          return;
+        }
+      }
       if (!allocated_ && span > 0) {
         const MoveOperation& saver = chosen.operation ? *chosen.operation : *ElementwiseMoveOperation::instance();
         restore_ = MoveAccess::save(saver, destination, span, *context_);
@@ -181,6 +200,27 @@ class Transaction final : public detail::MoveTransaction<Tensor> {
   std::optional<extension::ProviderCompletion<void>> pending_;
 };
 
+// The one move dispatcher: the route of exactly (from, to), or
+// NotImplementedError for a definition-backed pair that has none.
+//   1. either class definition-backed: the TransferRoute that either
+//      definition declares for the pair; else the elementwise fallback when
+//      every definition-backed side permits it;
+//   2. otherwise the definition-free registry (dispatch_move): the
+//      registered MoveOperation, else ElementwiseMoveOperation.
+// The elementwise fallback copies through host memory when both carriers
+// have it, else through the classes' range access (move_operation.h).
+Route route_for_pair(const CarrierClass& from, const CarrierClass& to) {
+  if (definition_backed(from) || definition_backed(to)) {
+    if (const extension::TransferRoute* route = extension::detail::transfer_route_for(from, to))
+      return Route{nullptr, route};
+    if (permits_fallback(from) && permits_fallback(to)) return Route{ElementwiseMoveOperation::instance(), nullptr};
+    throw NotImplementedError(fmt::format(
+        "move: ({}, {}) has no TransferRoute and the definitions do not both permit the elementwise fallback",
+        from.name(), to.name()));
+  }
+  return Route{dispatch_move(from, to), nullptr};
+}
+
 // Checks 1-9 of move.h, in order, and the route.
 Route checked_route(const Tensor& tensor, const std::shared_ptr<Carrier>& destination) {
   const Carrier& source = *tensor.carrier();
@@ -201,17 +241,8 @@ Route checked_route(const Tensor& tensor, const std::shared_ptr<Carrier>& destin
     throw TypeError(fmt::format("move: the destination's dtype {} is not the tensor's dtype {}",
                                 destination->dtype().name(), source.dtype().name()));
   const CarrierClass from = source.exact_class(), to = destination->exact_class();
-  if (definition_backed(from) || definition_backed(to)) {
-    if (definition_backed(from))
-      if (const auto definition = extension::carrier_definition(from))
-        for (const extension::TransferRoute& route : definition->transfers())
-          if (route.destination_class() == to) return Route{nullptr, &route};
-    if (permits_fallback(from) && permits_fallback(to)) return Route{ElementwiseMoveOperation::instance(), nullptr};
-    throw NotImplementedError(fmt::format(
-        "move: ({}, {}) has no TransferRoute and the definitions do not both permit the elementwise fallback",
-        from.name(), to.name()));
-  }
-  Route route{dispatch_move(from, to), nullptr};
+  Route route = route_for_pair(from, to);
+  if (!route.operation) return route;
   if (auto pinned = route.operation->source_class(); pinned && !(*pinned == from))
     throw TypeError(fmt::format("move: {} requires a {} source, got {}", route.operation->name(), pinned->name(),
                                 from.name()));
@@ -256,6 +287,52 @@ std::vector<std::optional<Tensor>> move_vjp(const autograd::VjpContext& c, const
 namespace autograd {
 void add_move_vjps(VjpTable& table) { table["move"] = move_vjp; }
 }  // namespace autograd
+
+const char* to_string(MoveRouteKind kind) noexcept {
+  switch (kind) {
+    case MoveRouteKind::TransferRoute: return "transfer_route";
+    case MoveRouteKind::MoveOperation: return "move_operation";
+    case MoveRouteKind::ElementwiseFallback: return "elementwise_fallback";
+  }
+  return "?";
+}
+
+const char* to_string(MoveCopyPath path) noexcept {
+  switch (path) {
+    case MoveCopyPath::Route: return "route";
+    case MoveCopyPath::HostMemory: return "host_memory";
+    case MoveCopyPath::Ranges: return "ranges";
+  }
+  return "?";
+}
+
+MoveRouteInfo describe_move_route(const Carrier& source, const Carrier& destination) {
+  const CarrierClass from = source.exact_class(), to = destination.exact_class();
+  const Route route = route_for_pair(from, to);
+  MoveRouteInfo info;
+  if (route.transfer) {
+    info.kind = MoveRouteKind::TransferRoute;
+    info.name = route.transfer->route_id();
+    info.declared_by = definition_backed(from) && extension::carrier_definition(from) &&
+                               std::any_of(extension::carrier_definition(from)->transfers().begin(),
+                                           extension::carrier_definition(from)->transfers().end(),
+                                           [&](const extension::TransferRoute& r) { return &r == route.transfer; })
+                           ? from
+                           : to;
+    info.copy = MoveCopyPath::Route;
+    return info;
+  }
+  info.name = route.operation->name();
+  if (route.operation != ElementwiseMoveOperation::instance()) {
+    info.kind = MoveRouteKind::MoveOperation;
+    info.copy = MoveCopyPath::Route;
+    return info;
+  }
+  info.kind = MoveRouteKind::ElementwiseFallback;
+  info.copy = detail::RangeAccess::host(source) && detail::RangeAccess::host(destination) ? MoveCopyPath::HostMemory
+                                                                                         : MoveCopyPath::Ranges;
+  return info;
+}
 
 AwaitMove<Tensor> move_async(const Tensor& tensor, const std::shared_ptr<Carrier>& destination,
                              const MoveOptions& options) {

@@ -78,6 +78,11 @@ std::vector<std::shared_ptr<const ClassDefinition>> all_definitions();
 // (the dispatch path). Records are retained for the life of the process.
 const ClassDefinition* find_definition_fast(CarrierClass cls);
 
+// The TransferRoute for exactly (source_class, destination_class), declared
+// by either class's definition (registration keeps one per pair), or null.
+// Records live for the process, so the pointer stays valid.
+const TransferRoute* transfer_route_for(CarrierClass source_class, CarrierClass destination_class);
+
 // The sealed kernels of an independent definition-backed class, observing
 // (sealing) it first if needed.
 const SealedKernels& sealed_kernels(const ClassDefinition& record);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/bootstrap.h"
+#include "movement/host_image.h"
 #include "movement/host_memory.h"
 #include "storage/ranges.h"
 #include "movement/move_access.h"
@@ -130,10 +132,18 @@ void require_run(const Carrier& carrier, std::int64_t first, std::int64_t count)
 }
 }  // namespace
 
-// The before-image is one range read, the restore one range write
-// (storage/ranges.h: host memory, or the class's range hooks).
-MoveRestore MoveOperation::_save_destination(Carrier& destination, std::int64_t element_count, MoveContext&) const {
+// The before-image: a sparse byte image of host memory (host_image.h), else
+// one range read (restored with one range write; storage/ranges.h).
+MoveRestore MoveOperation::_save_destination(Carrier& destination, std::int64_t element_count,
+                                             MoveContext& context) const {
   require_run(destination, 0, element_count);
+  if (const HostSpan host = detail::RangeAccess::host(destination)) {
+    auto image = std::make_shared<detail::HostImage>();
+    image->capture(static_cast<std::byte*>(host.data), 0,
+                   static_cast<std::size_t>(element_count) * detail::host_element_bytes(*host.dtype));
+    (void)context;
+    return [image] { image->restore(); };
+  }
   std::vector<Value> before(static_cast<std::size_t>(element_count));
   detail::RangeAccess::read(destination, 0, element_count, before.data());
   return [&destination, image = std::move(before)] {
@@ -148,29 +158,23 @@ const std::shared_ptr<const ElementwiseMoveOperation>& ElementwiseMoveOperation:
   return *one;
 }
 
-MoveSubmission ElementwiseMoveOperation::_copy(const Tensor& tensor, Carrier& destination, const Tensor& output,
-                                               std::int64_t, MoveContext& context) const {
-  const Carrier& source = *tensor.carrier();
-  const Layout& layout = tensor.layout();
-  const std::int64_t n = tensor.size(), offset = tensor.offset(), out_offset = output.offset();
+namespace {
+// Walks the tensor's logical runs (storage/ranges.h) cut into pieces at the
+// progress windows' logical boundaries: copy(source slot, destination slot,
+// count) per piece, then the progress report (logical values scaled to the
+// physical span) after each completed window.
+template <class Copy>
+void walk_pieces(const Tensor& tensor, std::int64_t out_offset, MoveContext& context, Copy&& copy) {
+  const std::int64_t n = tensor.size(), offset = tensor.offset();
   const std::int64_t window = std::max<std::int64_t>(context.window_elements(), 1);
-  // Run by run along the layout (storage/ranges.h: host memory, or each
-  // class's range hooks, whose defaults go slot by slot), pieces cut at the
-  // progress windows' logical boundaries.
-  std::vector<Value> buffer;
-  detail::for_each_run(layout, [&](std::int64_t ordinal, std::int64_t index, std::int64_t length) {
+  detail::for_each_run(tensor.layout(), [&](std::int64_t ordinal, std::int64_t index, std::int64_t length) {
     for (std::int64_t done = 0; done < length;) {
       const std::int64_t at = ordinal + done;
       const std::int64_t piece = std::min(length - done, (at / window + 1) * window - at);
-      require_run(source, offset + index + done, piece);
-      require_run(destination, out_offset + index + done, piece);
-      buffer.resize(static_cast<std::size_t>(piece));
-      detail::RangeAccess::read(source, offset + index + done, piece, buffer.data());
-      detail::RangeAccess::write(destination, out_offset + index + done, buffer);
+      copy(offset + index + done, out_offset + index + done, piece);
       done += piece;
       const std::int64_t stop = at + piece;
       if (stop % window != 0 && stop != n) continue;
-      // Progress counts logical values here, scaled to the physical span.
       const std::int64_t target =
           stop == n ? context.element_count()
                     : std::min(context.element_count(),
@@ -178,6 +182,29 @@ MoveSubmission ElementwiseMoveOperation::_copy(const Tensor& tensor, Carrier& de
                                                          static_cast<long double>(context.element_count())));
       context.advance(target - context.slots_done());
     }
+  });
+}
+}  // namespace
+
+MoveSubmission ElementwiseMoveOperation::_copy(const Tensor& tensor, Carrier& destination, const Tensor& output,
+                                               std::int64_t, MoveContext& context) const {
+  const Carrier& source = *tensor.carrier();
+  const HostSpan from = detail::RangeAccess::host(source), to = detail::RangeAccess::host(destination);
+  if (from && to) {
+    require_run(source, tensor.offset(), tensor.layout().cosize());
+    require_run(destination, output.offset(), tensor.layout().cosize());
+    detail::copy_host_runs(tensor, from, to, output.offset(), context, nullptr);
+    return std::monostate{};
+  }
+  // Run by run through each class's range access (host memory on one side,
+  // the range hooks on the other, whose defaults go slot by slot).
+  std::vector<Value> buffer;
+  walk_pieces(tensor, output.offset(), context, [&](std::int64_t from_slot, std::int64_t to_slot, std::int64_t count) {
+    require_run(source, from_slot, count);
+    require_run(destination, to_slot, count);
+    buffer.resize(static_cast<std::size_t>(count));
+    detail::RangeAccess::read(source, from_slot, count, buffer.data());
+    detail::RangeAccess::write(destination, to_slot, buffer);
   });
   return std::monostate{};
 }
@@ -255,6 +282,29 @@ ScopedMoveOperation::~ScopedMoveOperation() {
 // ---------------------------------------------------------------- host memory
 
 namespace strideweave::detail {
+
+void copy_host_runs(const Tensor& tensor, const HostSpan& source, const HostSpan& destination, std::int64_t out_offset,
+                    MoveContext& context, HostImage* image) {
+  const std::size_t bytes = host_element_bytes(*source.dtype);
+  const auto* from = static_cast<const std::byte*>(source.data);
+  auto* to = static_cast<std::byte*>(destination.data);
+  walk_pieces(tensor, out_offset, context, [&](std::int64_t from_slot, std::int64_t to_slot, std::int64_t count) {
+    const std::size_t length = static_cast<std::size_t>(count) * bytes;
+    const std::size_t src = static_cast<std::size_t>(from_slot) * bytes, dst = static_cast<std::size_t>(to_slot) * bytes;
+    if (!image) {
+      std::memcpy(to + dst, from + src, length);
+      return;
+    }
+    // Block by block: the image of a destination block, then its copy (the
+    // block is in cache when it is overwritten).
+    for (std::size_t o = 0; o < length; o += kImageBlockBytes) {
+      const std::size_t n = std::min(kImageBlockBytes, length - o);
+      image->capture(to, dst + o, n);
+      std::memcpy(to + dst + o, from + src + o, n);
+    }
+  });
+}
+
 namespace {
 struct HostMemory {
   std::mutex mutex;

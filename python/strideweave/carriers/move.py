@@ -3,8 +3,9 @@ interop-movement ("Move registration is explicit, validated, and
 process-global"; the C++ surface is <strideweave/move_operation.h>,
 docs/storage.md, "Movement").
 
-dispatch_move, register_move_operation, unregister_move_operation and
-registered_move_operation live here; move, move_async, AwaitMove,
+dispatch_move, register_move_operation, unregister_move_operation,
+registered_move_operation and describe_move_route (which route move() takes
+for a pair, from the one move dispatcher) live here; move, move_async, AwaitMove,
 MoveOperation and the concrete operation classes are top-level names of
 strideweave too (the same objects). Definition-backed carrier classes move
 through their CarrierDefinition's TransferRoutes instead (the registry
@@ -21,6 +22,8 @@ from .._core import (
     ElementwiseMoveOperation,
     FileBackedToCpuMoveOperation,
     MoveOperation,
+    MoveRouteInfo,
+    describe_move_route,
     dispatch_move,
     move,
     move_async,
@@ -48,6 +51,8 @@ __all__ = [
     "ElementwiseMoveOperation",
     "FileBackedToCpuMoveOperation",
     "MoveOperation",
+    "MoveRouteInfo",
+    "describe_move_route",
     "dispatch_move",
     "move",
     "move_async",

@@ -27,6 +27,7 @@
 
 #include "carriers/file_backed/file_io.h"
 #include "carriers/file_backed/moves.h"
+#include "movement/host_image.h"
 #include "movement/host_memory.h"
 
 namespace strideweave {
@@ -423,58 +424,17 @@ MoveSubmission FileBackedToCpuMoveOperation::_copy(const Tensor& tensor, Carrier
   return std::monostate{};
 }
 
-// The before-image of the CPU destination is sparse: blocks of
-// kImageBlockBytes that read as zero (a fresh destination's untouched pages)
-// are recorded as such, only the others are copied; the restore writes back
+// The before-image of the CPU destination is sparse (movement/host_image.h):
+// blocks that read as zero (a fresh destination's untouched pages) are
+// recorded as such, only the others are copied; the restore writes back
 // exactly the bytes that were there. (A full copy of a fresh multi-GiB
 // destination costs as much as the read itself: docs/storage.md,
 // "FileBacked -> CPU reads".)
-namespace {
-constexpr std::size_t kImageBlockBytes = std::size_t{64} << 10;
-
-bool all_zero(const std::byte* p, std::size_t n) noexcept {
-  std::uint64_t any = 0;
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    any |= w;
-  }
-  for (; i < n; ++i) any |= static_cast<std::uint64_t>(p[i]);
-  return any == 0;
-}
-
-struct SparseImage {
-  std::vector<std::size_t> copied_at;  // offsets of the copied blocks, increasing
-  std::vector<std::byte> copied;       // their bytes, in that order
-};
-}  // namespace
-
 MoveRestore FileBackedToCpuMoveOperation::_save_destination(Carrier& destination, std::int64_t element_count,
                                                             MoveContext& context) const {
-  std::byte* at = cpu_bytes(destination);
-  const std::size_t bytes = static_cast<std::size_t>(element_count * context.element_bytes());
-  auto image = std::make_shared<SparseImage>();
-  for (std::size_t o = 0; o < bytes; o += kImageBlockBytes) {
-    const std::size_t n = std::min(kImageBlockBytes, bytes - o);
-    if (all_zero(at + o, n)) continue;
-    image->copied_at.push_back(o);
-    image->copied.insert(image->copied.end(), at + o, at + o + n);
-  }
-  return [at, image, bytes] {
-    std::size_t next = 0;
-    const std::byte* from = image->copied.data();
-    for (std::size_t o = 0; o < bytes; o += kImageBlockBytes) {
-      const std::size_t n = std::min(kImageBlockBytes, bytes - o);
-      if (next < image->copied_at.size() && image->copied_at[next] == o) {
-        std::memcpy(at + o, from, n);
-        from += n;
-        ++next;
-      } else {
-        std::memset(at + o, 0, n);
-      }
-    }
-  };
+  auto image = std::make_shared<detail::HostImage>();
+  image->capture(cpu_bytes(destination), 0, static_cast<std::size_t>(element_count * context.element_bytes()));
+  return [image] { image->restore(); };
 }
 
 namespace carriers::file_backed {
