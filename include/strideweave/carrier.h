@@ -19,6 +19,11 @@
 //   operation does not declare mutated; logged, and not versioned, on one it
 //   does (the operation steps the version once when it publishes).
 //   is_mutable() — intrinsic mutability and not owned by a composite.
+//   is_owned() / is_owned_by(c) — claimed by a composite (DependentCarrier::
+//       claim, <strideweave/dependent_carrier.h>). An owned carrier refuses
+//       every public mutation (writes, scatter, bump_version, release, being
+//       moved or moved into) with RuntimeError, except on a thread where its
+//       owner holds owner access (carrier-composition A4).
 //   release() — permanent and idempotent; RuntimeError on an owned carrier.
 //       A storage hook that throws leaves the carrier live (nothing
 //       released) and the error propagates.
@@ -69,6 +74,7 @@ namespace detail {
 struct MoveAccess;      // src/movement: the move transaction's un-versioned access
 struct ProviderWrites;  // src/storage/provider_writes.h: the pipeline's guard while providers run
 struct RangeAccess;     // src/storage/ranges.h: the framework's un-versioned range access
+struct Ownership;       // src/storage/ownership.h: claims and owner access (dependent_carrier.h)
 }  // namespace detail
 
 // The identity of T (carrier-class.h): for any T, so that registries can
@@ -138,8 +144,10 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
 
   virtual bool supports_storage_dtype(const DType& dtype) const noexcept = 0;
 
-  bool is_mutable() const noexcept { return intrinsic_mutable_ && !owned_.load(); }
-  bool is_owned() const noexcept { return owned_.load(); }
+  bool is_mutable() const noexcept { return intrinsic_mutable_ && owner_.load() == nullptr; }
+  bool is_owned() const noexcept { return owner_.load() != nullptr; }
+  // Whether `owner` (a DependentCarrier) has claimed this carrier.
+  bool is_owned_by(const Carrier& owner) const noexcept { return owner_.load() == &owner; }
   void release();
   bool is_released() const noexcept { return released_.load(); }
   std::uint64_t version() const noexcept { return version_.load(); }
@@ -311,8 +319,6 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // operation (a storage-only class keeps it).
   virtual std::shared_ptr<Operation> _dispatch_op(std::string_view operation_name) const;
 
-  // For composites (Evictable, TiledEvictable) that take ownership.
-  void set_owned(bool owned) noexcept { owned_.store(owned); }
 
 
  private:
@@ -320,6 +326,7 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   friend struct detail::MoveAccess;
   friend struct detail::ProviderWrites;
   friend struct detail::RangeAccess;
+  friend struct detail::Ownership;
   struct DependentTag {};
   // DependentCarrier's constructors: the only way to mark an instance
   // dependent, so a subclass cannot send the capability gate into a
@@ -334,7 +341,9 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
 
   const SimpleDType* dtype_;
   bool intrinsic_mutable_;
-  std::atomic<bool> owned_{false};
+  // The DependentCarrier that claimed this carrier, or null
+  // (dependent_carrier.h; it relinquishes its claims before it is destroyed).
+  std::atomic<const Carrier*> owner_{nullptr};
   std::atomic<bool> released_{false};
   std::atomic<std::uint64_t> version_{0};
   // The provider-write guard (src/storage/provider_writes.h): the number of

@@ -15,6 +15,8 @@
 // represented: a Tensor has one carrier):
 //   the source carrier is released               RuntimeError
 //   the source carrier is owned by a composite   RuntimeError
+//     (unless the calling thread holds its owner's owner_access:
+//     dependent_carrier.h; likewise an owned destination)
 //   destination is null (not a Carrier)          TypeError
 //   destination is the tensor's own carrier      ValueError
 //   destination is released                      RuntimeError

@@ -205,6 +205,10 @@ class PyDependentCarrier final : public PyStorage<DependentCarrier> {
  public:
   PyDependentCarrier(const SimpleDType& dtype, bool mutable_, CarrierClass cls)
       : PyStorage<DependentCarrier>(dtype, mutable_, cls) {}
+  // Ownership, for the Python subclass's _claim / _relinquish / _owner_access.
+  using DependentCarrier::claim;
+  using DependentCarrier::owner_access;
+  using DependentCarrier::relinquish;
 
   // The constructor's one finalisation (called from Python with the GIL
   // released: generation takes it back, and a second thread finalising the
@@ -277,6 +281,29 @@ class PyDefinedCarrier final : public PyDefinedHost<extension::DefinedCarrier, C
 class PyDefinedDependentCarrier final : public PyDefinedHost<extension::DefinedDependentCarrier, DependentCarrier> {
  public:
   using PyDefinedHost::PyDefinedHost;
+  using DependentCarrier::claim;
+  using DependentCarrier::owner_access;
+  using DependentCarrier::relinquish;
+};
+
+// ---- composite ownership (dependent_carrier.h) for Python subclasses
+
+// Calls f(host) with the Python-defined host of a DependentCarrier instance
+// (definition-free or definition-backed); TypeError for a carrier that is
+// not a Python subclass's instance.
+template <class F>
+decltype(auto) with_dependent_host(DependentCarrier& self, const char* what, F&& f) {
+  if (auto* h = dynamic_cast<PyDependentCarrier*>(&self)) return f(*h);
+  if (auto* h = dynamic_cast<PyDefinedDependentCarrier*>(&self)) return f(*h);
+  throw TypeError(fmt::format("{}: {} is not a Python DependentCarrier subclass's instance", what, self.class_name()));
+}
+
+// The object _owner_access() returns: a context manager whose __enter__
+// opens the owner's access scope on the calling thread and whose __exit__
+// closes it (scopes end in reverse order, on the thread that opened them).
+struct PyOwnerAccess {
+  std::shared_ptr<DependentCarrier> owner;
+  std::unique_ptr<DependentCarrier::OwnerAccess> scope;
 };
 
 // ---- identities of Python classes
@@ -744,6 +771,12 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
            "Identity-based, allocation-free and state-independent; TypeError for a non-DType.")
       .def("is_mutable", &Carrier::is_mutable, "Intrinsic mutability and not owned by a composite.")
       .def("is_owned", &Carrier::is_owned, "Owned by a composite carrier (then not publicly mutable).")
+      .def("is_owned_by", [](const Carrier& c, py::handle owner) {
+             if (!py::isinstance<Carrier>(owner))
+               throw TypeError(fmt::format("is_owned_by: expected a Carrier, got {}", py::repr(owner).cast<std::string>()));
+             return c.is_owned_by(*carrier_arg(owner, "is_owned_by: owner"));
+           },
+           py::arg("owner"), "Whether the composite `owner` has claimed this carrier.")
       .def("can_be_evictable_tier", &Carrier::can_be_evictable_tier,
            "Whether this carrier may be a tier of an Evictable composite (False for BlockDeviceCarrier, "
            "core-concepts.md 8.5).")
@@ -862,7 +895,68 @@ valid. Before that every capability query raises RuntimeError.)doc");
                  self.class_name()));
            })
       .def("is_capability_finalized", &DependentCarrier::is_capability_finalized,
-           "finalize_operation_capabilities() has frozen this instance's snapshot.");
+           "finalize_operation_capabilities() has frozen this instance's snapshot.")
+      .def("owned_children", &DependentCarrier::owned_children,
+           "The carriers this composite owns now, in the order they were claimed.")
+      .def("_claim", [](DependentCarrier& self, py::handle children) {
+             std::vector<std::shared_ptr<Carrier>> list;
+             if (py::isinstance<Carrier>(children)) {
+               list.push_back(carrier_arg(children, "_claim: child"));
+             } else {
+               if (PyUnicode_Check(children.ptr()) || !py::isinstance<py::iterable>(children))
+                 throw TypeError(fmt::format("_claim: expected a Carrier or an iterable of Carriers, got {}",
+                                             py::repr(children).cast<std::string>()));
+               std::size_t i = 0;
+               for (py::handle c : children) {
+                 if (!py::isinstance<Carrier>(c))
+                   throw TypeError(fmt::format("_claim: child {} is not a Carrier ({})", i,
+                                               py::repr(c).cast<std::string>()));
+                 list.push_back(carrier_arg(c, "_claim: child"));
+                 ++i;
+               }
+             }
+             with_dependent_host(self, "_claim", [&](auto& host) {
+               py::gil_scoped_release nogil;
+               host.claim(list);
+             });
+           },
+           py::arg("children"), R"doc(
+Claims exclusive ownership of a child carrier, or of every carrier in an
+iterable, all or nothing (carrier-composition A2, A4): not a Carrier ->
+TypeError; this carrier itself or a child named twice -> ValueError; a
+released child, one already owned, or one that owns this carrier (a cycle) ->
+RuntimeError, and nothing is claimed. An owned child reports is_owned() and
+refuses writes, scatter, bump_version, moves and release with RuntimeError
+except inside this carrier's _owner_access() scope.)doc")
+      .def("_relinquish", [](DependentCarrier& self, py::handle child) {
+             if (!py::isinstance<Carrier>(child))
+               throw TypeError(fmt::format("_relinquish: expected a Carrier, got {}", py::repr(child).cast<std::string>()));
+             std::shared_ptr<Carrier> c = carrier_arg(child, "_relinquish: child");
+             with_dependent_host(self, "_relinquish", [&](auto& host) { host.relinquish(*c); });
+           },
+           py::arg("child"),
+           "Gives ownership of child back (RuntimeError unless this carrier owns it); it regains its own mutability.")
+      .def("_owner_access", [](const std::shared_ptr<DependentCarrier>& self) {
+             with_dependent_host(*self, "_owner_access", [](auto&) { return 0; });
+             return PyOwnerAccess{self, nullptr};
+           },
+           R"doc(
+A context manager: inside `with self._owner_access():` the calling thread may
+write, scatter, bump the version of, move and release the children this
+carrier owns (never making them publicly mutable). Scopes nest.)doc");
+  py::class_<PyOwnerAccess>(m, "OwnerAccess", "The scope DependentCarrier._owner_access() opens (a context manager).")
+      .def("__enter__", [](PyOwnerAccess& a) -> PyOwnerAccess& {
+             if (a.scope) throw RuntimeError("OwnerAccess: this scope is already open");
+             with_dependent_host(*a.owner, "_owner_access", [&](auto& host) {
+               a.scope.reset(new DependentCarrier::OwnerAccess(host.owner_access()));
+               return 0;
+             });
+             return a;
+           }, py::return_value_policy::reference)
+      .def("__exit__", [](PyOwnerAccess& a, py::handle, py::handle, py::handle) {
+        a.scope.reset();
+        return false;
+      });
 
   py::class_<Generic, Carrier, std::shared_ptr<Generic>>(m, "Generic", py::is_final(), R"doc(
 Generic(values, *, mutable=True, dtype): the executable semantic reference

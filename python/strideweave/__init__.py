@@ -87,6 +87,7 @@ from ._core import (
     Placement,
     Carrier,
     DependentCarrier,
+    OwnerAccess,
     Generic,
     CPU,
     FileBacked,

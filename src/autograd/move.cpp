@@ -23,6 +23,7 @@
 #include "extension/registry.h"
 #include "movement/host_image.h"
 #include "movement/move_access.h"
+#include "storage/ownership.h"
 #include "storage/ranges.h"
 #include "storage/tensor_impl.h"
 
@@ -68,7 +69,10 @@ std::int64_t element_bytes(const SimpleDType& dtype) {
 class Transaction final : public detail::MoveTransaction<Tensor> {
  public:
   Transaction(Tensor tensor, std::shared_ptr<Carrier> destination, bool record)
-      : tensor_(std::move(tensor)), destination_(std::move(destination)), record_(record) {}
+      : tensor_(std::move(tensor)),
+        destination_(std::move(destination)),
+        record_(record),
+        acting_owner_(detail::Ownership::acting_owner()) {}
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   // Runs until the route has submitted its transfer (move_async's part).
@@ -144,6 +148,9 @@ class Transaction final : public detail::MoveTransaction<Tensor> {
   bool transfer_done() const noexcept override { return !pending_ || pending_->done(); }
 
   Tensor finish() override {
+    // An owner's move of its own children commits with the owner's access,
+    // on whichever thread finishes it (dependent_carrier.h).
+    const detail::ActingOwnerScope as_started(acting_owner_);
     Carrier& source = *tensor_.carrier();
     Carrier& destination = *destination_;
     try {
@@ -192,6 +199,7 @@ class Transaction final : public detail::MoveTransaction<Tensor> {
   Tensor tensor_;
   std::shared_ptr<Carrier> destination_;
   bool record_;
+  const Carrier* acting_owner_;  // the owner access the move was started under (or null)
   std::optional<MoveContext> context_;
   std::optional<Tensor> output_;
   std::pair<std::uint64_t, std::uint64_t> versions_{0, 0};
@@ -226,7 +234,7 @@ Route checked_route(const Tensor& tensor, const std::shared_ptr<Carrier>& destin
   const Carrier& source = *tensor.carrier();
   if (source.is_released())
     throw RuntimeError(fmt::format("move: the tensor's {} carrier is released", source.class_name()));
-  if (source.is_owned())
+  if (source.is_owned() && !detail::Ownership::acting_owner_owns(source))
     throw RuntimeError(fmt::format(
         "move: the tensor's {} carrier is owned by another carrier and cannot be moved directly", source.class_name()));
   if (!destination) throw TypeError("move: destination must be a Carrier instance (got null)");
@@ -234,7 +242,7 @@ Route checked_route(const Tensor& tensor, const std::shared_ptr<Carrier>& destin
     throw ValueError(fmt::format("move: destination must not be the tensor's own {} carrier", source.class_name()));
   if (destination->is_released())
     throw RuntimeError(fmt::format("move: the destination {} carrier is released", destination->class_name()));
-  if (!destination->is_mutable())
+  if (!detail::Ownership::writable_here(*destination))
     throw RuntimeError(fmt::format("move: the destination {} carrier is not publicly mutable{}",
                                    destination->class_name(), destination->is_owned() ? " (owned by a composite)" : ""));
   if (&destination->dtype() != &source.dtype())

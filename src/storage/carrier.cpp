@@ -10,6 +10,7 @@
 
 #include <typeindex>
 
+#include "storage/ownership.h"
 #include "core/carrier_class_internal.h"
 #include "storage/provider_writes.h"
 #include "storage/ranges.h"
@@ -87,9 +88,11 @@ void Carrier::require_live(const char* what) const {
 
 void Carrier::require_writable(const char* what) const {
   require_live(what);
-  if (!is_mutable())
+  if (!detail::Ownership::writable_here(*this))
     throw RuntimeError(fmt::format("{}: the {} carrier is not publicly mutable{}", what, class_name(),
-                                   is_owned() ? " (it is owned by a composite)" : ""));
+                                   is_owned() ? fmt::format(" (it is owned by a {} composite)",
+                                                            detail::Ownership::owner_of(*this)->class_name())
+                                              : ""));
 }
 
 std::int64_t Carrier::size() const {
@@ -190,8 +193,9 @@ void Carrier::allocate_empty_storage(std::int64_t) {
 }
 
 void Carrier::release() {
-  if (is_owned())
-    throw RuntimeError(fmt::format("Carrier.release: the {} carrier is owned by a composite", class_name()));
+  if (is_owned() && !detail::Ownership::acting_owner_owns(*this))
+    throw RuntimeError(fmt::format("Carrier.release: the {} carrier is owned by a {} composite", class_name(),
+                                   detail::Ownership::owner_of(*this)->class_name()));
   bool expected = false;
   if (!released_.compare_exchange_strong(expected, true)) return;
   try {

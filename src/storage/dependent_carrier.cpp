@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "capability/registry.h"
+#include "storage/ownership.h"
 
 namespace strideweave {
 
@@ -39,6 +41,77 @@ void DependentCarrier::finalize_operation_capabilities() {
   std::sort(caps.begin(), caps.end());
   owned_snapshot_ = std::make_shared<const std::vector<OperationCapability>>(std::move(caps));
   snapshot_.store(owned_snapshot_.get());
+}
+
+// ---------------------------------------------------------------- ownership
+
+namespace detail {
+namespace {
+thread_local const Carrier* t_acting_owner = nullptr;
+}  // namespace
+const Carrier* Ownership::acting_owner() noexcept { return t_acting_owner; }
+const Carrier* Ownership::exchange_acting_owner(const Carrier* owner) noexcept {
+  const Carrier* previous = t_acting_owner;
+  t_acting_owner = owner;
+  return previous;
+}
+}  // namespace detail
+
+DependentCarrier::OwnerAccess::OwnerAccess(const Carrier& owner) noexcept
+    : previous_(detail::Ownership::exchange_acting_owner(&owner)) {}
+DependentCarrier::OwnerAccess::~OwnerAccess() { detail::Ownership::exchange_acting_owner(previous_); }
+
+DependentCarrier::~DependentCarrier() {
+  // A13: destruction without release only relinquishes ownership.
+  for (const std::shared_ptr<Carrier>& child : children_) detail::Ownership::exchange_owner(*child, this, nullptr);
+}
+
+std::vector<std::shared_ptr<Carrier>> DependentCarrier::owned_children() const {
+  std::lock_guard lock(children_mutex_);
+  return children_;
+}
+
+void DependentCarrier::claim(std::span<const std::shared_ptr<Carrier>> children) {
+  const std::string who = fmt::format("{}.claim", class_name());
+  // Every check first (A2: preconditions before any claim).
+  std::unordered_set<const Carrier*> seen;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const Carrier* child = children[i].get();
+    if (!child) throw TypeError(fmt::format("{}: child {} is null, not a Carrier", who, i));
+    if (child == this) throw ValueError(fmt::format("{}: a carrier cannot own itself", who));
+    if (!seen.insert(child).second)
+      throw ValueError(fmt::format("{}: the {} carrier is named twice", who, child->class_name()));
+    if (child->is_released())
+      throw RuntimeError(fmt::format("{}: the {} carrier is released", who, child->class_name()));
+    if (const Carrier* owner = detail::Ownership::owner_of(*child))
+      throw RuntimeError(fmt::format("{}: the {} carrier is already owned{}", who, child->class_name(),
+                                     owner == this ? " by this carrier" : fmt::format(" by a {}", owner->class_name())));
+    for (const Carrier* above = detail::Ownership::owner_of(*this); above; above = detail::Ownership::owner_of(*above))
+      if (above == child)
+        throw RuntimeError(fmt::format("{}: the {} carrier owns this carrier (directly or through its children); "
+                                       "ownership cannot form a cycle",
+                                       who, child->class_name()));
+  }
+  // Then the claims, undone if one loses a race with another claimant.
+  std::lock_guard lock(children_mutex_);
+  children_.reserve(children_.size() + children.size());
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    if (!detail::Ownership::exchange_owner(*children[i], nullptr, this)) {
+      for (std::size_t j = 0; j < i; ++j) detail::Ownership::exchange_owner(*children[j], this, nullptr);
+      children_.resize(children_.size() - i);
+      throw RuntimeError(fmt::format("{}: the {} carrier was claimed by another carrier meanwhile", who,
+                                     children[i]->class_name()));
+    }
+    children_.push_back(children[i]);
+  }
+}
+
+void DependentCarrier::relinquish(Carrier& child) {
+  std::lock_guard lock(children_mutex_);
+  if (!detail::Ownership::exchange_owner(child, this, nullptr))
+    throw RuntimeError(fmt::format("{}.relinquish: the {} carrier is not owned by this carrier", class_name(),
+                                   child.class_name()));
+  children_.erase(std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.get() == &child; }));
 }
 
 }  // namespace strideweave

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/test_owner.h"
+
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
@@ -62,7 +64,6 @@ class VecCarrier : public Carrier {
   explicit VecCarrier(std::int64_t n, bool mutable_ = true)
       : Carrier(DType::Float32(), mutable_), data(static_cast<std::size_t>(n), F(0)) {}
   bool supports_storage_dtype(const DType& d) const noexcept override { return &d == &DType::Float32(); }
-  void make_owned() { set_owned(true); }
   std::vector<Value> data;
   bool fail_release = false;
 
@@ -206,7 +207,7 @@ TEST(InteropMovement_OrderedChecks, SourceReleasedIsRuntimeError) {
 TEST(InteropMovement_OrderedChecks, SourceOwnedIsRuntimeError) {
   std::shared_ptr<VecCarrier<1>> c;
   const Tensor x = vec_tensor<1>({1, 2}, &c);
-  c->make_owned();
+  const auto owner = sw_support::TestOwner::claiming(c);
   try {
     move(x, CPU::create(2));
     FAIL();
@@ -239,7 +240,7 @@ TEST(InteropMovement_OrderedChecks, DestinationReleasedIsRuntimeError) {
 
 TEST(InteropMovement_OrderedChecks, DestinationNotPubliclyMutableIsRuntimeError) {
   auto owned = std::make_shared<VecCarrier<2>>(1);
-  owned->make_owned();  // intrinsically mutable, but owned
+  const auto owner = sw_support::TestOwner::claiming(owned);  // intrinsically mutable, but owned
   EXPECT_THROW(move(cpu_tensor({1}), owned), RuntimeError);
   EXPECT_THROW(move(cpu_tensor({1}), CPU::create(1, DType::Float32(), false)), RuntimeError);
 }

@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/test_owner.h"
 #include "support/shipped_types.h"
 
 #include <cmath>
@@ -152,7 +153,6 @@ class ProbeCarrier final : public Carrier {
   bool supports_storage_dtype(const DType& d) const noexcept override {
     return sw::stored_element_kind(d).has_value();
   }
-  void mark_owned(bool owned) noexcept { set_owned(owned); }
 
  protected:
   std::int64_t storage_size() const noexcept override { return static_cast<std::int64_t>(values_.size()); }
@@ -634,7 +634,7 @@ TEST(CoreConcepts_1_5_Mutability, OwnedCarrierIsNotPubliclyMutable) {
   auto c = std::make_shared<ProbeCarrier>(DType::Int32(), true, std::vector<Value>{I(1), I(2)});
   c->set_value(0, I(5));
   ASSERT_EQ(c->version(), 1u);
-  c->mark_owned(true);
+  auto owner = sw_support::TestOwner::claiming(c);
   EXPECT_TRUE(c->is_owned());
   EXPECT_FALSE(c->is_mutable());
   const State before = state_of(*c);
@@ -648,7 +648,7 @@ TEST(CoreConcepts_1_5_Mutability, OwnedCarrierIsNotPubliclyMutable) {
   EXPECT_EQ(c->get_value(0), I(5));
   EXPECT_EQ(state_of(*c), before);
   // Relinquished ownership restores intrinsic mutability.
-  c->mark_owned(false);
+  owner->give_back(*c);
   EXPECT_TRUE(c->is_mutable());
   c->set_value(1, I(9));
   EXPECT_EQ(values_of(*c), (std::vector<Value>{I(5), I(9)}));
@@ -657,9 +657,9 @@ TEST(CoreConcepts_1_5_Mutability, OwnedCarrierIsNotPubliclyMutable) {
 
 TEST(CoreConcepts_1_5_Mutability, OwnershipNeverMakesAnImmutableCarrierMutable) {
   auto c = std::make_shared<ProbeCarrier>(DType::Bool(), false, std::vector<Value>{B(true)});
-  c->mark_owned(true);
+  auto owner = sw_support::TestOwner::claiming(c);
   EXPECT_FALSE(c->is_mutable());
-  c->mark_owned(false);
+  owner->give_back(*c);
   EXPECT_FALSE(c->is_mutable());
   EXPECT_THROW_EXACTLY(c->set_value(0, B(false)), sw::RuntimeError);
   EXPECT_EQ(c->get_value(0), B(true));
