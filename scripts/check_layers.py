@@ -9,9 +9,18 @@ Rules (docs/design.md, "Layers"):
     (src/carriers/<other>/ or that carrier's public header);
   - conformance/, tools/ and python/src/ include no src/ header (they use the
     public API);
+  - a layer listed under [public-only] (extension_carriers: the shipped
+    carriers built like an out-of-tree one) includes public headers and, of
+    src/, only its own headers: a file in src/<layer>/<folder>/ its own
+    folder's, a file at src/<layer>/ the layer's top-level headers; and one
+    carrier folder never includes another's;
   - every public header is assigned to exactly one layer.
 Exit status 0 when clean; otherwise each violation is printed (file:line)
 and the status is 1.
+
+  check_layers.py [--root DIR]   check the tree at DIR (default: this checkout)
+  check_layers.py --self-test    check that the rules catch what they must, on
+                                 a small tree built in a temporary directory
 """
 import pathlib
 import re
@@ -22,7 +31,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 
 def read_layers():
-    layers, public, section = {}, {}, None
+    layers, public, public_only, section = {}, {}, set(), None
     for raw in (ROOT / "cmake" / "layers.txt").read_text().splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -39,7 +48,9 @@ def read_layers():
                 if header in public:
                     sys.exit(f"cmake/layers.txt: {header} is assigned twice")
                 public[header] = name.strip()
-    return layers, public
+        elif section == "public-only":
+            public_only.add(name.strip())
+    return layers, public, public_only
 
 
 def closure(layers):
@@ -71,13 +82,15 @@ def layer_of(path):
     return None
 
 
-def carrier_folder(path):
+def carrier_folder(path, public_only=()):
     rel = path.relative_to(ROOT).parts
-    return rel[2] if len(rel) > 3 and rel[:2] == ("src", "carriers") else None
+    if len(rel) > 3 and rel[0] == "src" and (rel[1] == "carriers" or rel[1] in public_only):
+        return rel[2]
+    return None
 
 
 def main():
-    layers, public = read_layers()
+    layers, public, public_only = read_layers()
     below = closure(layers)
     problems = []
     for header in sorted((ROOT / "include" / "strideweave").rglob("*")):
@@ -105,7 +118,7 @@ def main():
             problems.append(f"{rel}: the folder is not a layer of cmake/layers.txt")
             continue
         allowed = {layer} | below[layer]
-        folder = carrier_folder(path)
+        folder = carrier_folder(path, public_only)
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             m = INCLUDE.match(line)
             if not m:
@@ -123,9 +136,16 @@ def main():
                 if layer in ("conformance", "tools", "python"):
                     problems.append(f"{rel}:{number}: {layer} includes the internal header src/{target}")
                     continue
+                if layer in public_only:
+                    parts = pathlib.PurePosixPath(target).parts
+                    own = parts[0] == layer and (len(parts) == 2 or (folder is not None and parts[1] == folder))
+                    if not own:
+                        problems.append(f"{rel}:{number}: layer {layer} uses only the public surface and its own "
+                                        f"folder, but includes src/{target}")
+                        continue
                 target_layer = pathlib.PurePosixPath(target).parts[0]
                 parts = pathlib.PurePosixPath(target).parts
-                if folder and len(parts) > 2 and parts[0] == "carriers" and parts[1] != folder:
+                if folder and len(parts) > 2 and parts[0] in ("carriers", layer) and parts[1] != folder:
                     problems.append(f"{rel}:{number}: the {folder} carrier includes another carrier's folder ({target})")
             else:
                 continue
@@ -140,5 +160,57 @@ def main():
     return 0
 
 
+def self_test():
+    """Builds a small tree that breaks each [public-only] rule once, checks
+    that exactly those lines are reported, and that the clean tree passes."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp)
+        (root / "cmake").mkdir()
+        (root / "cmake" / "layers.txt").write_text(
+            "[layers]\ncore:\nstorage: core\nextension_carriers: storage\n"
+            "[public]\ncore: errors.h\nstorage: carrier.h\nextension_carriers: extension_carriers/widget.h\n"
+            "[public-only]\nextension_carriers:\n")
+        for header in ("errors.h", "carrier.h", "extension_carriers/widget.h"):
+            (root / "include" / "strideweave" / header).parent.mkdir(parents=True, exist_ok=True)
+            (root / "include" / "strideweave" / header).write_text("#pragma once\n")
+        for internal in ("storage/ranges.h", "extension_carriers/list.h", "extension_carriers/widget/tiles.h",
+                         "extension_carriers/gadget/parts.h"):
+            (root / "src" / internal).parent.mkdir(parents=True, exist_ok=True)
+            (root / "src" / internal).write_text("#pragma once\n")
+        clean = ('#include <strideweave/carrier.h>\n#include <strideweave/extension_carriers/widget.h>\n'
+                 '#include "extension_carriers/list.h"\n#include "extension_carriers/widget/tiles.h"\n')
+        widget = root / "src" / "extension_carriers" / "widget" / "widget.cpp"
+        widget.write_text(clean)
+        for d in ("conformance", "tools", "python/src"):
+            (root / d).mkdir(parents=True, exist_ok=True)
+        script = pathlib.Path(__file__).resolve()
+        run = lambda: subprocess.run([sys.executable, str(script), "--root", str(root)], capture_output=True,
+                                     text=True)
+        ok = run()
+        if ok.returncode != 0:
+            print(f"self-test: the clean tree was refused:\n{ok.stdout}")
+            return 1
+        widget.write_text(clean + '#include "storage/ranges.h"\n#include "extension_carriers/gadget/parts.h"\n')
+        bad = run()
+        expected = [f"src/extension_carriers/widget/widget.cpp:5: layer extension_carriers uses only the public "
+                    f"surface and its own folder, but includes src/storage/ranges.h",
+                    f"src/extension_carriers/widget/widget.cpp:6: layer extension_carriers uses only the public "
+                    f"surface and its own folder, but includes src/extension_carriers/gadget/parts.h"]
+        if bad.returncode != 1 or bad.stdout.splitlines() != expected:
+            print(f"self-test: expected exactly\n{expected}\ngot (status {bad.returncode})\n{bad.stdout}")
+            return 1
+        shutil.rmtree(root / "src" / "extension_carriers" / "gadget")
+    print("check_layers: self-test passed (the [public-only] rule refuses internal and other-carrier headers)")
+    return 0
+
+
 if __name__ == "__main__":
+    if "--self-test" in sys.argv:
+        sys.exit(self_test())
+    if "--root" in sys.argv:
+        ROOT = pathlib.Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
     sys.exit(main())

@@ -9,6 +9,7 @@
 #include "builtins/definitions.h"
 #include "carriers/carrier_list.h"
 #include "core/bootstrap.h"
+#include "extension_carriers/carrier_list.h"
 #include "frontend/autograd_hooks.h"
 #include "frontend/definition_dispatch.h"
 #include "operation/registry.h"
@@ -38,6 +39,7 @@ void bootstrap() {
   operation::install_dispatcher(&dispatch_called_definition);
   carriers::register_shipped_carriers();
   builtins::register_builtin_definitions();
+  extension_carriers::register_extension_carriers();
 }
 
 // Static initialisation of the library installs the bootstrap and the view

@@ -1,0 +1,24 @@
+// The central list of carriers built on the public extension surface
+// (carrier_list.h). One line per carrier folder; the definition-backed
+// composite and accelerator carriers of the specifications land here:
+// TiledEvictable (issue 22) and the CUDA carrier (issue 23).
+#include "extension_carriers/carrier_list.h"
+
+#include <array>
+
+namespace strideweave::extension_carriers {
+namespace {
+
+// {public name, its folder's registration}. Empty until the first carrier
+// of this layer lands.
+constexpr std::array<ExtensionCarrier, 0> kCarriers{};
+
+}  // namespace
+
+std::span<const ExtensionCarrier> extension_carriers() noexcept { return kCarriers; }
+
+void register_extension_carriers() {
+  for (const ExtensionCarrier& carrier : kCarriers) carrier.register_definition();
+}
+
+}  // namespace strideweave::extension_carriers
