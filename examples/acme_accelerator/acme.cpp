@@ -138,8 +138,10 @@ ext::StorageProvider device_storage() {
       /*elementwise_fallback=*/true)
       // ... and, given the block's address, it copies runs with memcpy
       // (moves to and from CPU, fallback copies; docs/storage.md, "Ranges").
-      // A device whose memory the host cannot address would declare
-      // TransferRoutes (CPU -> it and back) on its definition instead.
+      // A device whose memory the host cannot address would offer range
+      // callbacks instead (one bulk copy per run: moves in from CPU through
+      // the fallback) and declare its device -> CPU TransferRoute on its
+      // definition (a definition's routes start at its class, R2.3).
       .with_ranges(nullptr, nullptr, [](const Carrier& c) -> void* { return arena().data(block_of(c)); });
 }
 

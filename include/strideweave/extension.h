@@ -436,9 +436,7 @@ class CarrierDefinition {
 // class whose instances cannot use a storage provider (not derived from
 // DefinedCarrier / DefinedDependentCarrier: every shipped class), a class
 // that already holds a definition, a definition-free capability declaration,
-// or was already observed; a route that neither starts nor ends at the
-// class (a definition declares routes out of its class and into it); a route
-// pair another registered definition already declares (ValueError); an
+// or was already observed; a route whose source is not exactly the class; an
 // independent class with a composite or a dependent class with kernels or
 // without a composite (R6.3). All or nothing: a rejected definition
 // publishes nothing.

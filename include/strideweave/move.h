@@ -30,8 +30,8 @@
 // checks and before any allocation.
 //
 // Routing, one dispatcher by the exact (source class, destination class)
-// pair: a pair where either class is definition-backed uses the
-// TransferRoute that either definition declares for exactly the pair (its
+// pair: a pair where either class is definition-backed uses the source
+// definition's TransferRoute for exactly the destination class (its
 // Unsupported falls back to the elementwise copy when both definitions
 // permit it, else NotImplementedError naming the pair and the reason; no
 // route: the same rule); otherwise dispatch_move(source class, destination
@@ -65,7 +65,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 
 #include <strideweave/carrier.h>
@@ -82,10 +81,10 @@ namespace strideweave {
 // Which route move() takes for a pair (beyond the specification: the one
 // move dispatcher's answer, for users and tests; docs/storage.md,
 // "Routing"). kind:
-//   TransferRoute       a route declared by the source's or the
-//                       destination's CarrierDefinition for exactly the pair
-//                       (its prepare may still answer Unsupported at run
-//                       time: then the elementwise fallback, when permitted);
+//   TransferRoute       the route the source class's CarrierDefinition
+//                       declares for exactly the destination class (its
+//                       prepare may still answer Unsupported at run time:
+//                       then the elementwise fallback, when permitted);
 //   MoveOperation       the definition-free registry's entry for the pair;
 //   ElementwiseFallback the framework's copy (ElementwiseMoveOperation).
 // copy, how the values travel:
@@ -100,8 +99,6 @@ struct MoveRouteInfo {
   MoveRouteKind kind = MoveRouteKind::ElementwiseFallback;
   // The route_id, the MoveOperation's name(), or "ElementwiseMoveOperation".
   std::string name;
-  // For a TransferRoute: the class whose definition declares it.
-  std::optional<CarrierClass> declared_by;
   MoveCopyPath copy = MoveCopyPath::Ranges;
 };
 STRIDEWEAVE_EXPORT const char* to_string(MoveRouteKind kind) noexcept;  // "transfer_route", ...

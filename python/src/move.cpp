@@ -262,19 +262,14 @@ for a definition-backed class (use a TransferRoute). Returns None.)doc");
         "Removes and returns the pair's operation class; KeyError naming both classes when it has none.");
   py::class_<MoveRouteInfo>(m, "MoveRouteInfo", R"doc(
 The route move() takes for a pair of carriers (describe_move_route). kind:
-"transfer_route" (declared by either class's CarrierDefinition for exactly the
-pair), "move_operation" (the definition-free registry's entry) or
+"transfer_route" (the source class's CarrierDefinition's route for exactly the
+destination class), "move_operation" (the definition-free registry's entry) or
 "elementwise_fallback" (the framework's copy). name: the route_id, the
-operation's name, or "ElementwiseMoveOperation". declared_by: the class whose
-definition declares a transfer route, else None. copy: "route" (the route's
+operation's name, or "ElementwiseMoveOperation". copy: "route" (the route's
 own mechanics), "host_memory" (memcpy per contiguous run) or "ranges" (run by
 run through the classes' range access).)doc")
       .def_property_readonly("kind", [](const MoveRouteInfo& r) { return std::string(to_string(r.kind)); })
       .def_readonly("name", &MoveRouteInfo::name)
-      .def_property_readonly("declared_by",
-                             [](const MoveRouteInfo& r) -> py::object {
-                               return r.declared_by ? carrier_class_object(*r.declared_by) : py::none();
-                             })
       .def_property_readonly("copy", [](const MoveRouteInfo& r) { return std::string(to_string(r.copy)); })
       .def("__repr__", [](const MoveRouteInfo& r) {
         return fmt::format("MoveRouteInfo(kind='{}', name='{}', copy='{}')", to_string(r.kind), r.name,

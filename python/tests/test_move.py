@@ -429,8 +429,7 @@ def test_one_move_dispatcher_describes_the_route_of_each_exact_pair():
     cpu = sw.CPU(4)
     same = describe_move_route(cpu, sw.CPU(4))
     assert isinstance(same, MoveRouteInfo)
-    assert (same.kind, same.name, same.copy, same.declared_by) == (
-        "elementwise_fallback", "ElementwiseMoveOperation", "host_memory", None)
+    assert (same.kind, same.name, same.copy) == ("elementwise_fallback", "ElementwiseMoveOperation", "host_memory")
     assert describe_move_route(cpu, sw.Generic([0.0] * 4, dtype=F32)).copy == "ranges"
     to_file = describe_move_route(cpu, sw.FileBacked(dtype=F32))
     assert (to_file.kind, to_file.name, to_file.copy) == ("move_operation", "CpuToFileBackedMoveOperation", "route")
@@ -438,31 +437,41 @@ def test_one_move_dispatcher_describes_the_route_of_each_exact_pair():
     raises_exactly(TypeError, describe_move_route, [1.0], cpu)
 
 
-def test_a_route_declared_by_the_destinations_definition_runs_for_moves_into_it():
+def test_a_definition_backed_pair_takes_the_sources_route_or_the_permitted_fallback_through_ranges():
     from strideweave.carriers.move import describe_move_route
 
-    Device = type("DeviceIn", (sw.Carrier,), {})
-    calls = []
+    # A device-like class: its provider writes runs (one bulk call per run)
+    # and permits the elementwise fallback; its one route starts at it
+    # (carrier-extension R2.3).
+    Device = type("DeviceRanges", (sw.Carrier,), {})
+    runs, downloads = [], []
+
+    def write_range(carrier, first, values):
+        runs.append((first, len(values)))
+        carrier.slots_[first:first + len(values)] = list(values)
 
     def prepare(request):
-        calls.append((request.source_class, request.destination_class))
         tensor, destination = request.tensor, request.destination
 
         def submit():
-            destination.slots_[:] = [tensor.carrier[tensor.offset + k] for k in range(request.physical_span)]
-            return None
+            downloads.append(request.physical_span)
+            for k in range(request.physical_span):
+                destination[k] = tensor.carrier[tensor.offset + k]
 
         return ext.PreparedTransfer(submit)
 
-    route = ext.TransferRoute(sw.CPU, Device, "upload", ext.TransferProvider(prepare))
-    ext.register_carrier_definition(Device, ext.CarrierDefinition(ArenaStorage(False).provider, transfers=[route]))
+    storage = ArenaStorage(True).provider
+    provider = ext.StorageProvider(
+        lambda c, d: d is F32, lambda c: len(c.slots_), storage.allocate, storage.release, lambda c, i: c.slots_[i],
+        lambda c, i, v: c.slots_.__setitem__(i, v), elementwise_fallback=True,
+        read_range=lambda c, first, count: c.slots_[first:first + count], write_range=write_range)
+    route = ext.TransferRoute(Device, sw.CPU, "download", ext.TransferProvider(prepare))
+    ext.register_carrier_definition(Device, ext.CarrierDefinition(provider, transfers=[route]))
     d = Device(3, dtype=F32)
-    info = describe_move_route(sw.CPU(3), d)
-    assert (info.kind, info.name, info.declared_by, info.copy) == ("transfer_route", "upload", Device, "route")
+    up = describe_move_route(sw.CPU(3), d)
+    assert (up.kind, up.name, up.copy) == ("elementwise_fallback", "ElementwiseMoveOperation", "ranges")
     y = sw.move(sw.tensor([1.0, 2.0, 3.0]), d)
-    assert calls == [(sw.CPU, Device)] and d.slots_ == [1.0, 2.0, 3.0] and d.version == 1
-    assert y.carrier is d
-    # Without a route back and without the fallback: NotImplementedError, before any work.
-    raises_exactly(NotImplementedError, describe_move_route, d, sw.CPU(3))
-    raises_exactly(NotImplementedError, sw.move, y, sw.CPU(3))
-    assert not d.is_released()
+    assert runs == [(0, 3)] and d.slots_ == [1.0, 2.0, 3.0] and d.version == 1 and y.carrier is d
+    down = describe_move_route(d, sw.CPU(3))
+    assert (down.kind, down.name, down.copy) == ("transfer_route", "download", "route")
+    assert sw.move(y, sw.CPU(3)).tolist() == [1.0, 2.0, 3.0] and downloads == [3] and d.is_released()

@@ -124,7 +124,7 @@ class Transaction final : public detail::MoveTransaction<Tensor> {
         if (from && to && span > 0) {
           std::shared_ptr<detail::HostImage> image;
           if (!allocated_) {
-            image = std::make_shared<detail::HostImage>();
+            image = std::make_shared<detail::HostImage>(destination);
             restore_ = [image] { image->restore(); };
           }
           detail::copy_host_runs(tensor_, from, to, 0, *context_, image.get());
@@ -210,9 +210,10 @@ class Transaction final : public detail::MoveTransaction<Tensor> {
 
 // The one move dispatcher: the route of exactly (from, to), or
 // NotImplementedError for a definition-backed pair that has none.
-//   1. either class definition-backed: the TransferRoute that either
-//      definition declares for the pair; else the elementwise fallback when
-//      every definition-backed side permits it;
+//   1. either class definition-backed: the source definition's
+//      TransferRoute for exactly the destination class (R2.3: a definition's
+//      routes start at its class); else the elementwise fallback when every
+//      definition-backed side permits it;
 //   2. otherwise the definition-free registry (dispatch_move): the
 //      registered MoveOperation, else ElementwiseMoveOperation.
 // The elementwise fallback copies through host memory when both carriers
@@ -321,12 +322,6 @@ MoveRouteInfo describe_move_route(const Carrier& source, const Carrier& destinat
   if (route.transfer) {
     info.kind = MoveRouteKind::TransferRoute;
     info.name = route.transfer->route_id();
-    info.declared_by = definition_backed(from) && extension::carrier_definition(from) &&
-                               std::any_of(extension::carrier_definition(from)->transfers().begin(),
-                                           extension::carrier_definition(from)->transfers().end(),
-                                           [&](const extension::TransferRoute& r) { return &r == route.transfer; })
-                           ? from
-                           : to;
     info.copy = MoveCopyPath::Route;
     return info;
   }

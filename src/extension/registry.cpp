@@ -156,29 +156,17 @@ void register_carrier_definition(CarrierClass cls, CarrierDefinition definition)
   } else if (definition.composite()) {
     throw TypeError(fmt::format("{}: an independent carrier definition cannot have a CompositeProvider", who));
   }
-  // A definition declares routes out of its class and into it (a device
-  // class declares both directions to the host); one pair has one route.
+  // R2.3: every route starts at exactly the registering class.
   for (const TransferRoute& route : definition.transfers())
-    if (!(route.source_class() == cls) && !(route.destination_class() == cls))
-      throw TypeError(fmt::format("{}: route '{}' goes from {} to {}; a definition's routes start or end at {}", who,
-                                  route.route_id(), route.source_class().name(), route.destination_class().name(),
-                                  cls.name()));
+    if (!(route.source_class() == cls))
+      throw TypeError(fmt::format("{}: route '{}' starts at {}, not at {}", who, route.route_id(),
+                                  route.source_class().name(), cls.name()));
   auto record = std::make_shared<detail::ClassDefinition>(cls);
   record->dependent = t.is_dependent;
   record->definition = std::make_shared<const CarrierDefinition>(std::move(definition));
   detail::Registry& r = detail::registry();
   std::lock_guard lock(r.mutex);
   if (r.classes.count(cls)) throw TypeError(fmt::format("{}: {} already holds a carrier definition", who, cls.name()));
-  for (const TransferRoute& route : record->definition->transfers()) {
-    const CarrierClass other = route.source_class() == cls ? route.destination_class() : route.source_class();
-    auto found = r.classes.find(other);
-    if (found == r.classes.end()) continue;
-    for (const TransferRoute& theirs : found->second->definition->transfers())
-      if (theirs.source_class() == route.source_class() && theirs.destination_class() == route.destination_class())
-        throw ValueError(fmt::format("{}: route '{}' ({}, {}) is already declared by {}'s definition as '{}'", who,
-                                     route.route_id(), route.source_class().name(), route.destination_class().name(),
-                                     other.name(), theirs.route_id()));
-  }
   // Inserted first and taken out again if the capability registry refuses
   // the class, so a failure leaves neither registry claiming it.
   auto [it, inserted] = r.classes.try_emplace(cls, record);
@@ -250,13 +238,10 @@ std::shared_ptr<const CarrierFacet> require_facet(const Carrier& carrier, std::t
 
 namespace detail {
 const TransferRoute* transfer_route_for(CarrierClass source_class, CarrierClass destination_class) {
-  for (const CarrierClass& declaring : {source_class, destination_class}) {
-    if (!declaring.traits().storage_provider) continue;
-    const ClassDefinition* record = find_definition_fast(declaring);
-    if (!record) continue;
-    for (const TransferRoute& route : record->definition->transfers())
-      if (route.source_class() == source_class && route.destination_class() == destination_class) return &route;
-  }
+  const ClassDefinition* record = find_definition_fast(source_class);  // null for a definition-free class
+  if (!record) return nullptr;
+  for (const TransferRoute& route : record->definition->transfers())
+    if (route.destination_class() == destination_class) return &route;
   return nullptr;
 }
 }  // namespace detail

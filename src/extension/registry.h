@@ -79,8 +79,8 @@ std::vector<std::shared_ptr<const ClassDefinition>> all_definitions();
 const ClassDefinition* find_definition_fast(CarrierClass cls);
 
 // The TransferRoute for exactly (source_class, destination_class), declared
-// by either class's definition (registration keeps one per pair), or null.
-// Records live for the process, so the pointer stays valid.
+// by the source class's definition (R2.3: a definition's routes start at its
+// class), or null. Records live for the process, so the pointer stays valid.
 const TransferRoute* transfer_route_for(CarrierClass source_class, CarrierClass destination_class);
 
 // The sealed kernels of an independent definition-backed class, observing

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "storage/ranges.h"
+
 namespace strideweave::detail {
 
 void HostImage::capture(std::byte* base, std::size_t at, std::size_t n) {
@@ -17,6 +19,9 @@ void HostImage::capture(std::byte* base, std::size_t at, std::size_t n) {
 }
 
 void HostImage::restore() const noexcept {
+  if (!base_) return;
+  const HostSpan now = RangeAccess::host(*destination_);  // null once released
+  if (static_cast<std::byte*>(now.data) != base_) return;
   // Newest first: a block captured twice (a broadcast layout writes a slot
   // more than once) ends with its first, original image.
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {

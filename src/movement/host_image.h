@@ -29,12 +29,19 @@ bool all_zero(const std::byte* p, std::size_t n) noexcept;
 
 class HostImage {
  public:
-  // Records bytes [at, at + n) of the memory at `base` (base is fixed by the
-  // first capture; every capture must name the same base).
+  // An image of `destination`'s host memory (the carrier must outlive the
+  // image's restore; the move transaction holds it).
+  explicit HostImage(const Carrier& destination) noexcept : destination_(&destination) {}
+  // Records bytes [at, at + n) of the memory at `base`, the destination's
+  // host memory (base is fixed by the first capture; every capture must name
+  // the same base).
   void capture(std::byte* base, std::size_t at, std::size_t n);
   // Writes back every captured range, newest first (so a range captured
   // twice ends as it was first captured; zero blocks are zero-filled).
-  // Cannot fail.
+  // Cannot fail. Does nothing when the destination was released meanwhile
+  // or its host memory is no longer at `base`: that memory is no longer
+  // the destination's (a released CPU carrier's block may already belong
+  // to a new carrier), and a released destination has nothing to restore.
   void restore() const noexcept;
 
  private:
@@ -44,6 +51,7 @@ class HostImage {
     bool zero = false;
     std::size_t image_at = 0;  // into bytes_, when !zero
   };
+  const Carrier* destination_;
   std::byte* base_ = nullptr;
   std::vector<Block> blocks_;
   std::vector<std::byte> bytes_;

@@ -138,7 +138,7 @@ MoveRestore MoveOperation::_save_destination(Carrier& destination, std::int64_t 
                                              MoveContext& context) const {
   require_run(destination, 0, element_count);
   if (const HostSpan host = detail::RangeAccess::host(destination)) {
-    auto image = std::make_shared<detail::HostImage>();
+    auto image = std::make_shared<detail::HostImage>(destination);
     image->capture(static_cast<std::byte*>(host.data), 0,
                    static_cast<std::size_t>(element_count) * detail::host_element_bytes(*host.dtype));
     (void)context;
@@ -291,8 +291,10 @@ void copy_host_runs(const Tensor& tensor, const HostSpan& source, const HostSpan
   walk_pieces(tensor, out_offset, context, [&](std::int64_t from_slot, std::int64_t to_slot, std::int64_t count) {
     const std::size_t length = static_cast<std::size_t>(count) * bytes;
     const std::size_t src = static_cast<std::size_t>(from_slot) * bytes, dst = static_cast<std::size_t>(to_slot) * bytes;
+    // memmove: a CPU carrier wrapping a caller's pointer may overlap
+    // another carrier's memory (as Carrier::copy_range allows).
     if (!image) {
-      std::memcpy(to + dst, from + src, length);
+      std::memmove(to + dst, from + src, length);
       return;
     }
     // Block by block: the image of a destination block, then its copy (the
@@ -300,7 +302,7 @@ void copy_host_runs(const Tensor& tensor, const HostSpan& source, const HostSpan
     for (std::size_t o = 0; o < length; o += kImageBlockBytes) {
       const std::size_t n = std::min(kImageBlockBytes, length - o);
       image->capture(to, dst + o, n);
-      std::memcpy(to + dst + o, from + src + o, n);
+      std::memmove(to + dst + o, from + src + o, n);
     }
   });
 }

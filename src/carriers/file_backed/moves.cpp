@@ -432,7 +432,7 @@ MoveSubmission FileBackedToCpuMoveOperation::_copy(const Tensor& tensor, Carrier
 // "FileBacked -> CPU reads".)
 MoveRestore FileBackedToCpuMoveOperation::_save_destination(Carrier& destination, std::int64_t element_count,
                                                             MoveContext& context) const {
-  auto image = std::make_shared<detail::HostImage>();
+  auto image = std::make_shared<detail::HostImage>(destination);
   image->capture(cpu_bytes(destination), 0, static_cast<std::size_t>(element_count * context.element_bytes()));
   return [image] { image->restore(); };
 }
