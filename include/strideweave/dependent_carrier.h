@@ -49,7 +49,10 @@ namespace strideweave {
 // A claimed child reports is_owned() and is_owned_by(owner) and refuses all
 // of the above to everyone else with RuntimeError; reading stays allowed.
 // Destroying the composite without release relinquishes every claim (A13:
-// the children keep their storage and regain their mutability).
+// the children keep their storage and regain their mutability), and so does
+// a failed finalize_operation_capabilities() (A2). Claims and
+// relinquishments are serialised process-wide, so two composites claiming
+// each other at once cannot form a cycle.
 class DependentCarrier : public Carrier {
  public:
   ~DependentCarrier() override;
@@ -58,6 +61,9 @@ class DependentCarrier : public Carrier {
   std::span<const OperationCapability> capability_snapshot() const;
   // The children this carrier owns now, in the order they were claimed.
   std::vector<std::shared_ptr<Carrier>> owned_children() const;
+  // Whether this carrier's owner access is the innermost scope open on the
+  // calling thread.
+  bool is_acting_owner_on_this_thread() const noexcept;
 
   // The scope owner_access() returns (neither copyable nor movable: keep it
   // in a local variable for as long as the owner works on its children).
@@ -78,6 +84,9 @@ class DependentCarrier : public Carrier {
   void claim(const std::shared_ptr<Carrier>& child) { claim(std::span<const std::shared_ptr<Carrier>>(&child, 1)); }
   void relinquish(Carrier& child);
   OwnerAccess owner_access() const noexcept { return OwnerAccess(*this); }
+  // Relinquishes every child (a failed finalize_operation_capabilities does,
+  // A2).
+  void relinquish_all() noexcept;
 
   DependentCarrier(const SimpleDType& dtype, bool mutable_) noexcept : Carrier(dtype, mutable_, DependentTag{}) {}
   // The constructor of a run-time dependent class's host (see Carrier's):

@@ -302,8 +302,21 @@ decltype(auto) with_dependent_host(DependentCarrier& self, const char* what, F&&
 // opens the owner's access scope on the calling thread and whose __exit__
 // closes it (scopes end in reverse order, on the thread that opened them).
 struct PyOwnerAccess {
+  explicit PyOwnerAccess(std::shared_ptr<DependentCarrier> owner_) : owner(std::move(owner_)) {}
+  PyOwnerAccess(PyOwnerAccess&&) = default;
+  PyOwnerAccess& operator=(PyOwnerAccess&&) = delete;
   std::shared_ptr<DependentCarrier> owner;
   std::unique_ptr<DependentCarrier::OwnerAccess> scope;
+  std::thread::id opened_on{};
+  // A scope left open (never exited, then collected) is closed only on the
+  // thread that opened it, and only if it is still that thread's innermost:
+  // closing it elsewhere would change another thread's owner access. A
+  // scope that cannot be closed correctly is abandoned (its few bytes leak)
+  // rather than closed wrongly.
+  ~PyOwnerAccess() {
+    if (scope && !(std::this_thread::get_id() == opened_on && scope_is_innermost())) (void)scope.release();
+  }
+  bool scope_is_innermost() const { return owner->is_acting_owner_on_this_thread(); }
 };
 
 // ---- identities of Python classes
@@ -898,6 +911,8 @@ valid. Before that every capability query raises RuntimeError.)doc");
            "finalize_operation_capabilities() has frozen this instance's snapshot.")
       .def("owned_children", &DependentCarrier::owned_children,
            "The carriers this composite owns now, in the order they were claimed.")
+      .def("is_acting_owner_on_this_thread", &DependentCarrier::is_acting_owner_on_this_thread,
+           "Whether this composite's _owner_access() scope is the innermost one open on the calling thread.")
       .def("_claim", [](DependentCarrier& self, py::handle children) {
              std::vector<std::shared_ptr<Carrier>> list;
              if (py::isinstance<Carrier>(children)) {
@@ -938,7 +953,7 @@ except inside this carrier's _owner_access() scope.)doc")
            "Gives ownership of child back (RuntimeError unless this carrier owns it); it regains its own mutability.")
       .def("_owner_access", [](const std::shared_ptr<DependentCarrier>& self) {
              with_dependent_host(*self, "_owner_access", [](auto&) { return 0; });
-             return PyOwnerAccess{self, nullptr};
+             return PyOwnerAccess(self);
            },
            R"doc(
 A context manager: inside `with self._owner_access():` the calling thread may
@@ -951,9 +966,17 @@ carrier owns (never making them publicly mutable). Scopes nest.)doc");
                a.scope.reset(new DependentCarrier::OwnerAccess(host.owner_access()));
                return 0;
              });
+             a.opened_on = std::this_thread::get_id();
              return a;
            }, py::return_value_policy::reference)
       .def("__exit__", [](PyOwnerAccess& a, py::handle, py::handle, py::handle) {
+        if (!a.scope) throw RuntimeError("OwnerAccess: this scope is not open");
+        // Scopes end in reverse order on the thread that opened them (an
+        // asyncio task holding a scope across an await breaks that).
+        if (std::this_thread::get_id() != a.opened_on)
+          throw RuntimeError("OwnerAccess: a scope must be closed on the thread that opened it");
+        if (!a.scope_is_innermost())
+          throw RuntimeError("OwnerAccess: scopes must be closed in reverse order (an inner scope is still open)");
         a.scope.reset();
         return false;
       });

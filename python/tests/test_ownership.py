@@ -132,3 +132,35 @@ def test_carrier_composition_A13_releasing_the_owner_releases_its_children_throu
     owner = Composite(a, b)
     owner.release()
     assert a.is_released() and b.is_released() and owner.is_released()
+
+
+def test_carrier_composition_A4_owner_scopes_close_in_reverse_order_on_their_own_thread():
+    a, b = Composite(sw.CPU(1)), Composite(sw.CPU(1))
+    outer, inner = a._owner_access(), b._owner_access()
+    outer.__enter__()
+    assert a.is_acting_owner_on_this_thread()
+    inner.__enter__()
+    assert b.is_acting_owner_on_this_thread() and not a.is_acting_owner_on_this_thread()
+    raises_exactly(RuntimeError, outer.__exit__, None, None, None)  # an inner scope is still open
+    errors = []
+    t = threading.Thread(target=lambda: errors.append(pytest.raises(RuntimeError, inner.__exit__, None, None, None)))
+    t.start()
+    t.join()
+    assert len(errors) == 1  # not on the thread that opened it
+    inner.__exit__(None, None, None)
+    outer.__exit__(None, None, None)
+    assert not a.is_acting_owner_on_this_thread() and not b.is_acting_owner_on_this_thread()
+    raises_exactly(RuntimeError, outer.__exit__, None, None, None)  # not open
+
+
+class FailsToFinalize(Composite):
+    def _generate_operation_capabilities(self):
+        raise ValueError("no capabilities today")
+
+
+def test_carrier_composition_A2_a_failed_finalisation_relinquishes_every_claim():
+    child = sw.CPU(1)
+    with pytest.raises(ValueError) as info:
+        FailsToFinalize(child)
+    assert not child.is_owned() and child.is_mutable()  # although the half-built object is still alive
+    assert info.value is not None

@@ -90,9 +90,7 @@ void Carrier::require_writable(const char* what) const {
   require_live(what);
   if (!detail::Ownership::writable_here(*this))
     throw RuntimeError(fmt::format("{}: the {} carrier is not publicly mutable{}", what, class_name(),
-                                   is_owned() ? fmt::format(" (it is owned by a {} composite)",
-                                                            detail::Ownership::owner_of(*this)->class_name())
-                                              : ""));
+                                   is_owned() ? " (it is owned by a composite)" : ""));
 }
 
 std::int64_t Carrier::size() const {
@@ -194,8 +192,7 @@ void Carrier::allocate_empty_storage(std::int64_t) {
 
 void Carrier::release() {
   if (is_owned() && !detail::Ownership::acting_owner_owns(*this))
-    throw RuntimeError(fmt::format("Carrier.release: the {} carrier is owned by a {} composite", class_name(),
-                                   detail::Ownership::owner_of(*this)->class_name()));
+    throw RuntimeError(fmt::format("Carrier.release: the {} carrier is owned by a composite", class_name()));
   bool expected = false;
   if (!released_.compare_exchange_strong(expected, true)) return;
   try {

@@ -196,6 +196,38 @@ TEST(CarrierComposition_A2_ClaimIsAllOrNothing, AFailingChildLeavesEveryOtherChi
   EXPECT_FALSE(a->is_owned());
 }
 
+// A composite whose capability generation fails after it claimed.
+class FailingComposite final : public DependentCarrier {
+ public:
+  // Claims; finalises later (as a Python subclass's __init__ does, whose
+  // half-built object outlives a failure).
+  explicit FailingComposite(std::shared_ptr<Carrier> child) : DependentCarrier(DType::Float32(), true) {
+    claim(child);
+  }
+  void finalize() { finalize_operation_capabilities(); }
+  bool supports_storage_dtype(const DType&) const noexcept override { return true; }
+
+ protected:
+  std::int64_t storage_size() const noexcept override { return 0; }
+  Value read_slot(std::int64_t) const override { return {}; }
+  void write_slot(std::int64_t, const Value&) override {}
+  void release_storage() override {}
+  std::shared_ptr<Carrier> make_like(std::int64_t, bool, const SimpleDType&, bool) const override { return nullptr; }
+  std::vector<OperationCapability> _generate_operation_capabilities() const override {
+    throw ValueError("no capabilities today");
+  }
+};
+
+TEST(CarrierComposition_A2_ClaimIsAllOrNothing, AFailedCapabilityFinalisationRelinquishesEveryClaim) {
+  auto child = cpu({1});
+  auto composite = std::make_shared<FailingComposite>(child);
+  EXPECT_TRUE(child->is_owned());
+  EXPECT_THROW(composite->finalize(), ValueError);  // the composite is still alive here
+  EXPECT_FALSE(child->is_owned());
+  EXPECT_TRUE(composite->owned_children().empty());
+  EXPECT_TRUE(child->is_mutable());
+}
+
 // ---------------------------------------------------------------- relinquish, A13
 
 TEST(CarrierComposition_A13_OwnershipEnds, RelinquishingGivesTheChildItsMutabilityBack) {
