@@ -132,7 +132,21 @@ def main():
                     continue
                 if folder and header in carrier_headers and carrier_headers[header] != folder and header != "carriers/shipped.h":
                     problems.append(f"{rel}:{number}: the {folder} carrier includes another carrier's header {target}")
-            elif m.group(1) == '"' and (ROOT / "src" / target).is_file():
+            else:
+                # A quoted include may be relative to the including file;
+                # an angle-bracket one may name src/ (it is on the include
+                # path). Either way, what it reaches under src/ is internal.
+                resolved = None
+                if m.group(1) == '"' and (path.parent / target).is_file():
+                    candidate = (path.parent / target).resolve()
+                    if (ROOT / "src") in candidate.parents and candidate != path.resolve():
+                        resolved = candidate.relative_to((ROOT / "src").resolve()).as_posix()
+                if resolved is None and (ROOT / "src" / target).is_file():
+                    resolved = target
+                if resolved is None:
+                    continue
+                target = resolved
+            if not target.startswith("strideweave/") and (ROOT / "src" / target).is_file():
                 if layer in ("conformance", "tools", "python"):
                     problems.append(f"{rel}:{number}: {layer} includes the internal header src/{target}")
                     continue
@@ -147,8 +161,6 @@ def main():
                 parts = pathlib.PurePosixPath(target).parts
                 if folder and len(parts) > 2 and parts[0] in ("carriers", layer) and parts[1] != folder:
                     problems.append(f"{rel}:{number}: the {folder} carrier includes another carrier's folder ({target})")
-            else:
-                continue
             if target_layer not in allowed:
                 problems.append(f"{rel}:{number}: layer {layer} includes {target} of the higher layer {target_layer}")
     for p in problems:
@@ -194,12 +206,15 @@ def self_test():
         if ok.returncode != 0:
             print(f"self-test: the clean tree was refused:\n{ok.stdout}")
             return 1
-        widget.write_text(clean + '#include "storage/ranges.h"\n#include "extension_carriers/gadget/parts.h"\n')
+        widget.write_text(clean + '#include "storage/ranges.h"\n#include "extension_carriers/gadget/parts.h"\n'
+                          '#include <storage/ranges.h>\n#include "../../storage/ranges.h"\n#include "../gadget/parts.h"\n')
         bad = run()
-        expected = [f"src/extension_carriers/widget/widget.cpp:5: layer extension_carriers uses only the public "
-                    f"surface and its own folder, but includes src/storage/ranges.h",
-                    f"src/extension_carriers/widget/widget.cpp:6: layer extension_carriers uses only the public "
-                    f"surface and its own folder, but includes src/extension_carriers/gadget/parts.h"]
+        refused = "layer extension_carriers uses only the public surface and its own folder, but includes"
+        expected = [f"src/extension_carriers/widget/widget.cpp:5: {refused} src/storage/ranges.h",
+                    f"src/extension_carriers/widget/widget.cpp:6: {refused} src/extension_carriers/gadget/parts.h",
+                    f"src/extension_carriers/widget/widget.cpp:7: {refused} src/storage/ranges.h",
+                    f"src/extension_carriers/widget/widget.cpp:8: {refused} src/storage/ranges.h",
+                    f"src/extension_carriers/widget/widget.cpp:9: {refused} src/extension_carriers/gadget/parts.h"]
         if bad.returncode != 1 or bad.stdout.splitlines() != expected:
             print(f"self-test: expected exactly\n{expected}\ngot (status {bad.returncode})\n{bad.stdout}")
             return 1
