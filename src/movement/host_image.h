@@ -13,6 +13,7 @@
 // into a fresh carrier costs about one memcpy (docs/performance.md, "Moves").
 #pragma once
 
+#include <strideweave/export.h>
 #include <strideweave/move_operation.h>
 #include <strideweave/tensor.h>
 
@@ -24,8 +25,9 @@ namespace strideweave::detail {
 
 inline constexpr std::size_t kImageBlockBytes = std::size_t{64} << 10;
 
-// Whether n bytes at p are all zero.
-bool all_zero(const std::byte* p, std::size_t n) noexcept;
+// Whether n bytes at p are all zero (Highway, dispatched on the running
+// CPU: movement/zero_scan.cpp).
+STRIDEWEAVE_TEST_API bool all_zero(const std::byte* p, std::size_t n) noexcept;
 
 class HostImage {
  public:
