@@ -176,7 +176,7 @@ std::vector<TwinCase> pow_cases(const OperationPlan& plan, std::mt19937& rng) {
   return out;
 }
 
-std::vector<TwinCase> unary_cases(const OperationPlan& plan, std::mt19937& rng) {
+std::vector<TwinCase> logical_not_cases(const OperationPlan& plan, std::mt19937& rng) {
   std::vector<TwinCase> out;
   for (const std::vector<std::int64_t>& sh :
        std::vector<std::vector<std::int64_t>>{{6, 5}, {8, 3, 2}, {}, {0, 3}, {4, 0}, {1}, {1, 7}}) {
@@ -284,16 +284,24 @@ std::vector<TwinCase> ternary_cases(const OperationPlan& plan, std::mt19937& rng
   return out;
 }
 
-const bool registered = [] {
-  for (const char* op : {"add", "elementwise_mul", "mul", "div", "rem", "maximum", "minimum", "eq", "ne", "lt", "le"})
-    register_cases(op, binary_cases);
-  register_cases("sub", sub_cases);
-  register_cases("pow", pow_cases);
-  register_cases("logical_not", unary_cases);
-  register_cases("clamp", ternary_cases);
-  register_cases("select", ternary_cases);
-  return true;
-}();
 
 }  // namespace
+
+// The generators operations.def names (harness.h).
+std::vector<TwinCase> generators::binary_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::binary_cases(plan, rng);
+}
+std::vector<TwinCase> generators::sub_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::sub_cases(plan, rng);
+}
+std::vector<TwinCase> generators::pow_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::pow_cases(plan, rng);
+}
+std::vector<TwinCase> generators::logical_not_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::logical_not_cases(plan, rng);
+}
+std::vector<TwinCase> generators::ternary_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::ternary_cases(plan, rng);
+}
+
 }  // namespace strideweave::conformance

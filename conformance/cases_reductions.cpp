@@ -197,15 +197,27 @@ std::vector<TwinCase> topk_cases(const OperationPlan&, std::mt19937& rng) {
   return out;
 }
 
-const bool registered = [] {
-  register_cases("reduce_sum", reduce_sum_cases);
-  for (const char* op : {"reduce_prod", "reduce_max", "reduce_min"}) register_cases(op, reduce_cases);
-  for (const char* op : {"argmax", "argmin"}) register_cases(op, arg_cases);
-  register_cases("cumsum", cumsum_cases);
-  for (const char* op : {"_sort_values", "_sort_indices"}) register_cases(op, sort_cases);
-  for (const char* op : {"_topk_values", "_topk_indices"}) register_cases(op, topk_cases);
-  return true;
-}();
 
 }  // namespace
+
+// The generators operations.def names (harness.h).
+std::vector<TwinCase> generators::reduce_sum_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::reduce_sum_cases(plan, rng);
+}
+std::vector<TwinCase> generators::reduce_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::reduce_cases(plan, rng);
+}
+std::vector<TwinCase> generators::arg_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::arg_cases(plan, rng);
+}
+std::vector<TwinCase> generators::cumsum_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::cumsum_cases(plan, rng);
+}
+std::vector<TwinCase> generators::sort_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::sort_cases(plan, rng);
+}
+std::vector<TwinCase> generators::topk_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::topk_cases(plan, rng);
+}
+
 }  // namespace strideweave::conformance

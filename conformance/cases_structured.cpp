@@ -181,12 +181,18 @@ std::vector<TwinCase> indexed_cases(const OperationPlan& plan, std::mt19937& rng
   return out;
 }
 
-const bool registered = [] {
-  register_cases("matmul", matmul_cases);
-  register_cases("conv_general", conv_cases);
-  for (const char* op : {"gather", "scatter", "scatter_add"}) register_cases(op, indexed_cases);
-  return true;
-}();
 
 }  // namespace
+
+// The generators operations.def names (harness.h).
+std::vector<TwinCase> generators::matmul_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::matmul_cases(plan, rng);
+}
+std::vector<TwinCase> generators::conv_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::conv_cases(plan, rng);
+}
+std::vector<TwinCase> generators::indexed_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::indexed_cases(plan, rng);
+}
+
 }  // namespace strideweave::conformance

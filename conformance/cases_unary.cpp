@@ -131,13 +131,12 @@ std::vector<TwinCase> unary_cases(const OperationPlan& plan, std::mt19937& rng) 
   return out;
 }
 
-const bool registered = [] {
-  for (const char* op : {"relu", "elu", "exp", "gelu", "leaky_relu", "sigmoid", "silu", "softplus", "tanh", "neg", "abs",
-                         "sign", "recip", "sqrt", "rsqrt", "exp2", "log", "log2", "sin", "cos", "erf", "floor", "ceil",
-                         "round"})
-    register_cases(op, unary_cases);
-  return true;
-}();
 
 }  // namespace
+
+// The generators operations.def names (harness.h).
+std::vector<TwinCase> generators::unary_cases(const OperationPlan& plan, std::mt19937& rng) {
+  return conformance::unary_cases(plan, rng);
+}
+
 }  // namespace strideweave::conformance

@@ -8,31 +8,36 @@
 
 namespace strideweave::conformance {
 
-std::map<std::string, CaseGenerator>& case_generators() {
-  static std::map<std::string, CaseGenerator> g;
+const std::map<std::string, CaseGenerator>& case_generators() {
+  static const std::map<std::string, CaseGenerator> g = [] {
+    std::map<std::string, CaseGenerator> out;
+#define SW_OPERATION(id, form, policy, gradcheck, conformance, ulps) out[#id] = generators::conformance;
+#include <strideweave/operations.def>
+    return out;
+  }();
   return g;
 }
 
-// Transcendental and analytic functions: results within a few binary32 ulps
-// (docs/numerics.md lists each).
-const std::map<std::string, int>& ulp_tolerances() {
-  // Unary family (docs/operations/unary.md, "Agreement between carriers"):
-  // one C-library call, or a short well-conditioned chain of binary32 steps
-  // around one, may be replaced by a vectorised (SIMD library) version whose
-  // results differ by a few ulps. neg, abs, sign, recip, sqrt, rsqrt, floor,
-  // ceil, round, relu and leaky_relu are IEEE-exact steps: not listed, so
-  // compared bit for bit.
-  static const std::map<std::string, int> t = {
-      {"cos", 4},  {"elu", 4},  {"erf", 4},      {"exp", 4},  {"exp2", 4}, {"gelu", 4}, {"log", 4},
-      {"log2", 4}, {"sigmoid", 4}, {"silu", 4}, {"sin", 4}, {"softplus", 4}, {"tanh", 4},
-  };
-  return t;
+// operations.def's ulps column: transcendental and analytic functions agree
+// within a few binary32 ulps (docs/operations/unary.md, "Agreement between
+// carriers": one C-library call, or a short well-conditioned chain of
+// binary32 steps around one, may be replaced by a vectorised version whose
+// results differ by a few ulps); IEEE-exact steps have 0 and are compared bit
+// for bit.
+int ulp_tolerance(std::string_view operation) {
+  static const std::map<std::string, int, std::less<>> t = [] {
+    std::map<std::string, int, std::less<>> out;
+#define SW_OPERATION(id, form, policy, gradcheck, conformance, ulps) out[#id] = ulps;
+#include <strideweave/operations.def>
+    return out;
+  }();
+  const auto it = t.find(operation);
+  return it == t.end() ? 0 : it->second;
 }
 
 AgreementRule agreement_rule(const OperationPlan& plan) {
   if (plan.accumulation() == Accumulation::FLOATING) return {AgreementRule::Floating, 0};
-  auto it = ulp_tolerances().find(plan.operation());
-  if (it != ulp_tolerances().end()) return {AgreementRule::Ulps, it->second};
+  if (const int ulps = ulp_tolerance(plan.operation()); ulps > 0) return {AgreementRule::Ulps, ulps};
   return {AgreementRule::Exact, 0};
 }
 

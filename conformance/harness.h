@@ -38,11 +38,30 @@ using TwinMaker = std::function<Pair(const SimpleDType&, const std::vector<std::
 // Cases for one plan (the plan fixes operand roles and dtypes).
 using CaseGenerator = std::function<std::vector<TwinCase>(const OperationPlan&, std::mt19937&)>;
 
-std::map<std::string, CaseGenerator>& case_generators();
-inline bool register_cases(const std::string& operation, CaseGenerator g) {
-  case_generators()[operation] = std::move(g);
-  return true;
-}
+// The generator of every built-in operation, as operations.def's conformance
+// column names it (built once from the list).
+const std::map<std::string, CaseGenerator>& case_generators();
+
+// The generators the conformance column may name (cases_<family>.cpp).
+namespace generators {
+#define SW_CONFORMANCE_GENERATOR(name) std::vector<TwinCase> name(const OperationPlan& plan, std::mt19937& rng);
+SW_CONFORMANCE_GENERATOR(binary_cases)       // cases_arithmetic.cpp
+SW_CONFORMANCE_GENERATOR(sub_cases)
+SW_CONFORMANCE_GENERATOR(pow_cases)
+SW_CONFORMANCE_GENERATOR(logical_not_cases)
+SW_CONFORMANCE_GENERATOR(ternary_cases)
+SW_CONFORMANCE_GENERATOR(unary_cases)        // cases_unary.cpp
+SW_CONFORMANCE_GENERATOR(reduce_sum_cases)   // cases_reductions.cpp
+SW_CONFORMANCE_GENERATOR(reduce_cases)
+SW_CONFORMANCE_GENERATOR(arg_cases)
+SW_CONFORMANCE_GENERATOR(cumsum_cases)
+SW_CONFORMANCE_GENERATOR(sort_cases)
+SW_CONFORMANCE_GENERATOR(topk_cases)
+SW_CONFORMANCE_GENERATOR(matmul_cases)       // cases_structured.cpp
+SW_CONFORMANCE_GENERATOR(conv_cases)
+SW_CONFORMANCE_GENERATOR(indexed_cases)
+#undef SW_CONFORMANCE_GENERATOR
+}  // namespace generators
 
 // How results of a plan are compared.
 struct AgreementRule {

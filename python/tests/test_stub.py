@@ -124,3 +124,46 @@ def test_operation_stub_declares_every_public_method(name):
     declared = class_members(node)
     assert runtime - declared == set()
     assert {m for m in declared if not m.startswith("__") and not hasattr(getattr(operation, name), m)} == set()
+
+
+# ---- issue 20, step 7: the operation section is generated from the module
+
+SOURCE_STUB = pathlib.Path(__file__).resolve().parents[1] / "strideweave" / "__init__.pyi"
+GENERATOR = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "gen_stub.py"
+
+
+@functools.lru_cache(maxsize=None)
+def gen_stub():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_stub", GENERATOR)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("stub", sorted({STUB, SOURCE_STUB}), ids=str)
+def test_the_operation_section_is_what_the_generator_writes_from_the_module(stub):
+    text = stub.read_text()
+    assert gen_stub().render(text, sw) == text, "run scripts/gen_stub.py (operations.def changed)"
+
+
+def test_the_generated_section_declares_every_operation_once_and_nothing_else():
+    section = gen_stub().generated_section(sw)
+    names = [line.split("(")[0][len("def "):] for line in section.splitlines() if line.startswith("def ")]
+    assert names == sorted(sw.OPERATION_NAMES)
+
+
+def test_a_drifted_stub_is_caught(tmp_path):
+    # The check can fail: a stub whose elu lost its option differs from the
+    # generated one, and --check exits 1 without touching the file.
+    text = STUB.read_text()
+    line = "def elu(x: _Operand, /, *, alpha: float = ..., out: _Out = ...) -> Tensor: ...\n"
+    assert line in text
+    drifted = tmp_path / "__init__.pyi"
+    drifted.write_text(text.replace(line, "def elu(x: _Operand, /, *, out: _Out = ...) -> Tensor: ...\n"))
+    assert gen_stub().render(drifted.read_text(), sw) == text
+    assert gen_stub().main(["--check", "--stub", str(drifted)]) == 1
+    assert "alpha" not in drifted.read_text().split("def elu(")[1].split("\n")[0]
+    assert gen_stub().main(["--stub", str(drifted)]) == 0
+    assert drifted.read_text() == text

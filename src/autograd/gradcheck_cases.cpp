@@ -242,37 +242,29 @@ std::vector<Case> topk_cases(const OperationPlan& plan, std::mt19937& rng) {
                {{"k", std::int64_t{2}}, {"axis", std::int64_t{0}}, {"largest", false}}}};
 }
 
+// ---- the builders operations.def's gradcheck column names
+
+const CaseBuilder smooth_binary = binary(Domain::Smooth, Domain::Smooth);
+const CaseBuilder div_cases = binary(Domain::Smooth, Domain::Positive);
+const CaseBuilder smooth_unary = unary(Domain::Smooth);
+const CaseBuilder positive_unary = unary(Domain::Positive);
+const CaseBuilder elu_cases = unary(Domain::Smooth, {{{"alpha", 0.7}}});
+const CaseBuilder leaky_relu_cases = unary(Domain::Smooth, {{{"negative_slope", 0.2}}});
+const CaseBuilder gelu_cases = unary(Domain::Smooth, {{{"approximate", false}}, {{"approximate", true}}});
+// beta x for x in +-{0.25, 0.75, 1.25, 1.75} stays >= 0.125 from the threshold.
+const CaseBuilder softplus_cases = unary(Domain::Smooth, {{{"beta", 1.5}, {"threshold", 1.0}}});
+const CaseBuilder smooth_reduction = reduction(Domain::Smooth);
+const CaseBuilder distinct_reduction = reduction(Domain::Distinct);
+
+const CaseBuilder none;  // an operation with no differentiable plan has no cases
+
 std::map<std::string, CaseBuilder, std::less<>> build() {
   std::map<std::string, CaseBuilder, std::less<>> b;
-  for (const char* name : {"add", "sub", "mul", "elementwise_mul"}) b[name] = binary(Domain::Smooth, Domain::Smooth);
-  b["div"] = binary(Domain::Smooth, Domain::Positive);
-  b["pow"] = pow_cases;
-  b["rem"] = rem_cases;
-  b["maximum"] = extremum_cases;
-  b["minimum"] = extremum_cases;
-  b["clamp"] = clamp_cases;
-  b["select"] = select_cases;
-  for (const char* name : {"relu", "exp", "sigmoid", "silu", "tanh", "neg", "abs", "sign", "exp2", "sin", "cos", "erf",
-                           "floor", "ceil", "round"})
-    b[name] = unary(Domain::Smooth);
-  for (const char* name : {"recip", "sqrt", "rsqrt", "log", "log2"}) b[name] = unary(Domain::Positive);
-  b["elu"] = unary(Domain::Smooth, {{{"alpha", 0.7}}});
-  b["leaky_relu"] = unary(Domain::Smooth, {{{"negative_slope", 0.2}}});
-  b["gelu"] = unary(Domain::Smooth, {{{"approximate", false}}, {{"approximate", true}}});
-  // beta x for x in +-{0.25, 0.75, 1.25, 1.75} stays >= 0.125 from the threshold.
-  b["softplus"] = unary(Domain::Smooth, {{{"beta", 1.5}, {"threshold", 1.0}}});
-  b["reduce_sum"] = reduction(Domain::Smooth);
-  b["reduce_prod"] = prod_cases;
-  b["reduce_max"] = reduction(Domain::Distinct);
-  b["reduce_min"] = reduction(Domain::Distinct);
-  b["cumsum"] = cumsum_cases;
-  b["matmul"] = matmul_cases;
-  b["conv_general"] = conv_cases;
-  b["gather"] = gather_cases;
-  b["scatter"] = scatter_cases;
-  b["scatter_add"] = scatter_cases;
-  b["_sort_values"] = sort_cases;
-  b["_topk_values"] = topk_cases;
+  const auto add = [&](const char* name, const CaseBuilder& builder) {
+    if (builder) b[name] = builder;
+  };
+#define SW_OPERATION(id, form, policy, gradcheck, conformance, ulps) add(#id, gradcheck);
+#include <strideweave/operations.def>
   return b;
 }
 

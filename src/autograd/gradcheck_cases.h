@@ -4,6 +4,8 @@
 // a differentiable operation without a builder fails the check.
 #pragma once
 
+#include <strideweave/export.h>
+
 #include <strideweave/call.h>
 #include <strideweave/policy.h>
 
@@ -32,6 +34,6 @@ struct Case {
 
 // The cases of one plan (the plan fixes roles and dtypes).
 using CaseBuilder = std::function<std::vector<Case>(const OperationPlan& plan, std::mt19937& rng)>;
-const std::map<std::string, CaseBuilder, std::less<>>& case_builders();
+STRIDEWEAVE_TEST_API const std::map<std::string, CaseBuilder, std::less<>>& case_builders();
 
 }  // namespace strideweave::autograd::gradcheck

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "policy/operation_ids.h"
 #include "storage/tensor_impl.h"
 
 namespace strideweave::autograd {
@@ -121,6 +122,11 @@ std::vector<std::optional<Tensor>> kernel_backward(const VjpFn& vjp, const std::
 
 // The VJP table (vjp_table.cpp) is filled by one function per family.
 using VjpTable = std::map<std::string, VjpFn, std::less<>>;
+// The VJP slot of the built-in operation `id` (operations.def): the families
+// register against ids, so a misspelt or removed operation does not compile.
+inline VjpFn& vjp_slot(VjpTable& table, policy::OperationId id) {
+  return table[std::string(policy::operation_name(id))];
+}
 void add_arithmetic_vjps(VjpTable& table);   // vjps_arithmetic.cpp
 void add_unary_vjps(VjpTable& table);        // vjps_unary.cpp
 void add_reduction_vjps(VjpTable& table);    // vjps_reductions.cpp

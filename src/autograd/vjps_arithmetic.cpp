@@ -129,17 +129,18 @@ Grads select_vjp(const VjpContext& c, const Tensor& g) {
 }  // namespace
 
 void add_arithmetic_vjps(VjpTable& t) {
-  t["add"] = add_vjp;
-  t["sub"] = sub_vjp;
-  t["mul"] = mul_vjp;
-  t["elementwise_mul"] = mul_vjp;
-  t["div"] = div_vjp;
-  t["pow"] = pow_vjp;
-  t["rem"] = rem_vjp;
-  t["maximum"] = extremum_vjp<true>;
-  t["minimum"] = extremum_vjp<false>;
-  t["clamp"] = clamp_vjp;
-  t["select"] = select_vjp;
+  using Op = policy::OperationId;
+  vjp_slot(t, Op::add) = add_vjp;
+  vjp_slot(t, Op::sub) = sub_vjp;
+  vjp_slot(t, Op::mul) = mul_vjp;
+  vjp_slot(t, Op::elementwise_mul) = mul_vjp;
+  vjp_slot(t, Op::div) = div_vjp;
+  vjp_slot(t, Op::pow) = pow_vjp;
+  vjp_slot(t, Op::rem) = rem_vjp;
+  vjp_slot(t, Op::maximum) = extremum_vjp<true>;
+  vjp_slot(t, Op::minimum) = extremum_vjp<false>;
+  vjp_slot(t, Op::clamp) = clamp_vjp;
+  vjp_slot(t, Op::select) = select_vjp;
 }
 
 }  // namespace strideweave::autograd

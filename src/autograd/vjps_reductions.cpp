@@ -86,13 +86,14 @@ Grads topk_vjp(const VjpContext& c, const Tensor& g) {
 }  // namespace
 
 void add_reduction_vjps(VjpTable& t) {
-  t["reduce_sum"] = sum_vjp;
-  t["reduce_prod"] = prod_vjp;
-  t["reduce_max"] = extremum_vjp<true>;
-  t["reduce_min"] = extremum_vjp<false>;
-  t["cumsum"] = cumsum_vjp;
-  t["_sort_values"] = sort_vjp;
-  t["_topk_values"] = topk_vjp;
+  using Op = policy::OperationId;
+  vjp_slot(t, Op::reduce_sum) = sum_vjp;
+  vjp_slot(t, Op::reduce_prod) = prod_vjp;
+  vjp_slot(t, Op::reduce_max) = extremum_vjp<true>;
+  vjp_slot(t, Op::reduce_min) = extremum_vjp<false>;
+  vjp_slot(t, Op::cumsum) = cumsum_vjp;
+  vjp_slot(t, Op::_sort_values) = sort_vjp;
+  vjp_slot(t, Op::_topk_values) = topk_vjp;
 }
 
 }  // namespace strideweave::autograd

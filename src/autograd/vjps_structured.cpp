@@ -187,11 +187,12 @@ Grads scatter_add_vjp(const VjpContext& c, const Tensor& g) {
 }  // namespace
 
 void add_structured_vjps(VjpTable& t) {
-  t["matmul"] = matmul_vjp;
-  t["conv_general"] = conv_vjp;
-  t["gather"] = gather_vjp;
-  t["scatter"] = scatter_vjp;
-  t["scatter_add"] = scatter_add_vjp;
+  using Op = policy::OperationId;
+  vjp_slot(t, Op::matmul) = matmul_vjp;
+  vjp_slot(t, Op::conv_general) = conv_vjp;
+  vjp_slot(t, Op::gather) = gather_vjp;
+  vjp_slot(t, Op::scatter) = scatter_vjp;
+  vjp_slot(t, Op::scatter_add) = scatter_add_vjp;
 }
 
 }  // namespace strideweave::autograd

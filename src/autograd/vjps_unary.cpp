@@ -91,27 +91,28 @@ Grads zero_vjp(const VjpContext& c, const Tensor&) { return {zeros_like(c.tensor
 }  // namespace
 
 void add_unary_vjps(VjpTable& t) {
-  t["relu"] = relu_vjp;
-  t["leaky_relu"] = chain<d_leaky_relu>;
-  t["elu"] = chain<d_elu>;
-  t["gelu"] = chain<d_gelu>;
-  t["sigmoid"] = chain<d_sigmoid>;
-  t["silu"] = chain<d_silu>;
-  t["softplus"] = chain<d_softplus>;
-  t["tanh"] = chain<d_tanh>;
-  t["exp"] = chain<d_exp>;
-  t["exp2"] = chain<d_exp2>;
-  t["log"] = chain<d_log>;
-  t["log2"] = chain<d_log2>;
-  t["abs"] = chain<d_abs>;
-  t["recip"] = chain<d_recip>;
-  t["sqrt"] = chain<d_sqrt>;
-  t["rsqrt"] = chain<d_rsqrt>;
-  t["sin"] = chain<d_sin>;
-  t["cos"] = chain<d_cos>;
-  t["erf"] = chain<d_erf>;
-  t["neg"] = neg_vjp;
-  for (const char* name : {"sign", "floor", "ceil", "round"}) t[name] = zero_vjp;
+  using Op = policy::OperationId;
+  vjp_slot(t, Op::relu) = relu_vjp;
+  vjp_slot(t, Op::leaky_relu) = chain<d_leaky_relu>;
+  vjp_slot(t, Op::elu) = chain<d_elu>;
+  vjp_slot(t, Op::gelu) = chain<d_gelu>;
+  vjp_slot(t, Op::sigmoid) = chain<d_sigmoid>;
+  vjp_slot(t, Op::silu) = chain<d_silu>;
+  vjp_slot(t, Op::softplus) = chain<d_softplus>;
+  vjp_slot(t, Op::tanh) = chain<d_tanh>;
+  vjp_slot(t, Op::exp) = chain<d_exp>;
+  vjp_slot(t, Op::exp2) = chain<d_exp2>;
+  vjp_slot(t, Op::log) = chain<d_log>;
+  vjp_slot(t, Op::log2) = chain<d_log2>;
+  vjp_slot(t, Op::abs) = chain<d_abs>;
+  vjp_slot(t, Op::recip) = chain<d_recip>;
+  vjp_slot(t, Op::sqrt) = chain<d_sqrt>;
+  vjp_slot(t, Op::rsqrt) = chain<d_rsqrt>;
+  vjp_slot(t, Op::sin) = chain<d_sin>;
+  vjp_slot(t, Op::cos) = chain<d_cos>;
+  vjp_slot(t, Op::erf) = chain<d_erf>;
+  vjp_slot(t, Op::neg) = neg_vjp;
+  for (const Op id : {Op::sign, Op::floor, Op::ceil, Op::round}) vjp_slot(t, id) = zero_vjp;
 }
 
 }  // namespace strideweave::autograd

@@ -27,12 +27,15 @@
 
 #include <strideweave/capability.h>
 
+#include "policy/operation_ids.h"
+
 namespace strideweave::carriers {
 
 inline bool kernel_may_fail(const OperationPlan& plan) {
-  const std::string& op = plan.operation();
+  using Op = policy::OperationId;
+  const std::optional<Op> op = policy::find_operation_id(plan.operation());
   return plan.compute() == Arithmetic::INT32_EXACT_CHECKED || plan.accumulation() == Accumulation::EXACT_INTEGER ||
-         op == "gather" || op == "scatter" || op == "scatter_add" ||
+         op == Op::gather || op == Op::scatter || op == Op::scatter_add ||
          plan.compute() == Arithmetic::BINARY32_FUSED;  // a library call (oneDNN) that may fail
 }
 

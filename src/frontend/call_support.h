@@ -10,6 +10,8 @@
 // of families.
 #pragma once
 
+#include <strideweave/export.h>
+
 #include <strideweave/call.h>
 #include <strideweave/errors.h>
 #include <strideweave/operation.h>
@@ -52,7 +54,7 @@ Tensor run_builtin(const BuiltinEntry& entry, const BoundCall& call);
 
 // Every entry (the 56 registered operation names, then sort and topk),
 // sorted by name; built once.
-const std::vector<BuiltinEntry>& builtin_entries();
+STRIDEWEAVE_TEST_API const std::vector<BuiltinEntry>& builtin_entries();
 // The entry of `name`, or nullptr.
 const BuiltinEntry* find_builtin(std::string_view name) noexcept;
 
@@ -70,6 +72,10 @@ inline operation::OperandSpec tensor_or_scalar(const char* name, bool differenti
 inline operation::OptionSpec option(const char* name, operation::OptionValue default_value, const char* doc) {
   return operation::OptionSpec(name, std::move(default_value), doc);
 }
+// The option `name` of `operation` as its SW_OPTION row in
+// <strideweave/operations.def> declares it (default and doc); RuntimeError
+// when the list has no such row.
+operation::OptionSpec listed_option(std::string_view operation, std::string_view name);
 inline operation::OptionSpec required(const char* name, const char* doc) {
   return operation::OptionSpec(name, operation::REQUIRED, doc);
 }

@@ -87,6 +87,22 @@ std::optional<OperationExecutionOptions> execution_options(const BoundCall& call
   return OperationExecutionOptions(call.definition().name(), accumulator, arithmetic);
 }
 
+operation::OptionSpec listed_option(std::string_view operation, std::string_view name) {
+  struct Row {
+    std::string_view operation, name;
+    operation::OptionValue value;
+    const char* doc;
+  };
+  static const std::vector<Row> rows = {
+#define SW_OPTION(op, option_name, type, default_value, doc) \
+  {#op, #option_name, operation::OptionValue(type{default_value}), doc},
+#include <strideweave/operations.def>
+  };
+  for (const Row& r : rows)
+    if (r.operation == operation && r.name == name) return operation::OptionSpec(std::string(name), r.value, r.doc);
+  throw RuntimeError(fmt::format("operations.def has no option '{}' of '{}'", name, operation));
+}
+
 operation::OptionSpec accumulator_option() {
   return option("accumulator_dtype", operation::OptionValue(static_cast<const DType*>(nullptr)),
                 "the accumulator of a FLOATING plan (policy R10): None (Float32) or a DType, Float32 or Float64");

@@ -283,7 +283,6 @@ operation::OptionSpec axes_option() {
   return option("axes", std::monostate{},
                 "axes to reduce, each in [-rank, rank), no duplicates; None: every axis; [] reduces nothing");
 }
-operation::OptionSpec keepdims_option() { return option("keepdims", false, "keep reduced axes with extent 1"); }
 
 Axes axes_of(const BoundCall& c) {
   std::optional<std::vector<std::int64_t>> list = ints_option(c, "axes");
@@ -300,7 +299,7 @@ CallResult pair_result(const char* values_op, const char* indices_op, const Tens
 
 void add_reduction_builtins(std::vector<BuiltinEntry>& out) {
   out.push_back(entry("reduce_sum", {tensor("x", true)},
-                      {axes_option(), keepdims_option(), accumulator_option(), arithmetic_option()},
+                      {axes_option(), listed_option("reduce_sum", "keepdims"), accumulator_option(), arithmetic_option()},
                       [](const BoundCall& c) {
                         return reduce_sum_call(c.tensor(0), axes_of(c), bool_option(c, "keepdims"),
                                                execution_options(c), Lower{});
@@ -310,7 +309,7 @@ void add_reduction_builtins(std::vector<BuiltinEntry>& out) {
        {std::pair{"reduce_prod", true}, std::pair{"reduce_max", false}, std::pair{"reduce_min", false}}) {
     const char* n = name;
     const bool identity = has_identity;
-    out.push_back(entry(n, {tensor("x", true)}, {axes_option(), keepdims_option()}, [n, identity](const BoundCall& c) {
+    out.push_back(entry(n, {tensor("x", true)}, {axes_option(), listed_option(n, "keepdims")}, [n, identity](const BoundCall& c) {
       return reduce(n, c.tensor(0), axes_of(c), bool_option(c, "keepdims"), identity, Lower{});
     }));
   }
@@ -319,7 +318,7 @@ void add_reduction_builtins(std::vector<BuiltinEntry>& out) {
                         {option("axis", std::monostate{},
                                 "the one axis to reduce, in [-rank, rank); None: every element (flat logical "
                                 "ordinal)"),
-                         keepdims_option()},
+                         listed_option(name, "keepdims")},
                         [name](const BoundCall& c) {
                           return arg_reduce(name, c.tensor(0), optional_int_option(c, "axis"),
                                             bool_option(c, "keepdims"), Lower{});
@@ -331,8 +330,7 @@ void add_reduction_builtins(std::vector<BuiltinEntry>& out) {
   // sort and topk, and their internal plans (each one result) for tools and
   // the conformance harness, which calls every kernel-table plan by name.
   const std::vector<operation::OptionSpec> sort_options = {
-      option("axis", std::int64_t{-1}, "the axis to sort along, in [-rank, rank)"),
-      option("descending", false, "largest first (stable: equal elements keep their order)")};
+      listed_option("sort", "axis"), listed_option("sort", "descending")};
   for (const char* name : {"_sort_values", "_sort_indices"})
     out.push_back(entry(name, {tensor("x", name[6] == 'v')}, sort_options,
                         [name](const BoundCall& c) {
@@ -353,8 +351,7 @@ void add_reduction_builtins(std::vector<BuiltinEntry>& out) {
   }
   const std::vector<operation::OptionSpec> topk_options = {
       required("k", "how many elements to keep, in [0, extent of axis]"),
-      option("axis", std::int64_t{-1}, "the axis to select along, in [-rank, rank)"),
-      option("largest", true, "the k largest (largest first); false: the k smallest (smallest first)")};
+      listed_option("topk", "axis"), listed_option("topk", "largest")};
   for (const char* name : {"_topk_values", "_topk_indices"})
     out.push_back(entry(name, {tensor("x", name[6] == 'v')}, topk_options,
                         [name](const BoundCall& c) {

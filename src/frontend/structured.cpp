@@ -273,7 +273,7 @@ void add_structured_builtins(std::vector<BuiltinEntry>& out) {
               "None: 0 on every spatial axis"),
        option("dilation", std::monostate{},
               "d positive integers, the step between kernel taps per spatial axis; None: 1 on every spatial axis"),
-       option("groups", std::int64_t{1}, "a positive integer dividing C_in and C_out; weight axis 1 is C_in/groups")},
+       listed_option("conv_general", "groups")},
       [](const BoundCall& c) {
         const ConvOptions conv{ints_option(c, "stride"), ints_option(c, "padding"), ints_option(c, "dilation"),
                                int_option(c, "groups")};

@@ -57,11 +57,14 @@ double binary32_option(const char* op, const char* name, double value, bool fini
 
 }  // namespace
 
-Tensor relu(const Tensor& x, const Output& out) { return unary_call("relu", x, out); }
-Tensor exp(const Tensor& x, const Output& out) { return unary_call("exp", x, out); }
-Tensor sigmoid(const Tensor& x, const Output& out) { return unary_call("sigmoid", x, out); }
-Tensor silu(const Tensor& x, const Output& out) { return unary_call("silu", x, out); }
-Tensor tanh(const Tensor& x, const Output& out) { return unary_call("tanh", x, out); }
+// The typed function of every UNARY row of operations.def.
+#define SW_OPERATION(id, form, policy, gradcheck, conformance, ulps) SW_UNARY_DEFINITION_##form(id)
+#define SW_UNARY_DEFINITION_OWN(id)
+#define SW_UNARY_DEFINITION_UNARY(id) \
+  Tensor id(const Tensor& x, const Output& out) { return unary_call(#id, x, out); }
+#include <strideweave/operations.def>
+#undef SW_UNARY_DEFINITION_OWN
+#undef SW_UNARY_DEFINITION_UNARY
 
 namespace {
 
@@ -117,21 +120,6 @@ Tensor softplus(const Tensor& x, double beta, double threshold, const Output& ou
   return unary_call("softplus", x, Execute{out, frontend::by_definition(by_name), {&x}}, [&] { return softplus_attributes(beta, threshold); });
 }
 
-Tensor neg(const Tensor& x, const Output& out) { return unary_call("neg", x, out); }
-Tensor abs(const Tensor& x, const Output& out) { return unary_call("abs", x, out); }
-Tensor sign(const Tensor& x, const Output& out) { return unary_call("sign", x, out); }
-Tensor recip(const Tensor& x, const Output& out) { return unary_call("recip", x, out); }
-Tensor sqrt(const Tensor& x, const Output& out) { return unary_call("sqrt", x, out); }
-Tensor rsqrt(const Tensor& x, const Output& out) { return unary_call("rsqrt", x, out); }
-Tensor exp2(const Tensor& x, const Output& out) { return unary_call("exp2", x, out); }
-Tensor log(const Tensor& x, const Output& out) { return unary_call("log", x, out); }
-Tensor log2(const Tensor& x, const Output& out) { return unary_call("log2", x, out); }
-Tensor sin(const Tensor& x, const Output& out) { return unary_call("sin", x, out); }
-Tensor cos(const Tensor& x, const Output& out) { return unary_call("cos", x, out); }
-Tensor erf(const Tensor& x, const Output& out) { return unary_call("erf", x, out); }
-Tensor floor(const Tensor& x, const Output& out) { return unary_call("floor", x, out); }
-Tensor ceil(const Tensor& x, const Output& out) { return unary_call("ceil", x, out); }
-Tensor round(const Tensor& x, const Output& out) { return unary_call("round", x, out); }
 
 
 namespace frontend {
@@ -139,30 +127,35 @@ namespace frontend {
 using namespace builtin_schema;
 
 void add_unary_builtins(std::vector<BuiltinEntry>& out) {
-  // Every one is differentiable (sign, floor, ceil and round with the zero
-  // gradient, docs/autograd.md).
-  for (const char* name : {"relu", "exp", "sigmoid", "silu", "tanh", "neg", "abs", "sign", "recip", "sqrt", "rsqrt",
-                           "exp2", "log", "log2", "sin", "cos", "erf", "floor", "ceil", "round"}) {
+  // One record per UNARY row of operations.def: f(x), x differentiable (sign,
+  // floor, ceil and round with the zero gradient, docs/autograd.md).
+  static constexpr const char* kUnary[] = {
+#define SW_OPERATION(id, form, policy, gradcheck, conformance, ulps) SW_UNARY_NAME_##form(id)
+#define SW_UNARY_NAME_OWN(id)
+#define SW_UNARY_NAME_UNARY(id) #id,
+#include <strideweave/operations.def>
+#undef SW_UNARY_NAME_OWN
+#undef SW_UNARY_NAME_UNARY
+  };
+  for (const char* name : kUnary) {
     out.push_back(entry(name, {tensor("x", true)}, {}, [name](const BoundCall& c) {
       return unary_call(name, c.tensor(0), Lower{}, [] { return Attributes{}; });
     }));
   }
   out.push_back(entry("elu", {tensor("x", true)},
-                      {option("alpha", 1.0, "scale of the negative branch alpha * expm1(x); rounded to binary32, must "
-                                            "stay finite")},
+                      {listed_option("elu", "alpha")},
                       [](const BoundCall& c) {
                         const double alpha = real_option(c, "alpha");
                         return unary_call("elu", c.tensor(0), Lower{}, [&] { return elu_attributes(alpha); });
                       }));
   out.push_back(entry("gelu", {tensor("x", true)},
-                      {option("approximate", false, "false: the exact erf form; true: the tanh approximation")},
+                      {listed_option("gelu", "approximate")},
                       [](const BoundCall& c) {
                         const bool approximate = bool_option(c, "approximate");
                         return unary_call("gelu", c.tensor(0), Lower{}, [&] { return gelu_attributes(approximate); });
                       }));
   out.push_back(entry("leaky_relu", {tensor("x", true)},
-                      {option("negative_slope", 0.01,
-                              "factor of the branch x <= 0; rounded to binary32, must stay finite")},
+                      {listed_option("leaky_relu", "negative_slope")},
                       [](const BoundCall& c) {
                         const double slope = real_option(c, "negative_slope");
                         return unary_call("leaky_relu", c.tensor(0), Lower{},
@@ -170,8 +163,7 @@ void add_unary_builtins(std::vector<BuiltinEntry>& out) {
                       }));
   out.push_back(entry(
       "softplus", {tensor("x", true)},
-      {option("beta", 1.0, "log1p(exp(beta * x)) / beta; rounded to binary32, must be finite and non-zero"),
-       option("threshold", 20.0, "x is returned unchanged where x * beta > threshold; rounded to binary32, not NaN")},
+      {listed_option("softplus", "beta"), listed_option("softplus", "threshold")},
       [](const BoundCall& c) {
         const double beta = real_option(c, "beta"), threshold = real_option(c, "threshold");
         return unary_call("softplus", c.tensor(0), Lower{}, [&] { return softplus_attributes(beta, threshold); });

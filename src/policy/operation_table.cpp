@@ -1,6 +1,8 @@
 // The complete table of registered operations (operation-dtype-policy.md,
-// "Registered operations"). This is the one place where an operation's dtype
-// rule is written; every backend executes the plans these rules return.
+// "Registered operations"): one OperationSpec per row of
+// <strideweave/operations.def>, made by the rule its policy column names.
+// This is the one place where a dtype rule is written; every backend
+// executes the plans these rules return.
 //
 // Domain notation: an overload written "F/I" in the specification has no
 // explicit domain (the caller's enumeration domain), which is why adding Bool
@@ -120,55 +122,84 @@ OperationOverload ov(std::vector<R> roles, PlanRule rule, Domains domains = std:
   return OperationOverload(std::move(roles), std::move(rule), std::move(domains));
 }
 
+// ---- the rules named by operations.def's policy column: each returns the
+// operation's overloads, visibility and dtype-operand positions.
+
+const std::vector<R> TT{R::TENSOR, R::TENSOR}, TS{R::TENSOR, R::WEAK_SCALAR}, ST{R::WEAK_SCALAR, R::TENSOR},
+    T{R::TENSOR}, TTT{R::TENSOR, R::TENSOR, R::TENSOR};
+using Positions = std::optional<std::vector<std::int64_t>>;
+
+OperationSpec spec(std::string_view name, std::vector<OperationOverload> overloads, Positions positions = std::nullopt) {
+  // A name starting with '_' is internal (the two plans of sort and topk).
+  const bool is_public = !name.starts_with('_');
+  return OperationSpec(std::string(name), std::move(overloads), is_public, std::move(positions));
+}
+
+OperationSpec rule_additive(std::string_view n) { return spec(n, {ov(TT, additive)}); }
+OperationSpec rule_mul(std::string_view n) { return spec(n, {ov(TT, additive), ov(TS, mul_tensor_scalar)}); }
+OperationSpec rule_float_binary(std::string_view n) { return spec(n, {ov(TT, float_rule())}); }
+OperationSpec rule_pow(std::string_view n) {
+  return spec(n, {ov(TT, float_rule()), ov(TS, pow_tensor_scalar), ov(ST, float_rule())});
+}
+OperationSpec rule_float_binary_f(std::string_view n) { return spec(n, {ov(TT, float_rule(), Domains{{dF(), dF()}})}); }
+OperationSpec rule_comparison(std::string_view n) { return spec(n, {ov(TT, float_rule(&B), Domains{{dF(), dF()}})}); }
+OperationSpec rule_logical_not(std::string_view n) { return spec(n, {ov(T, float_rule(&B), Domains{{dF()}})}); }
+OperationSpec rule_relu(std::string_view n) { return spec(n, {ov(T, relu_rule)}); }
+OperationSpec rule_float_unary(std::string_view n) { return spec(n, {ov(T, float_rule())}); }
+OperationSpec rule_float_unary_f(std::string_view n) { return spec(n, {ov(T, float_rule(), Domains{{dF()}})}); }
+OperationSpec rule_reduce_sum(std::string_view n) { return spec(n, {ov(T, reduce_sum_rule)}); }
+OperationSpec rule_reduce_prod(std::string_view n) {
+  return spec(n, {ov(T, accumulating(Accumulation::SEQUENTIAL_BINARY32_PRODUCT, &F), Domains{{dF()}})});
+}
+OperationSpec rule_reduce_max(std::string_view n) {
+  return spec(n, {ov(T, accumulating(Accumulation::MAXIMUM, &F), Domains{{dF()}})});
+}
+OperationSpec rule_reduce_min(std::string_view n) {
+  return spec(n, {ov(T, accumulating(Accumulation::MINIMUM, &F), Domains{{dF()}})});
+}
+OperationSpec rule_argmax(std::string_view n) {
+  return spec(n, {ov(T, accumulating(Accumulation::ARGMAX, &I), Domains{{dF()}})});
+}
+OperationSpec rule_argmin(std::string_view n) {
+  return spec(n, {ov(T, accumulating(Accumulation::ARGMIN, &I), Domains{{dF()}})});
+}
+OperationSpec rule_cumsum(std::string_view n) {
+  return spec(n, {ov(T, accumulating(Accumulation::SEQUENTIAL_BINARY32, &F), Domains{{dF()}})}, Positions(std::vector<std::int64_t>{0}));
+}
+OperationSpec rule_matmul(std::string_view n) { return spec(n, {ov(TT, matmul_rule)}); }
+OperationSpec rule_conv_general(std::string_view n) {
+  return spec(n, {ov(TT, accumulating(Accumulation::SEQUENTIAL_BINARY32, &F), Domains{{dF(), dF()}})},
+              Positions(std::vector<std::int64_t>{0, 1}));
+}
+OperationSpec rule_gather(std::string_view n) {
+  return spec(n, {ov(TT, indexed(std::nullopt), Domains{{dF(), dI()}})}, Positions(std::vector<std::int64_t>{0, 1}));
+}
+OperationSpec rule_scatter(std::string_view n) {
+  return spec(n, {ov(TTT, indexed(std::nullopt), Domains{{dF(), dI(), dF()}})}, Positions(std::vector<std::int64_t>{0, 1, 2}));
+}
+OperationSpec rule_scatter_add(std::string_view n) {
+  return spec(n, {ov(TTT, indexed(Accumulation::SEQUENTIAL_BINARY32), Domains{{dF(), dI(), dF()}})},
+              Positions(std::vector<std::int64_t>{0, 1, 2}));
+}
+OperationSpec rule_select(std::string_view n) { return spec(n, {ov(TTT, select_rule, Domains{{dB(), dF(), dF()}})}); }
+OperationSpec rule_clamp(std::string_view n) {
+  return spec(n, {ov(TTT, float_rule(), Domains{{dF(), dF(), dF()}}),
+                  ov({R::TENSOR, R::TENSOR, R::WEAK_SCALAR}, float_rule(), Domains{{dF(), dF()}}),
+                  ov({R::TENSOR, R::WEAK_SCALAR, R::TENSOR}, float_rule(), Domains{{dF(), dF()}}),
+                  ov({R::TENSOR, R::WEAK_SCALAR, R::WEAK_SCALAR}, float_rule(), Domains{{dF()}})});
+}
+// The values and indices plans of sort and topk (internal).
+OperationSpec rule_sort_values(std::string_view n) {
+  return spec(n, {ov(T, float_rule(), Domains{{dF()}})}, Positions(std::vector<std::int64_t>{0}));
+}
+OperationSpec rule_sort_indices(std::string_view n) {
+  return spec(n, {ov(T, float_rule(&I), Domains{{dF()}})}, Positions(std::vector<std::int64_t>{0}));
+}
+
 std::vector<OperationSpec> build() {
   std::vector<OperationSpec> t;
-  auto add = [&](std::string name, std::vector<OperationOverload> overloads, bool is_public = true,
-                 std::optional<std::vector<std::int64_t>> positions = std::nullopt) {
-    t.emplace_back(std::move(name), std::move(overloads), is_public, std::move(positions));
-  };
-  const std::vector<R> TT{R::TENSOR, R::TENSOR}, TS{R::TENSOR, R::WEAK_SCALAR}, ST{R::WEAK_SCALAR, R::TENSOR},
-      T{R::TENSOR};
-
-  for (const char* name : {"add", "sub", "elementwise_mul"}) add(name, {ov(TT, additive)});
-  add("mul", {ov(TT, additive), ov(TS, mul_tensor_scalar)});
-  add("div", {ov(TT, float_rule())});
-  add("pow", {ov(TT, float_rule()), ov(TS, pow_tensor_scalar), ov(ST, float_rule())});
-  for (const char* name : {"maximum", "minimum", "rem"}) add(name, {ov(TT, float_rule(), Domains{{dF(), dF()}})});
-  for (const char* name : {"eq", "ne", "lt", "le"}) add(name, {ov(TT, float_rule(&B), Domains{{dF(), dF()}})});
-  add("logical_not", {ov(T, float_rule(&B), Domains{{dF()}})});
-  add("relu", {ov(T, relu_rule)});
-  for (const char* name : {"elu", "exp", "gelu", "leaky_relu", "sigmoid", "silu", "softplus", "tanh"})
-    add(name, {ov(T, float_rule())});
-  for (const char* name : {"neg", "abs", "sign", "recip", "sqrt", "rsqrt", "exp2", "log", "log2", "sin", "cos", "erf",
-                           "floor", "ceil", "round"})
-    add(name, {ov(T, float_rule(), Domains{{dF()}})});
-  add("reduce_sum", {ov(T, reduce_sum_rule)});
-  add("reduce_prod", {ov(T, accumulating(Accumulation::SEQUENTIAL_BINARY32_PRODUCT, &F), Domains{{dF()}})});
-  add("reduce_max", {ov(T, accumulating(Accumulation::MAXIMUM, &F), Domains{{dF()}})});
-  add("reduce_min", {ov(T, accumulating(Accumulation::MINIMUM, &F), Domains{{dF()}})});
-  add("argmax", {ov(T, accumulating(Accumulation::ARGMAX, &I), Domains{{dF()}})});
-  add("argmin", {ov(T, accumulating(Accumulation::ARGMIN, &I), Domains{{dF()}})});
-  add("cumsum", {ov(T, accumulating(Accumulation::SEQUENTIAL_BINARY32, &F), Domains{{dF()}})}, true,
-      std::vector<std::int64_t>{0});
-  add("matmul", {ov(TT, matmul_rule)});
-  add("conv_general", {ov(TT, accumulating(Accumulation::SEQUENTIAL_BINARY32, &F), Domains{{dF(), dF()}})}, true,
-      std::vector<std::int64_t>{0, 1});
-  add("gather", {ov(TT, indexed(std::nullopt), Domains{{dF(), dI()}})}, true, std::vector<std::int64_t>{0, 1});
-  add("scatter", {ov({R::TENSOR, R::TENSOR, R::TENSOR}, indexed(std::nullopt), Domains{{dF(), dI(), dF()}})}, true,
-      std::vector<std::int64_t>{0, 1, 2});
-  add("scatter_add",
-      {ov({R::TENSOR, R::TENSOR, R::TENSOR}, indexed(Accumulation::SEQUENTIAL_BINARY32), Domains{{dF(), dI(), dF()}})},
-      true, std::vector<std::int64_t>{0, 1, 2});
-  add("select", {ov({R::TENSOR, R::TENSOR, R::TENSOR}, select_rule, Domains{{dB(), dF(), dF()}})});
-  add("clamp", {ov({R::TENSOR, R::TENSOR, R::TENSOR}, float_rule(), Domains{{dF(), dF(), dF()}}),
-                ov({R::TENSOR, R::TENSOR, R::WEAK_SCALAR}, float_rule(), Domains{{dF(), dF()}}),
-                ov({R::TENSOR, R::WEAK_SCALAR, R::TENSOR}, float_rule(), Domains{{dF(), dF()}}),
-                ov({R::TENSOR, R::WEAK_SCALAR, R::WEAK_SCALAR}, float_rule(), Domains{{dF()}})});
-  for (const char* name : {"_sort_values", "_topk_values"})
-    add(name, {ov(T, float_rule(), Domains{{dF()}})}, false, std::vector<std::int64_t>{0});
-  for (const char* name : {"_sort_indices", "_topk_indices"})
-    add(name, {ov(T, float_rule(&I), Domains{{dF()}})}, false, std::vector<std::int64_t>{0});
-
+#define SW_OPERATION(id, form, policy, gradcheck, conformance, ulps) t.push_back(rule_##policy(#id));
+#include <strideweave/operations.def>
   std::sort(t.begin(), t.end(), [](const OperationSpec& a, const OperationSpec& b) { return a.name() < b.name(); });
   return t;
 }

@@ -1,5 +1,8 @@
-// Internal: the table of the 56 registered operations (operation_table.cpp).
+// Internal: the table of the registered operations (operation_table.cpp),
+// one per row of <strideweave/operations.def>.
 #pragma once
+
+#include <strideweave/export.h>
 
 #include <span>
 
@@ -8,6 +11,6 @@
 namespace strideweave::policy {
 
 // Every OperationSpec sorted by name (code-point order); built once.
-std::span<const OperationSpec> operation_table();
+STRIDEWEAVE_TEST_API std::span<const OperationSpec> operation_table();
 
 }  // namespace strideweave::policy

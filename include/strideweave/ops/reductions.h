@@ -23,6 +23,7 @@
 #include <strideweave/output.h>
 #include <strideweave/tensor.h>
 #include <strideweave/export.h>
+#include <strideweave/ops/option_defaults.h>
 
 STRIDEWEAVE_PUBLIC_BEGIN
 
@@ -59,19 +60,19 @@ class Axes {
 // accumulator) or Int32 (EXACT_INTEGER, OverflowError when the exact total
 // leaves Int32). Empty block -> 0. keepdims keeps every reduced axis with
 // extent 1.
-Tensor reduce_sum(const Tensor& x, Axes axes = Axes::all(), bool keepdims = false,
+Tensor reduce_sum(const Tensor& x, Axes axes = Axes::all(), bool keepdims = detail::option_defaults::reduce_sum_keepdims,
                   const std::optional<OperationExecutionOptions>& options = std::nullopt, const Output& out = {});
 
 // reduce_prod(x, axes, keepdims): Float32 only (Int32 -> TypeError).
 // SEQUENTIAL_BINARY32_PRODUCT: from 1.0f, multiply the block in logical
 // order, rounding to binary32 after each multiply. Empty block -> 1.
-Tensor reduce_prod(const Tensor& x, Axes axes = Axes::all(), bool keepdims = false, const Output& out = {});
+Tensor reduce_prod(const Tensor& x, Axes axes = Axes::all(), bool keepdims = detail::option_defaults::reduce_prod_keepdims, const Output& out = {});
 
 // reduce_max / reduce_min(x, axes, keepdims): Float32 only. Any NaN in the
 // block -> NaN (the first NaN in logical order); +0 is greater than -0. An
 // empty block has no identity: ValueError.
-Tensor reduce_max(const Tensor& x, Axes axes = Axes::all(), bool keepdims = false, const Output& out = {});
-Tensor reduce_min(const Tensor& x, Axes axes = Axes::all(), bool keepdims = false, const Output& out = {});
+Tensor reduce_max(const Tensor& x, Axes axes = Axes::all(), bool keepdims = detail::option_defaults::reduce_max_keepdims, const Output& out = {});
+Tensor reduce_min(const Tensor& x, Axes axes = Axes::all(), bool keepdims = detail::option_defaults::reduce_min_keepdims, const Output& out = {});
 
 // argmax / argmin(x, axis, keepdims) -> Int32. axis: one axis, or nullopt =
 // every element in logical order (the result is the flat logical ordinal;
@@ -79,9 +80,11 @@ Tensor reduce_min(const Tensor& x, Axes axes = Axes::all(), bool keepdims = fals
 // in the block) is returned; NaN is the extreme for both (the first NaN
 // wins); +0 beats -0 for argmax, -0 beats +0 for argmin. Empty block ->
 // ValueError; a block of more than 2^31 elements -> OverflowError.
-Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt, bool keepdims = false,
+Tensor argmax(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt,
+              bool keepdims = detail::option_defaults::argmax_keepdims,
               const Output& out = {});
-Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt, bool keepdims = false,
+Tensor argmin(const Tensor& x, std::optional<std::int64_t> axis = std::nullopt,
+              bool keepdims = detail::option_defaults::argmin_keepdims,
               const Output& out = {});
 
 // cumsum(x, axis): Float32 only; same shape as x. SEQUENTIAL_BINARY32 along
@@ -101,14 +104,16 @@ struct SortResult {
 // original order in both directions. An axis extent above 2^31 ->
 // OverflowError. Runs the plans _sort_values and _sort_indices. (Two results:
 // no caller-provided output.)
-SortResult sort(const Tensor& x, std::int64_t axis = -1, bool descending = false);
+SortResult sort(const Tensor& x, std::int64_t axis = detail::option_defaults::sort_axis,
+                bool descending = detail::option_defaults::sort_descending);
 
 // topk(x, k, axis, largest): the k largest (largest = true, largest first) or
 // smallest (smallest first) elements along the axis, in the order of sort
 // (ties: lower index first; NaN is the largest). 0 <= k <= extent, else
 // ValueError. Results have x's shape with the axis extent replaced by k.
 // Runs the plans _topk_values and _topk_indices.
-SortResult topk(const Tensor& x, std::int64_t k, std::int64_t axis = -1, bool largest = true);
+SortResult topk(const Tensor& x, std::int64_t k, std::int64_t axis = detail::option_defaults::topk_axis,
+                bool largest = detail::option_defaults::topk_largest);
 
 }  // namespace strideweave
 

@@ -11,6 +11,7 @@
 #include <strideweave/output.h>
 #include <strideweave/tensor.h>
 #include <strideweave/export.h>
+#include <strideweave/ops/option_defaults.h>
 
 STRIDEWEAVE_PUBLIC_BEGIN
 
@@ -33,7 +34,7 @@ struct ConvOptions {
   std::optional<std::vector<std::int64_t>> stride;
   std::optional<std::vector<std::int64_t>> padding;
   std::optional<std::vector<std::int64_t>> dilation;
-  std::int64_t groups = 1;
+  std::int64_t groups = detail::option_defaults::conv_general_groups;
 };
 
 // conv_general(input, weight, options): N-d cross-correlation like torch's

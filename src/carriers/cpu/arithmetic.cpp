@@ -19,6 +19,7 @@
 #include "carriers/cpu/kernels.h"
 #include "carriers/cpu/parallel.h"
 #include "carriers/cpu/simd.h"
+#include "policy/operation_ids.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
@@ -419,22 +420,25 @@ KernelFn clamp_kernel(const OperationPlan& p) {
 }  // namespace
 
 KernelFn arithmetic_kernel(const OperationPlan& p) {
-  const std::string& op = p.operation();
-  if (op == "add") return numeric_binary<AddF32, AddI32Checked>(p);
-  if (op == "sub") return numeric_binary<SubF32, SubI32Checked>(p);
-  if (op == "mul" || op == "elementwise_mul") return numeric_binary<MulF32, MulI32Checked>(p);
-  if (op == "div") return numeric_binary<DivF32, void>(p);
-  if (op == "pow") return numeric_binary<PowF32, PowI32Checked>(p);
-  if (op == "rem") return float_binary<Flt, RemF32>(p);
-  if (op == "maximum") return float_binary<Flt, MaximumF32>(p);
-  if (op == "minimum") return float_binary<Flt, MinimumF32>(p);
-  if (op == "eq") return float_binary<bool, EqF32>(p);
-  if (op == "ne") return float_binary<bool, NeF32>(p);
-  if (op == "lt") return float_binary<bool, LtF32>(p);
-  if (op == "le") return float_binary<bool, LeF32>(p);
-  if (op == "logical_not" && src_is(p, 0, DType::Float32())) return elementwise<bool, LogicalNotF32, Tn<Flt, Flt>>;
-  if (op == "clamp") return clamp_kernel(p);
-  if (op == "select" && src_is(p, 0, DType::Bool()) && src_is(p, 1, DType::Float32()) && src_is(p, 2, DType::Float32()))
+  using Op = policy::OperationId;
+  const std::optional<Op> id = policy::find_operation_id(p.operation());
+  if (!id) return nullptr;
+  const Op op = *id;
+  if (op == Op::add) return numeric_binary<AddF32, AddI32Checked>(p);
+  if (op == Op::sub) return numeric_binary<SubF32, SubI32Checked>(p);
+  if (op == Op::mul || op == Op::elementwise_mul) return numeric_binary<MulF32, MulI32Checked>(p);
+  if (op == Op::div) return numeric_binary<DivF32, void>(p);
+  if (op == Op::pow) return numeric_binary<PowF32, PowI32Checked>(p);
+  if (op == Op::rem) return float_binary<Flt, RemF32>(p);
+  if (op == Op::maximum) return float_binary<Flt, MaximumF32>(p);
+  if (op == Op::minimum) return float_binary<Flt, MinimumF32>(p);
+  if (op == Op::eq) return float_binary<bool, EqF32>(p);
+  if (op == Op::ne) return float_binary<bool, NeF32>(p);
+  if (op == Op::lt) return float_binary<bool, LtF32>(p);
+  if (op == Op::le) return float_binary<bool, LeF32>(p);
+  if (op == Op::logical_not && src_is(p, 0, DType::Float32())) return elementwise<bool, LogicalNotF32, Tn<Flt, Flt>>;
+  if (op == Op::clamp) return clamp_kernel(p);
+  if (op == Op::select && src_is(p, 0, DType::Bool()) && src_is(p, 1, DType::Float32()) && src_is(p, 2, DType::Float32()))
     return elementwise<Flt, SelectF32, Tn<bool, bool>, Tn<Flt, Flt>, Tn<Flt, Flt>>;
   return nullptr;
 }

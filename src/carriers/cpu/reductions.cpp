@@ -25,6 +25,7 @@
 
 #include "carriers/cpu/kernels.h"
 #include "carriers/cpu/simd.h"
+#include "policy/operation_ids.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
@@ -476,24 +477,27 @@ void sorted_lines(const KernelCall& call) {
 }  // namespace
 
 KernelFn reduction_kernel(const OperationPlan& p) {
-  const std::string& op = p.operation();
-  if (op == "reduce_sum") {
+  using Op = policy::OperationId;
+  const std::optional<Op> id = policy::find_operation_id(p.operation());
+  if (!id) return nullptr;
+  const Op op = *id;
+  if (op == Op::reduce_sum) {
     if (p.accumulation() == Accumulation::EXACT_INTEGER) return reduce_sum_int32;
     return p.accumulator_dtype() == &DType::Float64() ? KernelFn(reduce_sum<float, double, float>)
                                                        : KernelFn(reduce_sum<float, float, float>);
   }
   // The remaining plans are Float32-only (operation-dtype-policy.md R9).
   if (!src_is(p, 0, DType::Float32())) return nullptr;
-  if (op == "reduce_prod") return fold<ProdFold>;
-  if (op == "reduce_max") return fold<MaxFold>;
-  if (op == "reduce_min") return fold<MinFold>;
-  if (op == "argmax") return fold<ArgFold<ArgMaxBetter>>;
-  if (op == "argmin") return fold<ArgFold<ArgMinBetter>>;
-  if (op == "cumsum") return cumsum;
-  if (op == "_sort_values") return sorted_lines<WriteValues, false>;
-  if (op == "_sort_indices") return sorted_lines<WriteIndices, false>;
-  if (op == "_topk_values") return sorted_lines<WriteValues, true>;
-  if (op == "_topk_indices") return sorted_lines<WriteIndices, true>;
+  if (op == Op::reduce_prod) return fold<ProdFold>;
+  if (op == Op::reduce_max) return fold<MaxFold>;
+  if (op == Op::reduce_min) return fold<MinFold>;
+  if (op == Op::argmax) return fold<ArgFold<ArgMaxBetter>>;
+  if (op == Op::argmin) return fold<ArgFold<ArgMinBetter>>;
+  if (op == Op::cumsum) return cumsum;
+  if (op == Op::_sort_values) return sorted_lines<WriteValues, false>;
+  if (op == Op::_sort_indices) return sorted_lines<WriteIndices, false>;
+  if (op == Op::_topk_values) return sorted_lines<WriteValues, true>;
+  if (op == Op::_topk_indices) return sorted_lines<WriteIndices, true>;
   return nullptr;
 }
 

@@ -2,6 +2,7 @@
 #include "carriers/cpu/kernels.h"
 #include "carriers/cpu/matmul_batch.h"
 #include "carriers/cpu/matmul_strict.h"
+#include "policy/operation_ids.h"
 
 #include <cstring>
 
@@ -310,14 +311,18 @@ KernelFn matmul_kernel(const OperationPlan& p) {
 }
 
 KernelFn structured_kernel(const OperationPlan& p) {
-  if (p.operation() == "matmul") return matmul_kernel(p);
+  using Op = policy::OperationId;
+  const std::optional<Op> id = policy::find_operation_id(p.operation());
+  if (!id) return nullptr;
+  const Op op = *id;
+  if (op == Op::matmul) return matmul_kernel(p);
   // The remaining plans are Float32 data with Int32 indices only (one plan each).
   const SimpleDType &F = DType::Float32(), &I = DType::Int32();
-  if (p.operation() == "conv_general" && src_is(p, 0, F) && src_is(p, 1, F)) return conv_general;
-  if (p.operation() == "gather" && src_is(p, 0, F) && src_is(p, 1, I)) return gather;
+  if (op == Op::conv_general && src_is(p, 0, F) && src_is(p, 1, F)) return conv_general;
+  if (op == Op::gather && src_is(p, 0, F) && src_is(p, 1, I)) return gather;
   const bool scatter_operands = p.operands().size() == 3 && src_is(p, 0, F) && src_is(p, 1, I) && src_is(p, 2, F);
-  if (p.operation() == "scatter" && scatter_operands) return scatter<ScatterReplaceF32>;
-  if (p.operation() == "scatter_add" && scatter_operands) return scatter<ScatterAddF32>;
+  if (op == Op::scatter && scatter_operands) return scatter<ScatterReplaceF32>;
+  if (op == Op::scatter_add && scatter_operands) return scatter<ScatterAddF32>;
   return nullptr;
 }
 

@@ -29,6 +29,7 @@
 #include "carriers/cpu/kernels.h"
 #include "carriers/cpu/parallel.h"
 #include "carriers/cpu/simd.h"
+#include "policy/operation_ids.h"
 
 namespace strideweave::carriers::cpu {
 namespace {
@@ -294,45 +295,48 @@ KernelFn float_kernel(const OperationPlan& p) {
 }  // namespace
 
 KernelFn unary_kernel(const OperationPlan& p) {
-  const std::string& op = p.operation();
-  if (op == "relu") {
+  using Op = policy::OperationId;
+  const std::optional<Op> id = policy::find_operation_id(p.operation());
+  if (!id) return nullptr;
+  const Op op = *id;
+  if (op == Op::relu) {
     if (p.compute() == Arithmetic::BINARY32) return float_kernel<ReluF32>(p);
     return unary<std::int32_t, std::int32_t, ReluI32>;
   }
   if (p.compute() != Arithmetic::BINARY32 || &p.output() != &DType::Float32()) return nullptr;
   // activations
-  if (op == "elu") return float_kernel<EluF32>(p);
-  if (op == "exp") {
+  if (op == Op::elu) return float_kernel<EluF32>(p);
+  if (op == Op::exp) {
     if (src_is(p, 0, DType::Float32())) return exp_kernel<float>;
     if (src_is(p, 0, DType::Int32())) return exp_kernel<std::int32_t>;
     return nullptr;
   }
-  if (op == "gelu") {
+  if (op == Op::gelu) {
     if (src_is(p, 0, DType::Float32())) return gelu<float>;
     if (src_is(p, 0, DType::Int32())) return gelu<std::int32_t>;
     return nullptr;
   }
-  if (op == "leaky_relu") return float_kernel<LeakyReluF32>(p);
-  if (op == "sigmoid") return float_kernel<SigmoidF32>(p);
-  if (op == "silu") return float_kernel<SiluF32>(p);
-  if (op == "softplus") return float_kernel<SoftplusF32>(p);
-  if (op == "tanh") return float_kernel<TanhF32>(p);
+  if (op == Op::leaky_relu) return float_kernel<LeakyReluF32>(p);
+  if (op == Op::sigmoid) return float_kernel<SigmoidF32>(p);
+  if (op == Op::silu) return float_kernel<SiluF32>(p);
+  if (op == Op::softplus) return float_kernel<SoftplusF32>(p);
+  if (op == Op::tanh) return float_kernel<TanhF32>(p);
   // math (the registry resolves Float32 operands only)
-  if (op == "neg") return float_kernel<NegF32>(p);
-  if (op == "abs") return float_kernel<AbsF32>(p);
-  if (op == "sign") return float_kernel<SignF32>(p);
-  if (op == "recip") return float_kernel<RecipF32>(p);
-  if (op == "sqrt") return float_kernel<SqrtF32>(p);
-  if (op == "rsqrt") return float_kernel<RsqrtF32>(p);
-  if (op == "exp2") return float_kernel<Exp2F32>(p);
-  if (op == "log") return float_kernel<LogF32>(p);
-  if (op == "log2") return float_kernel<Log2F32>(p);
-  if (op == "sin") return float_kernel<SinF32>(p);
-  if (op == "cos") return float_kernel<CosF32>(p);
-  if (op == "erf") return float_kernel<ErfF32>(p);
-  if (op == "floor") return float_kernel<FloorF32>(p);
-  if (op == "ceil") return float_kernel<CeilF32>(p);
-  if (op == "round") return float_kernel<RoundF32>(p);
+  if (op == Op::neg) return float_kernel<NegF32>(p);
+  if (op == Op::abs) return float_kernel<AbsF32>(p);
+  if (op == Op::sign) return float_kernel<SignF32>(p);
+  if (op == Op::recip) return float_kernel<RecipF32>(p);
+  if (op == Op::sqrt) return float_kernel<SqrtF32>(p);
+  if (op == Op::rsqrt) return float_kernel<RsqrtF32>(p);
+  if (op == Op::exp2) return float_kernel<Exp2F32>(p);
+  if (op == Op::log) return float_kernel<LogF32>(p);
+  if (op == Op::log2) return float_kernel<Log2F32>(p);
+  if (op == Op::sin) return float_kernel<SinF32>(p);
+  if (op == Op::cos) return float_kernel<CosF32>(p);
+  if (op == Op::erf) return float_kernel<ErfF32>(p);
+  if (op == Op::floor) return float_kernel<FloorF32>(p);
+  if (op == Op::ceil) return float_kernel<CeilF32>(p);
+  if (op == Op::round) return float_kernel<RoundF32>(p);
   return nullptr;
 }
 

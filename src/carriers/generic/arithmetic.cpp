@@ -97,31 +97,32 @@ int128 exact_pow(int128 base, int128 e) {
 }  // namespace
 
 void add_arithmetic_kernels(ReferenceKernels& kernels) {
-  kernels["add"] = numeric_binary([](float x, float y) { return x + y; }, [](int128 x, int128 y) { return x + y; });
-  kernels["sub"] = numeric_binary([](float x, float y) { return x - y; }, [](int128 x, int128 y) { return x - y; });
+  using Op = policy::OperationId;
+  kernels[Op::add] = numeric_binary([](float x, float y) { return x + y; }, [](int128 x, int128 y) { return x + y; });
+  kernels[Op::sub] = numeric_binary([](float x, float y) { return x - y; }, [](int128 x, int128 y) { return x - y; });
   const KernelFn product =
       numeric_binary([](float x, float y) { return x * y; }, [](int128 x, int128 y) { return x * y; });
-  kernels["elementwise_mul"] = product;
-  kernels["mul"] = product;
-  kernels["div"] = float_binary([](float x, float y) { return x / y; });
+  kernels[Op::elementwise_mul] = product;
+  kernels[Op::mul] = product;
+  kernels[Op::div] = float_binary([](float x, float y) { return x / y; });
   // Float32 plans: C powf; the Int32 plan (Int32 base, exponent 0..2**31-1).
-  kernels["pow"] = numeric_binary([](float x, float y) { return std::pow(x, y); }, exact_pow);
-  kernels["rem"] = float_binary([](float x, float y) { return std::fmod(x, y); });
-  kernels["maximum"] = float_binary(maximum_f32);
-  kernels["minimum"] = float_binary(minimum_f32);
-  kernels["eq"] = comparison([](float x, float y) { return x == y; });
-  kernels["ne"] = comparison([](float x, float y) { return x != y; });
-  kernels["lt"] = comparison([](float x, float y) { return x < y; });
-  kernels["le"] = comparison([](float x, float y) { return x <= y; });
-  kernels["logical_not"] = [](const KernelCall& call) {
+  kernels[Op::pow] = numeric_binary([](float x, float y) { return std::pow(x, y); }, exact_pow);
+  kernels[Op::rem] = float_binary([](float x, float y) { return std::fmod(x, y); });
+  kernels[Op::maximum] = float_binary(maximum_f32);
+  kernels[Op::minimum] = float_binary(minimum_f32);
+  kernels[Op::eq] = comparison([](float x, float y) { return x == y; });
+  kernels[Op::ne] = comparison([](float x, float y) { return x != y; });
+  kernels[Op::lt] = comparison([](float x, float y) { return x < y; });
+  kernels[Op::le] = comparison([](float x, float y) { return x <= y; });
+  kernels[Op::logical_not] = [](const KernelCall& call) {
     elementwise(call, [](const std::vector<Value>& v) { return Value::from_bool(v[0].f == 0.0f); });
   };
-  kernels["clamp"] = [](const KernelCall& call) {
+  kernels[Op::clamp] = [](const KernelCall& call) {
     elementwise(call, [](const std::vector<Value>& v) {
       return Value::from_float32(minimum_f32(maximum_f32(v[0].f, v[1].f), v[2].f));
     });
   };
-  kernels["select"] = [](const KernelCall& call) {
+  kernels[Op::select] = [](const KernelCall& call) {
     elementwise(call, [](const std::vector<Value>& v) { return v[0].b ? v[1] : v[2]; });
   };
 }

@@ -199,17 +199,18 @@ void topk_line(const KernelCall& call, bool indices) {
 }  // namespace
 
 void add_reduction_kernels(ReferenceKernels& kernels) {
-  kernels["reduce_sum"] = reduce_sum;
-  kernels["reduce_prod"] = reduce_prod;
-  kernels["reduce_max"] = reduce_extremum<max_replaces>;
-  kernels["reduce_min"] = reduce_extremum<min_replaces>;
-  kernels["argmax"] = arg_extremum<max_replaces>;
-  kernels["argmin"] = arg_extremum<min_replaces>;
-  kernels["cumsum"] = cumsum;
-  kernels["_sort_values"] = [](const KernelCall& call) { sort_line(call, false); };
-  kernels["_sort_indices"] = [](const KernelCall& call) { sort_line(call, true); };
-  kernels["_topk_values"] = [](const KernelCall& call) { topk_line(call, false); };
-  kernels["_topk_indices"] = [](const KernelCall& call) { topk_line(call, true); };
+  using Op = policy::OperationId;
+  kernels[Op::reduce_sum] = reduce_sum;
+  kernels[Op::reduce_prod] = reduce_prod;
+  kernels[Op::reduce_max] = reduce_extremum<max_replaces>;
+  kernels[Op::reduce_min] = reduce_extremum<min_replaces>;
+  kernels[Op::argmax] = arg_extremum<max_replaces>;
+  kernels[Op::argmin] = arg_extremum<min_replaces>;
+  kernels[Op::cumsum] = cumsum;
+  kernels[Op::_sort_values] = [](const KernelCall& call) { sort_line(call, false); };
+  kernels[Op::_sort_indices] = [](const KernelCall& call) { sort_line(call, true); };
+  kernels[Op::_topk_values] = [](const KernelCall& call) { topk_line(call, false); };
+  kernels[Op::_topk_indices] = [](const KernelCall& call) { topk_line(call, true); };
 }
 
 }  // namespace strideweave::carriers::generic

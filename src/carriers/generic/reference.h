@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "carriers/generic/reference_math.h"
+#include "policy/operation_ids.h"
 
 namespace strideweave::carriers::generic {
 
-// Reference kernels by operation name: each handles every plan the registry
-// resolves for its operation.
-using ReferenceKernels = std::map<std::string, KernelFn>;
+// Reference kernels by operation id (operations.def): each handles every
+// plan the registry resolves for its operation. Generic is the executable
+// reference, so every listed operation has one (checked when the table is
+// built).
+using ReferenceKernels = std::map<policy::OperationId, KernelFn>;
 
 void add_arithmetic_kernels(ReferenceKernels& kernels);   // arithmetic.cpp
 void add_unary_kernels(ReferenceKernels& kernels);        // unary.cpp

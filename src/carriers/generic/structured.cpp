@@ -140,11 +140,12 @@ void scatter_add(const KernelCall& call) { scatter_into(call, true); }
 }  // namespace
 
 void add_structured_kernels(ReferenceKernels& kernels) {
-  kernels["matmul"] = matmul;
-  kernels["conv_general"] = conv_general;
-  kernels["gather"] = gather;
-  kernels["scatter"] = scatter;
-  kernels["scatter_add"] = scatter_add;
+  using Op = policy::OperationId;
+  kernels[Op::matmul] = matmul;
+  kernels[Op::conv_general] = conv_general;
+  kernels[Op::gather] = gather;
+  kernels[Op::scatter] = scatter;
+  kernels[Op::scatter_add] = scatter_add;
 }
 
 }  // namespace strideweave::carriers::generic

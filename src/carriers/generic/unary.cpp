@@ -81,45 +81,46 @@ float gelu_of(float x, bool approximate) {
 }  // namespace
 
 void add_unary_kernels(ReferenceKernels& kernels) {
-  kernels["relu"] = relu;
-  auto define = [&](const char* name, Reference f) {
-    kernels[name] = [f](const KernelCall& call) { elementwise(call, f); };
+  using Op = policy::OperationId;
+  kernels[Op::relu] = relu;
+  auto define = [&](Op id, Reference f) {
+    kernels[id] = [f](const KernelCall& call) { elementwise(call, f); };
   };
   // ---- activations
-  define("elu", [](float x, const Options& o) { return x > 0.0f ? x : o.alpha * std::expm1(x); });
-  define("exp", [](float x, const Options&) { return std::exp(x); });
-  define("gelu", [](float x, const Options& o) { return gelu_of(x, o.approximate); });
-  define("leaky_relu", [](float x, const Options& o) { return x > 0.0f ? x : x * o.slope; });
-  define("sigmoid", [](float x, const Options&) { return sigmoid_of(x); });
-  define("silu", [](float x, const Options&) { return x == kMinusInf ? -0.0f : x * sigmoid_of(x); });
-  define("softplus", [](float x, const Options& o) {
+  define(Op::elu, [](float x, const Options& o) { return x > 0.0f ? x : o.alpha * std::expm1(x); });
+  define(Op::exp, [](float x, const Options&) { return std::exp(x); });
+  define(Op::gelu, [](float x, const Options& o) { return gelu_of(x, o.approximate); });
+  define(Op::leaky_relu, [](float x, const Options& o) { return x > 0.0f ? x : x * o.slope; });
+  define(Op::sigmoid, [](float x, const Options&) { return sigmoid_of(x); });
+  define(Op::silu, [](float x, const Options&) { return x == kMinusInf ? -0.0f : x * sigmoid_of(x); });
+  define(Op::softplus, [](float x, const Options& o) {
     const float p = x * o.beta;
     if (p > o.threshold) return x;
     const float e = std::exp(p);
     const float l = std::log1p(e);
     return l / o.beta;
   });
-  define("tanh", [](float x, const Options&) { return std::tanh(x); });
+  define(Op::tanh, [](float x, const Options&) { return std::tanh(x); });
   // ---- math
-  define("neg", [](float x, const Options&) { return -x; });
-  define("abs", [](float x, const Options&) { return std::fabs(x); });
-  define("sign", [](float x, const Options&) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; });
-  define("recip", [](float x, const Options&) { return 1.0f / x; });
-  define("sqrt", [](float x, const Options&) { return std::sqrt(x); });
-  define("rsqrt", [](float x, const Options&) {
+  define(Op::neg, [](float x, const Options&) { return -x; });
+  define(Op::abs, [](float x, const Options&) { return std::fabs(x); });
+  define(Op::sign, [](float x, const Options&) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; });
+  define(Op::recip, [](float x, const Options&) { return 1.0f / x; });
+  define(Op::sqrt, [](float x, const Options&) { return std::sqrt(x); });
+  define(Op::rsqrt, [](float x, const Options&) {
     const float r = std::sqrt(x);
     return 1.0f / r;
   });
-  define("exp2", [](float x, const Options&) { return std::exp2(x); });
-  define("log", [](float x, const Options&) { return std::log(x); });
-  define("log2", [](float x, const Options&) { return std::log2(x); });
-  define("sin", [](float x, const Options&) { return std::sin(x); });
-  define("cos", [](float x, const Options&) { return std::cos(x); });
-  define("erf", [](float x, const Options&) { return std::erf(x); });
-  define("floor", [](float x, const Options&) { return std::floor(x); });
-  define("ceil", [](float x, const Options&) { return std::ceil(x); });
+  define(Op::exp2, [](float x, const Options&) { return std::exp2(x); });
+  define(Op::log, [](float x, const Options&) { return std::log(x); });
+  define(Op::log2, [](float x, const Options&) { return std::log2(x); });
+  define(Op::sin, [](float x, const Options&) { return std::sin(x); });
+  define(Op::cos, [](float x, const Options&) { return std::cos(x); });
+  define(Op::erf, [](float x, const Options&) { return std::erf(x); });
+  define(Op::floor, [](float x, const Options&) { return std::floor(x); });
+  define(Op::ceil, [](float x, const Options&) { return std::ceil(x); });
   // Ties to even under the default rounding mode (never changed here).
-  define("round", [](float x, const Options&) { return std::nearbyint(x); });
+  define(Op::round, [](float x, const Options&) { return std::nearbyint(x); });
 }
 
 }  // namespace strideweave::carriers::generic
