@@ -7,15 +7,17 @@
 
 # Third-party libraries by layer: only the CPU carrier uses oneDNN and
 # OpenMP; Highway also serves the movement layer.
-# liburing (BlockDevice's submission queue) and xxHash (storage checksums)
-# belong to the storage carriers. (The policy layer hashes operation names
+# xxHash (storage checksums) belongs to the storage carriers, liburing to the
+# system-I/O seam under them. (The policy layer hashes operation names
 # with xxHash's header-only form, XXH_INLINE_ALL: no link dependency.)
 find_library(STRIDEWEAVE_URING_LIBRARY NAMES uring REQUIRED)      # Debian liburing-dev
 find_library(STRIDEWEAVE_XXHASH_LIBRARY NAMES xxhash REQUIRED)    # Debian libxxhash-dev
 # The movement layer's zero scan (a move's before-image) is vectorised with
 # Highway too.
 set(STRIDEWEAVE_LAYER_LIBS_movement hwy::hwy)
-set(STRIDEWEAVE_LAYER_LIBS_carriers hwy::hwy strideweave_dnnl ${STRIDEWEAVE_URING_LIBRARY} ${STRIDEWEAVE_XXHASH_LIBRARY})
+set(STRIDEWEAVE_LAYER_LIBS_carriers hwy::hwy strideweave_dnnl ${STRIDEWEAVE_XXHASH_LIBRARY})
+# The system-I/O seam owns liburing (src/sysio/system_io.h).
+set(STRIDEWEAVE_LAYER_LIBS_sysio ${STRIDEWEAVE_URING_LIBRARY})
 if(STRIDEWEAVE_OPENMP)
   list(APPEND STRIDEWEAVE_LAYER_LIBS_carriers OpenMP::OpenMP_CXX)
 endif()

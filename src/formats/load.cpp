@@ -1,6 +1,6 @@
 // Reading .npy and safetensors files: inspect_file, load_npy,
 // load_safetensors (include/strideweave/formats.h; docs/storage.md, "File
-// formats"). Every system call goes through format_io() (format_io.h);
+// formats"). Every system call goes through sysio::system_io() (src/sysio/system_io.h);
 // mapping a file goes through FileBacked::open.
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/carriers/file_backed.h>
@@ -16,12 +16,13 @@
 
 #include "formats/checked.h"
 #include "formats/file_support.h"
-#include "formats/format_io.h"
+#include "sysio/system_io.h"
+
+#include <fcntl.h>
 
 namespace strideweave {
 namespace {
 
-using formats::format_io;
 
 constexpr std::size_t kFirstRead = 64 * 1024;
 
@@ -32,18 +33,19 @@ struct ReadFile {
   std::int64_t bytes = 0;
 
   explicit ReadFile(std::string p) : path(std::move(p)) {
-    if (const int error = format_io().open_read(path, fd)) formats::throw_os_error(error, "open", path, std::nullopt);
-    bool regular = false;
-    if (const int error = format_io().file_size(fd, bytes, regular)) {
-      format_io().close(fd);
+    if (const int error = sysio::system_io().open(path, O_RDONLY, 0, fd)) formats::throw_os_error(error, "open", path, std::nullopt);
+    sysio::FileStatus status;
+    if (const int error = sysio::system_io().status(fd, status)) {
+      sysio::system_io().close(fd);
       formats::throw_os_error(error, "fstat", path, std::nullopt);
     }
-    if (!regular) {
-      format_io().close(fd);
+    bytes = status.bytes;
+    if (!status.regular) {
+      sysio::system_io().close(fd);
       throw ValueError(fmt::format("'{}' is not a regular file", path));
     }
   }
-  ~ReadFile() { format_io().close(fd); }
+  ~ReadFile() { sysio::system_io().close(fd); }
   ReadFile(const ReadFile&) = delete;
   ReadFile& operator=(const ReadFile&) = delete;
 
@@ -56,7 +58,7 @@ struct ReadFile {
     while (done < count) {
       const auto want = static_cast<std::size_t>(std::min<std::int64_t>(count - done, std::int64_t{1} << 30));
       std::size_t got = 0;
-      if (const int error = format_io().read_at(fd, out + done, want, offset + done, got))
+      if (const int error = sysio::system_io().read_at(fd, out + done, want, offset + done, got))
         formats::throw_os_error(error, "pread", path, offset + done);
       if (got == 0)
         throw ValueError(fmt::format("'{}' ended at byte offset {} while {} more bytes were expected (truncated)",

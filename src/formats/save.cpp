@@ -6,7 +6,7 @@
 // renamed over the destination; then the directory is fsynced so that the
 // rename itself is durable. Until the rename the destination is untouched;
 // any failure before it removes the temporary file. Every system call goes
-// through format_io() (format_io.h).
+// through sysio::system_io() (src/sysio/system_io.h).
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/errors.h>
 #include <strideweave/formats.h>
@@ -25,12 +25,13 @@
 
 #include "formats/checked.h"
 #include "formats/file_support.h"
-#include "formats/format_io.h"
+#include "sysio/system_io.h"
+
+#include <fcntl.h>
 
 namespace strideweave {
 namespace {
 
-using formats::format_io;
 
 constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 
@@ -50,7 +51,7 @@ class AtomicFile {
     thread_local std::mt19937_64 random{std::random_device{}()};
     for (int attempt = 0;; ++attempt) {
       temporary_ = (parent / fmt::format(".{}.tmp-{:016x}-{}", name, random(), counter.fetch_add(1))).string();
-      const int error = format_io().create_exclusive(temporary_, fd_);
+      const int error = sysio::system_io().open(temporary_, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0666, fd_);
       if (error == 0) break;
       if (error != EEXIST || attempt == 16)
         formats::throw_os_error(error, "open (create the temporary file)", temporary_, std::nullopt);
@@ -58,8 +59,8 @@ class AtomicFile {
   }
 
   ~AtomicFile() {
-    if (fd_ >= 0) format_io().close(fd_);
-    if (!renamed_) format_io().remove_file(temporary_);
+    if (fd_ >= 0) sysio::system_io().close(fd_);
+    if (!renamed_) sysio::system_io().remove_file(temporary_);
   }
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -68,7 +69,7 @@ class AtomicFile {
     const auto* p = static_cast<const std::byte*>(data);
     while (count > 0) {
       std::size_t written = 0;
-      if (const int error = format_io().write(fd_, p, count, written))
+      if (const int error = sysio::system_io().write(fd_, p, count, written))
         formats::throw_os_error(error, "write", temporary_, offset_);
       if (written == 0) formats::throw_os_error(EIO, "write (no progress)", temporary_, offset_);
       p += written;
@@ -82,20 +83,20 @@ class AtomicFile {
   void commit() {
     if (offset_ != total_)
       throw RuntimeError(fmt::format("save: wrote {} bytes of '{}' but planned {}", offset_, destination_, total_));
-    if (const int error = format_io().sync(fd_)) formats::throw_os_error(error, "fsync", temporary_, std::nullopt);
+    if (const int error = sysio::system_io().sync(fd_)) formats::throw_os_error(error, "fsync", temporary_, std::nullopt);
     const int fd = fd_;
     fd_ = -1;  // a failed close(2) has still closed it
-    if (const int error = format_io().close(fd)) formats::throw_os_error(error, "close", temporary_, std::nullopt);
-    if (const int error = format_io().rename(temporary_, destination_))
+    if (const int error = sysio::system_io().close(fd)) formats::throw_os_error(error, "close", temporary_, std::nullopt);
+    if (const int error = sysio::system_io().rename(temporary_, destination_))
       formats::throw_os_error(error, fmt::format("rename of '{}'", temporary_), destination_, std::nullopt);
     renamed_ = true;
     // The new file is complete and in place; what follows makes the rename
     // durable. A failure is reported (the rename may not survive a crash).
     int directory_fd = -1;
-    if (const int error = format_io().open_directory(directory_, directory_fd))
+    if (const int error = sysio::system_io().open(directory_, O_RDONLY | O_DIRECTORY, 0, directory_fd))
       formats::throw_os_error(error, "open (the directory, to fsync the rename)", directory_, std::nullopt);
-    const int sync_error = format_io().sync(directory_fd);
-    const int close_error = format_io().close(directory_fd);
+    const int sync_error = sysio::system_io().sync(directory_fd);
+    const int close_error = sysio::system_io().close(directory_fd);
     if (sync_error) formats::throw_os_error(sync_error, "fsync (the directory)", directory_, std::nullopt);
     if (close_error) formats::throw_os_error(close_error, "close (the directory)", directory_, std::nullopt);
   }

@@ -32,7 +32,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "carriers/block_device/block_io.h"
+#include "sysio/system_io.h"
+
+#include <fcntl.h>
 #include "support/expect_exactly.h"
 
 namespace sw = strideweave;
@@ -41,11 +43,11 @@ using sw::BlockDevice;
 using sw::BlockDeviceCarrier;
 using sw::DType;
 using sw::Value;
-using sw::carriers::block_device::BlockCompletion;
-using sw::carriers::block_device::BlockIo;
-using sw::carriers::block_device::BlockRequest;
-using sw::carriers::block_device::Ring;
-using sw::carriers::block_device::ScopedBlockIo;
+using BlockCompletion = sw::sysio::RingCompletion;
+using BlockIo = sw::sysio::SystemIo;
+using BlockRequest = sw::sysio::RingRequest;
+using sw::sysio::Ring;
+using ScopedBlockIo = sw::sysio::ScopedSystemIo;
 
 namespace {
 
@@ -348,7 +350,9 @@ TEST_F(Storage_BlockDeviceExtents, AFileSystemWithoutDirectIoIsNamed) {
   // tmpfs refuses O_DIRECT with EINVAL at open (when /dev/shm is tmpfs the
   // real call shows it; the injected one always does).
   struct NoDirectIo : BlockIo {
-    int create_image(const std::string&, int&) noexcept override { return EINVAL; }
+    int open(const std::string& p, int flags, unsigned mode, int& fd) noexcept override {
+      return (flags & O_CREAT) ? EINVAL : BlockIo::open(p, flags, mode, fd);
+    }
   } io;
   ScopedBlockIo scope(io);
   try {
@@ -487,15 +491,13 @@ struct FaultyBlockIo : BlockIo {
   std::vector<std::unique_ptr<float[], sw::AlignedFree>> scratch;
 
   bool hit(const char* name) { return site == name && hits++ == skip; }
-  int open_image(const std::string& p, int& fd) noexcept override {
-    return hit("open") ? error : BlockIo::open_image(p, fd);
-  }
-  int create_image(const std::string& p, int& fd) noexcept override {
-    return hit("create") ? error : BlockIo::create_image(p, fd);
+  // BlockDevice's two opens: a fresh image (O_CREAT) and an existing one.
+  int open(const std::string& p, int flags, unsigned mode, int& fd) noexcept override {
+    return hit((flags & O_CREAT) ? "create" : "open") ? error : BlockIo::open(p, flags, mode, fd);
   }
   int reserve(int fd, std::int64_t bytes) noexcept override { return hit("reserve") ? error : BlockIo::reserve(fd, bytes); }
-  int image_size(int fd, std::int64_t& bytes) noexcept override {
-    return hit("size") ? error : BlockIo::image_size(fd, bytes);
+  int status(int fd, sw::sysio::FileStatus& s) noexcept override {
+    return hit("size") ? error : BlockIo::status(fd, s);
   }
   int lock(int fd) noexcept override { return hit("lock") ? error : BlockIo::lock(fd); }
   int ring_create(unsigned entries, Ring*& ring) noexcept override {

@@ -24,18 +24,18 @@
 
 #include <unistd.h>
 
-#include "carriers/block_device/block_io.h"
+#include "sysio/system_io.h"
 #include "support/bounded_wait.h"
 
 namespace {
 
 using namespace strideweave;
 namespace fs = std::filesystem;
-using carriers::block_device::BlockCompletion;
-using carriers::block_device::BlockIo;
-using carriers::block_device::BlockRequest;
-using carriers::block_device::Ring;
-using carriers::block_device::ScopedBlockIo;
+using BlockCompletion = sysio::RingCompletion;
+using BlockIo = sysio::SystemIo;
+using BlockRequest = sysio::RingRequest;
+using sysio::Ring;
+using ScopedBlockIo = sysio::ScopedSystemIo;
 
 constexpr std::int64_t kBlock = BlockDevice::block_bytes;
 constexpr std::int64_t kPerBlock = BlockDevice::slots_per_block;

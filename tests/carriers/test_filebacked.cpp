@@ -38,7 +38,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "carriers/file_backed/file_io.h"
+#include "sysio/system_io.h"
+
+#include <fcntl.h>
 #include "support/expect_exactly.h"
 
 namespace sw = strideweave;
@@ -46,8 +48,8 @@ namespace fs = std::filesystem;
 using sw::DType;
 using sw::FileBacked;
 using sw::Value;
-using sw::carriers::file_backed::FileIo;
-using sw::carriers::file_backed::ScopedFileIo;
+using sw::sysio::ScopedSystemIo;
+using FileIo = sw::sysio::SystemIo;
 
 namespace {
 
@@ -106,7 +108,7 @@ std::int64_t resident_bytes_of(const fs::path& file) {
   return kib * 1024;
 }
 
-// A FileIo that fails one call (by name) with one errno, on its nth use
+// A SystemIo that fails one call (by name) with one errno, on its nth use
 // (0: the first), and counts every call.
 class FaultyIo : public FileIo {
  public:
@@ -118,14 +120,12 @@ class FaultyIo : public FileIo {
   int remove_directory(const std::string& p) noexcept override {
     return fail("remove_directory") ? error_ : FileIo::remove_directory(p);
   }
-  int create_exclusive(const std::string& p, int& fd) noexcept override {
-    return fail("create_exclusive") ? error_ : FileIo::create_exclusive(p, fd);
+  // FileBacked's two opens: a fresh file (O_CREAT) and an existing one.
+  int open(const std::string& p, int flags, unsigned mode, int& fd) noexcept override {
+    return fail((flags & O_CREAT) ? "create_exclusive" : "open_existing") ? error_ : FileIo::open(p, flags, mode, fd);
   }
-  int open_existing(const std::string& p, bool w, int& fd) noexcept override {
-    return fail("open_existing") ? error_ : FileIo::open_existing(p, w, fd);
-  }
-  int file_size(int fd, std::int64_t& b) noexcept override {
-    return fail("file_size") ? error_ : FileIo::file_size(fd, b);
+  int status(int fd, sw::sysio::FileStatus& s) noexcept override {
+    return fail("file_size") ? error_ : FileIo::status(fd, s);
   }
   int reserve(int fd, std::int64_t b) noexcept override { return fail("reserve") ? error_ : FileIo::reserve(fd, b); }
   int map(int fd, std::int64_t o, std::size_t b, bool w, void*& a) noexcept override {
@@ -135,7 +135,9 @@ class FaultyIo : public FileIo {
   int drop_pages(void* a, std::size_t b) noexcept override {
     return fail("drop_pages") ? error_ : FileIo::drop_pages(a, b);
   }
-  int sync(void* a, std::size_t b) noexcept override { return fail("sync") ? error_ : FileIo::sync(a, b); }
+  int sync_mapping(void* a, std::size_t b) noexcept override {
+    return fail("sync") ? error_ : FileIo::sync_mapping(a, b);
+  }
   int close(int fd) noexcept override {
     // A failed close still closes the descriptor (Linux), as here.
     if (fail("close")) {
@@ -573,7 +575,7 @@ TEST(Storage_FaultInjection, CreationFailureLeavesNoFile) {
   const fs::path dir = FileBacked::session_directory();
   const auto before = directory_listing(dir);
   FaultyIo io("create_exclusive", EACCES);
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   const sw::OSError e = os_error_of([] { FileBacked::create(std::string("denied.bin"), DType::Float32(), true, 4); });
   EXPECT_EQ(e.error_number(), EACCES);
   EXPECT_EQ(e.filename(), (dir / "denied.bin").string());
@@ -585,7 +587,7 @@ TEST(Storage_FaultInjection, ReservationFailureIsENOSPCAtOffsetZeroAndRemovesThe
   const auto before = directory_listing(dir);
   for (int error : {ENOSPC, EIO, EFBIG}) {
     FaultyIo io("reserve", error);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     const sw::OSError e = os_error_of([] { FileBacked::create(std::string("full.bin"), DType::Int32(), true, 1024); });
     EXPECT_EQ(e.error_number(), error);
     EXPECT_EQ(e.filename(), (dir / "full.bin").string());
@@ -601,7 +603,7 @@ TEST(Storage_FaultInjection, MappingFailureRemovesTheFile) {
   const fs::path dir = FileBacked::session_directory();
   const auto before = directory_listing(dir);
   FaultyIo io("map", ENOMEM);
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   const sw::OSError e = os_error_of([] { FileBacked::create(std::nullopt, DType::Float32(), true, 10); });
   EXPECT_EQ(e.error_number(), ENOMEM);
   EXPECT_EQ(fs::path(e.filename()).parent_path(), dir);
@@ -613,7 +615,7 @@ TEST(Storage_FaultInjection, CloseFailureUnmapsAndRemovesTheFile) {
   const fs::path dir = FileBacked::session_directory();
   const auto before = directory_listing(dir);
   FaultyIo io("close", EIO);
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   const sw::OSError e = os_error_of([] { FileBacked::create(std::nullopt, DType::Float32(), true, 10); });
   EXPECT_EQ(e.error_number(), EIO);
   EXPECT_EQ(io.calls("unmap"), 1);
@@ -625,7 +627,7 @@ TEST(Storage_FaultInjection, OpenFailuresNameTheFileAndLeaveItAlone) {
   write_bytes(file, int32_bytes({1, 2}));
   for (const char* call : {"open_existing", "file_size", "map"}) {
     FaultyIo io(call, EIO);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     const sw::OSError e = os_error_of([&] { FileBacked::open(file, DType::Int32(), true); });
     EXPECT_EQ(e.error_number(), EIO) << call;
     EXPECT_EQ(e.filename(), file.string()) << call;
@@ -643,7 +645,7 @@ TEST(Storage_FaultInjection, WindowMoveFailureChangesNoSlotVersionOrWindow) {
   c->set_value(0, I(5));  // the window is now [0, page)
   {
     FaultyIo io("drop_pages", EIO);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     const sw::OSError e = os_error_of([&] { c->set_value(2 * per_window, I(9)); });
     EXPECT_EQ(e.error_number(), EIO);
     EXPECT_EQ(e.filename(), c->path().string());
@@ -664,7 +666,7 @@ TEST(Storage_FaultInjection, FlushFailureIsAnOSErrorAndTheCarrierStaysUsable) {
   auto c = FileBacked::create(std::nullopt, DType::Float32(), true, 8);
   c->set_value(3, F(2.0f));
   FaultyIo io("sync", EIO);
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   const sw::OSError e = os_error_of([&] { c->flush(); });
   EXPECT_EQ(e.error_number(), EIO);
   EXPECT_EQ(e.filename(), c->path().string());
@@ -679,7 +681,7 @@ TEST(Storage_FaultInjection, ReleaseIgnoresCleanupFailuresAndCompletes) {
   const fs::path p = c->path();
   {
     FaultyIo io("remove_file", EIO);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     c->release();  // release is permanent and never throws
   }
   EXPECT_TRUE(c->is_released());
@@ -719,7 +721,7 @@ TEST(Storage_FaultInjection, DirectoryCreationFailureIsAnOSErrorNamingTheRoot) {
   EXPECT_EXIT(
       {
         FaultyIo io("make_private_directory", EACCES);
-        ScopedFileIo scope(io);
+        ScopedSystemIo scope(io);
         bool ok = false;
         try {
           FileBacked::create(std::nullopt, DType::Float32(), true, 1);

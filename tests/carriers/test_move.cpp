@@ -21,15 +21,15 @@
 #include <thread>
 #include <vector>
 
-#include "carriers/file_backed/file_io.h"
+#include "sysio/system_io.h"
 #include "support/bounded_wait.h"
 
 namespace {
 
 using namespace strideweave;
 namespace ext = strideweave::extension;
-using carriers::file_backed::FileIo;
-using carriers::file_backed::ScopedFileIo;
+using FileIo = sysio::SystemIo;
+using sysio::ScopedSystemIo;
 
 Value F(float v) { return Value::from_float32(v); }
 
@@ -526,7 +526,7 @@ TEST(Storage_MoveFaults, WriteFailuresLeaveBothCarriersAsTheyWere) {
     const std::uint64_t dv = dest->version(), sv = x.carrier()->version();
     // The before-image is one read; the copy's third window fails.
     MoveFaultIo io("write_at", 2, error);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     try {
       move(x, dest, windows_of(40));  // 10 slots per window
       FAIL();
@@ -548,7 +548,7 @@ TEST(Storage_MoveFaults, AFailedMoveIntoAnEmptyFileLeavesItEmpty) {
   const Tensor x = cpu_tensor(iota(50));
   auto dest = empty_file();
   MoveFaultIo io("write_at", 1, EIO);
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   EXPECT_THROW(move(x, dest, windows_of(40)), OSError);
   EXPECT_EQ(dest->size(), 0);
   EXPECT_EQ(std::filesystem::file_size(dest->path()), 0u);
@@ -559,7 +559,7 @@ TEST(Storage_MoveFaults, AFailedMoveIntoAnEmptyFileLeavesItEmpty) {
 TEST(Storage_MoveFaults, ShortWritesAreContinuedAndAStalledWriteIsEIO) {
   {
     MoveFaultIo io("write_at", 0, 0, 6);  // the first write transfers 6 bytes only
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     const Tensor y = move(cpu_tensor(iota(20)), empty_file(), windows_of(40));
     EXPECT_EQ(floats(y), iota(20));
     EXPECT_GT(io.calls("write_at"), 2);
@@ -567,7 +567,7 @@ TEST(Storage_MoveFaults, ShortWritesAreContinuedAndAStalledWriteIsEIO) {
   const Tensor x = cpu_tensor(iota(20));
   auto dest = empty_file();
   MoveFaultIo io("write_at", 0, 0, 0, true);  // no progress at all
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   try {
     move(x, dest);
     FAIL();
@@ -587,7 +587,7 @@ TEST(Storage_MoveFaults, ReadFailuresAndShortReadsLeaveBothCarriersAsTheyWere) {
     for (int i = 0; i < 30; ++i) dest->set_value(i, F(-2));
     const std::uint64_t dv = dest->version(), sv = x.carrier()->version();
     MoveFaultIo io("read_at", 1, error, 0);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     try {
       move(x, dest, windows_of(40));
       FAIL();
@@ -655,7 +655,7 @@ TEST(Storage_MoveProgress, NeverReportedPastTheFailurePoint) {
   o.progress_threshold_bytes = 0;
   o.progress = [&](const MoveProgress& p) { seen.push_back(p.bytes_done); };
   MoveFaultIo io("write_at", 3, EIO);
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   EXPECT_THROW(move(cpu_tensor(iota(1000)), empty_file(), o), OSError);
   EXPECT_EQ(seen, (std::vector<std::int64_t>{400, 800, 1200}));
 }

@@ -3,7 +3,7 @@
 // O_DIRECT through io_uring, several reads in flight, the unaligned head and
 // tail buffered; a file system that refuses O_DIRECT (or a kernel that
 // refuses io_uring) falls back to buffered reads; every call goes through
-// FileIo, so faults on the new calls are injected here. Suite
+// SystemIo, so faults on the new calls are injected here. Suite
 // Storage_MoveDirect names that section's choices; the transaction and
 // OSError guarantees are interop-movement's (docs/storage.md, "Movement").
 #include <strideweave/strideweave.h>
@@ -24,17 +24,16 @@
 #include <thread>
 #include <vector>
 
-#include "carriers/file_backed/file_io.h"
+#include "sysio/system_io.h"
+
+#include <fcntl.h>
 #include "support/bounded_wait.h"
 
 namespace {
 
 using namespace strideweave;
-using carriers::file_backed::DirectRead;
-using carriers::file_backed::FileIo;
-using carriers::file_backed::ReadCompletion;
-using carriers::file_backed::ReadRing;
-using carriers::file_backed::ScopedFileIo;
+using FileIo = sysio::SystemIo;
+using sysio::ScopedSystemIo;
 
 constexpr std::int64_t kAlign = 4096;
 constexpr std::int64_t kRequest = 4 << 20;  // moves.cpp's read size
@@ -47,24 +46,30 @@ class DirectIo : public FileIo {
  public:
   DirectIo(std::string call = "", int nth = -1, int error = 0, std::int64_t short_bytes = 0, bool eof_after = false)
       : call_(std::move(call)), nth_(nth), error_(error), short_bytes_(short_bytes), eof_after_(eof_after) {}
-  int open_direct(const std::string& p, int& fd) noexcept override {
+  // The move's two opens: the direct descriptor (O_DIRECT) and the mapped
+  // file's own.
+  int open(const std::string& p, int flags, unsigned mode, int& fd) noexcept override {
+    if (!(flags & O_DIRECT)) {
+      hit("open_existing");
+      return FileIo::open(p, flags, mode, fd);
+    }
     if (hit("open_direct")) return error_;
-    const int e = FileIo::open_direct(p, fd);
+    const int e = FileIo::open(p, flags, mode, fd);
     refused = e == EINVAL;
     return e;
   }
-  int ring_create(unsigned n, ReadRing*& r) noexcept override {
+  int ring_create(unsigned n, sysio::Ring*& r) noexcept override {
     if (hit("ring_create")) return error_;
     return FileIo::ring_create(n, r);
   }
-  int submit_reads(ReadRing* r, std::span<const DirectRead> q) noexcept override {
+  int submit(sysio::Ring* r, std::span<const sysio::RingRequest> q) noexcept override {
     if (hit("submit_reads")) return error_;
-    for (const DirectRead& d : q) buffers.push_back(d.buffer);
-    return FileIo::submit_reads(r, q);
+    for (const sysio::RingRequest& d : q) buffers.push_back(d.buffer);
+    return FileIo::submit(r, q);
   }
-  int reap(ReadRing* r, ReadCompletion& c) noexcept override {
+  int reap(sysio::Ring* r, bool block, sysio::RingCompletion& c) noexcept override {
     if (hit("reap")) return error_;
-    if (const int e = FileIo::reap(r, c)) return e;
+    if (const int e = FileIo::reap(r, block, c)) return e;
     if (hit("completion")) c.result = error_ ? -error_ : std::min<std::int64_t>(c.result, short_bytes_);
     return 0;
   }
@@ -76,17 +81,13 @@ class DirectIo : public FileIo {
     }
     return FileIo::read_at(fd, b, n, o, done);
   }
-  int open_existing(const std::string& p, bool w, int& fd) noexcept override {
-    hit("open_existing");
-    return FileIo::open_existing(p, w, fd);
-  }
   int close(int fd) noexcept override {
     hit("close");
     return FileIo::close(fd);
   }
-  int sync(void* a, std::size_t n) noexcept override {
+  int sync_mapping(void* a, std::size_t n) noexcept override {
     hit("sync");
-    return FileIo::sync(a, n);
+    return FileIo::sync_mapping(a, n);
   }
   int calls(const std::string& c) const { return counts_.count(c) ? counts_.at(c) : 0; }
   std::vector<std::string> order;
@@ -150,7 +151,7 @@ TEST(Storage_MoveDirect, TheAlignedInteriorIsReadWithODirectTheHeadAndTailBuffer
   o.progress_threshold_bytes = 0;
   o.progress = [&](const MoveProgress& p) { seen.push_back(p.bytes_done); };
   DirectIo io;
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   auto dest = CPU::create(kSmallSlots);
   move(x, dest, o);
   if (io.refused) GTEST_SKIP() << "this file system refuses O_DIRECT (the fallback is tested below)";
@@ -174,7 +175,7 @@ TEST(Storage_MoveDirect, AnAlignedRangeIsReadStraightIntoTheCpuMemory) {
   const auto path = write_file("direct_aligned.f32", 0, n);
   const Tensor x(FileBacked::open(path, DType::Float32()), Shape::of({n}));
   DirectIo io;
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   auto dest = CPU::create(n);
   move(x, dest);
   if (io.refused) GTEST_SKIP() << "this file system refuses O_DIRECT";
@@ -198,7 +199,7 @@ TEST(Storage_MoveDirect, AShortCompletionOfAnAlignedReadStraightIntoCpuMemorySti
     SCOPED_TRACE(::testing::Message() << "short completion #" << nth);
     const Tensor x(FileBacked::open(path, DType::Float32()), Shape::of({n}));
     DirectIo io("completion", nth, 0, 4096);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     auto dest = filled_cpu(n, -2);
     move(x, dest);
     if (io.refused) GTEST_SKIP() << "this file system refuses O_DIRECT";
@@ -217,7 +218,7 @@ TEST(Storage_MoveDirect, RefusedODirectOrIoUringFallsBackToBufferedReads) {
   auto source = [&] { return Tensor(FileBacked::open(path, DType::Float32(), false, 12), Shape::of({kSmallSlots})); };
   {
     DirectIo io("open_direct", 0, EINVAL);  // tmpfs's answer
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     auto dest = CPU::create(kSmallSlots);
     move(source(), dest);
     EXPECT_TRUE(holds_values(*dest, kSmallSlots));
@@ -227,7 +228,7 @@ TEST(Storage_MoveDirect, RefusedODirectOrIoUringFallsBackToBufferedReads) {
   }
   for (int error : {ENOSYS, EPERM}) {
     DirectIo io("ring_create", 0, error);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     auto dest = CPU::create(kSmallSlots);
     move(source(), dest);
     EXPECT_TRUE(holds_values(*dest, kSmallSlots));
@@ -256,7 +257,7 @@ TEST(Storage_MoveDirect, FaultsOnTheDirectPathAreOSErrorsAndLeaveBothCarriersAsT
   auto source = [&] { return Tensor(FileBacked::open(path, DType::Float32(), false, 12), Shape::of({n})); };
   {
     DirectIo probe;
-    ScopedFileIo scope(probe);
+    ScopedSystemIo scope(probe);
     move(source(), CPU::create(n));
     if (probe.refused) GTEST_SKIP() << "this file system refuses O_DIRECT";
   }
@@ -280,7 +281,7 @@ TEST(Storage_MoveDirect, FaultsOnTheDirectPathAreOSErrorsAndLeaveBothCarriersAsT
     auto dest = filled_cpu(n, -2);
     const std::uint64_t dv = dest->version(), sv = x.carrier()->version();
     DirectIo io(f.call, f.nth, f.error, f.short_bytes, f.eof_after);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     try {
       move(x, dest);
       FAIL() << "no OSError";
@@ -308,7 +309,7 @@ TEST(Storage_MoveDirect, FaultsOnTheDirectPathAreOSErrorsAndLeaveBothCarriersAsT
   // A short read that the buffered remainder completes is no error.
   {
     DirectIo io("completion", 1, 0, 4096);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     auto dest = CPU::create(n);
     move(source(), dest);
     EXPECT_TRUE(holds_values(*dest, n));
@@ -330,7 +331,7 @@ TEST(Storage_MoveDirect, AProgressCallbackThatThrowsMidwayRollsBackAfterTheReads
     if (p.bytes_done >= 3 * kRequest) throw ValueError("cancelled by the callback");
   };
   DirectIo io;
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   auto dest = filled_cpu(n, -2);
   const std::uint64_t dv = dest->version();
   EXPECT_THROW(move(x, dest, o), ValueError);
@@ -358,7 +359,7 @@ TEST(Storage_MoveDirect, TheSparseBeforeImageRestoresZeroAndNonZeroBlocksExactly
   for (std::int64_t i : at) p[i] = -3.0f - static_cast<float>(i);
   std::vector<float> before(p, p + n);
   DirectIo io("read_at", 0, EIO);  // fails after the before-image was taken
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   EXPECT_THROW(move(x, dest), OSError);
   EXPECT_TRUE(std::equal(before.begin(), before.end(), p));
   std::remove(path.c_str());
@@ -371,7 +372,7 @@ TEST(Storage_MoveDirect, ValuesSetThroughTheMappingAreFlushedBeforeTheDirectRead
   for (std::int64_t i : at) file->set_value(i, Value::from_float32(static_cast<float>(i) + 0.5f));
   const Tensor x(file, Shape::of({n}));
   DirectIo io;
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   auto dest = CPU::create(n);
   move(x, dest);
   const float* p = dest->data<float>();
@@ -421,21 +422,25 @@ class GatedIo : public FileIo {
     return refused_;
   }
 
-  int open_direct(const std::string& p, int& fd) noexcept override {
+  int open(const std::string& p, int flags, unsigned mode, int& fd) noexcept override {
+    if (!(flags & O_DIRECT)) {
+      hit("open_existing");
+      return FileIo::open(p, flags, mode, fd);
+    }
     if (hit("open_direct")) return error_;
-    const int e = FileIo::open_direct(p, fd);
+    const int e = FileIo::open(p, flags, mode, fd);
     std::lock_guard lock(mutex_);
     refused_ = e == EINVAL;
     return e;
   }
-  int submit_reads(ReadRing* r, std::span<const DirectRead> q) noexcept override {
+  int submit(sysio::Ring* r, std::span<const sysio::RingRequest> q) noexcept override {
     if (hit("submit_reads")) return error_;
-    const int e = FileIo::submit_reads(r, q);
+    const int e = FileIo::submit(r, q);
     std::lock_guard lock(mutex_);
     if (e == 0) submitted_ += static_cast<int>(q.size());
     return e;
   }
-  int reap(ReadRing* r, ReadCompletion& c) noexcept override {
+  int reap(sysio::Ring* r, bool block, sysio::RingCompletion& c) noexcept override {
     {
       std::unique_lock lock(mutex_);
       if (std::this_thread::get_id() == test_thread_) {
@@ -447,17 +452,13 @@ class GatedIo : public FileIo {
       }
     }
     if (hit("reap")) return error_;
-    if (const int e = FileIo::reap(r, c)) return e;
+    if (const int e = FileIo::reap(r, block, c)) return e;
     if (hit("completion")) c.result = -error_;
     return 0;
   }
   int read_at(int fd, void* b, std::size_t n, std::int64_t o, std::size_t& done) noexcept override {
     if (hit("read_at")) return error_;
     return FileIo::read_at(fd, b, n, o, done);
-  }
-  int open_existing(const std::string& p, bool w, int& fd) noexcept override {
-    hit("open_existing");
-    return FileIo::open_existing(p, w, fd);
   }
   int close(int fd) noexcept override {
     hit("close");
@@ -493,7 +494,7 @@ TEST(Storage_MoveDirect, MoveAsyncSubmitsTheDirectReadsAndReturnsBeforeTheyCompl
   auto dest = filled_cpu(kTenRequests, -2);
   const std::uint64_t dv = dest->version();
   GatedIo io;
-  ScopedFileIo scope(io);
+  ScopedSystemIo scope(io);
   const AwaitMove<Tensor> handle = move_async(x, dest);
   if (io.refused()) {
     handle.wait();
@@ -533,7 +534,7 @@ TEST(Storage_MoveDirect, WaitAndDoneOfAnAsyncDirectMoveAreThreadSafeAndIdempoten
     auto dest = filled_cpu(kTenRequests, -2);
     const std::uint64_t dv = dest->version();
     GatedIo io(fails ? "completion" : "", 4, EIO);
-    ScopedFileIo scope(io);
+    ScopedSystemIo scope(io);
     const AwaitMove<Tensor> handle = move_async(x, dest);
     if (io.refused()) {
       io.open();
@@ -617,7 +618,7 @@ TEST(Storage_MoveDirect, FaultsOfAnAsyncDirectMoveSurfaceAtWaitAndChangeNothing)
       auto dest = filled_cpu(kTenRequests, prior);
       const std::uint64_t dv = dest->version();
       GatedIo io(f.call, f.nth, f.error);
-      ScopedFileIo scope(io);
+      ScopedSystemIo scope(io);
       std::optional<AwaitMove<Tensor>> handle;
       ASSERT_NO_THROW(handle.emplace(move_async(x, dest)));
       if (io.refused()) {

@@ -30,8 +30,9 @@
 
 #include <unistd.h>
 
-#include "carriers/file_backed/file_io.h"
-#include "formats/format_io.h"
+#include "sysio/system_io.h"
+
+#include <fcntl.h>
 
 namespace sw = strideweave;
 namespace fs = std::filesystem;
@@ -116,15 +117,20 @@ std::string safetensors_file(const std::string& json, const std::string& data) {
 
 // Fails the nth call (0-based) of one named method with `error`; `short_io`
 // makes every read and write move at most 3 bytes.
-class FaultyIo : public sw::formats::FormatIo {
+using FormatIo = sw::sysio::SystemIo;
+
+class FaultyIo : public FormatIo {
  public:
   FaultyIo(std::string call, int error, int nth = 0, bool short_io = false)
       : call_(std::move(call)), error_(error), nth_(nth), short_(short_io) {}
-  int open_read(const std::string& p, int& fd) noexcept override {
-    return fail("open_read") ? error_ : FormatIo::open_read(p, fd);
+  // The formats' three opens: a file to load, the saver's temporary file
+  // (O_CREAT) and its directory (O_DIRECTORY, to fsync it).
+  int open(const std::string& p, int flags, unsigned mode, int& fd) noexcept override {
+    const char* name = (flags & O_CREAT) ? "create_exclusive" : (flags & O_DIRECTORY) ? "open_directory" : "open_read";
+    return fail(name) ? error_ : FormatIo::open(p, flags, mode, fd);
   }
-  int file_size(int fd, std::int64_t& b, bool& r) noexcept override {
-    return fail("file_size") ? error_ : FormatIo::file_size(fd, b, r);
+  int status(int fd, sw::sysio::FileStatus& s) noexcept override {
+    return fail("file_size") ? error_ : FormatIo::status(fd, s);
   }
   int read_at(int fd, void* buf, std::size_t n, std::int64_t o, std::size_t& got) noexcept override {
     if (fail("read_at")) return error_;
@@ -133,9 +139,6 @@ class FaultyIo : public sw::formats::FormatIo {
       return 0;
     }
     return FormatIo::read_at(fd, buf, short_ ? std::min<std::size_t>(n, 3) : n, o, got);
-  }
-  int create_exclusive(const std::string& p, int& fd) noexcept override {
-    return fail("create_exclusive") ? error_ : FormatIo::create_exclusive(p, fd);
   }
   int write(int fd, const void* buf, std::size_t n, std::size_t& w) noexcept override {
     if (fail("write")) return error_;
@@ -148,9 +151,6 @@ class FaultyIo : public sw::formats::FormatIo {
   }
   int rename(const std::string& a, const std::string& b) noexcept override {
     return fail("rename") ? error_ : FormatIo::rename(a, b);
-  }
-  int open_directory(const std::string& p, int& fd) noexcept override {
-    return fail("open_directory") ? error_ : FormatIo::open_directory(p, fd);
   }
   int remove_file(const std::string& p) noexcept override {
     return fail("remove_file") ? error_ : FormatIo::remove_file(p);
@@ -418,7 +418,7 @@ TEST_P(Formats_SaveFaults, OldFileIntactNoTemporaryLeftOSErrorNamesFile) {
   sw::save_npy(file, f32({1, 2, 3}, sw::Shape::of({3})));
   const std::string before = read_all(file);
   FaultyIo io(fault.call, fault.error, fault.nth);
-  sw::formats::ScopedFormatIo scope(io);
+  sw::sysio::ScopedSystemIo scope(io);
   try {
     sw::save_npy(file, f32(std::vector<float>(3000, 9.0f), sw::Shape::of({3000})));
     ADD_FAILURE() << "no OSError at " << fault.call;
@@ -447,7 +447,7 @@ INSTANTIATE_TEST_SUITE_P(EveryCallSite, Formats_SaveFaults,
 TEST(Formats_SaveFaults, ShortWritesAreCompleted) {
   TempDir dir;
   FaultyIo io("none", 0, 0, /*short_io=*/true);
-  sw::formats::ScopedFormatIo scope(io);
+  sw::sysio::ScopedSystemIo scope(io);
   sw::save_safetensors(dir / "s.safetensors", {{"a", f32({1, 2, 3}, sw::Shape::of({3}))}});
   EXPECT_EQ(floats(sw::load_safetensors(dir / "s.safetensors").at("a")), (std::vector<float>{1, 2, 3}));
 }
@@ -456,7 +456,7 @@ TEST(Formats_SaveFaults, ShortWriteThenNoSpaceNamesTheOffset) {
   TempDir dir;
   write_all(dir / "k.npy", "old");
   FaultyIo io("write", ENOSPC, 5, /*short_io=*/true);  // 5 writes of 3 bytes, then ENOSPC
-  sw::formats::ScopedFormatIo scope(io);
+  sw::sysio::ScopedSystemIo scope(io);
   try {
     sw::save_npy(dir / "k.npy", f32({1, 2, 3}, sw::Shape::of({3})));
     ADD_FAILURE();
@@ -473,7 +473,7 @@ TEST(Formats_SaveFaults, DirectorySyncFailureAfterRenameReportsWithNewFileComple
     TempDir dir;
     write_all(dir / "n.npy", "old");
     FaultyIo io(call, EIO, std::string(call) == "sync" ? 1 : 0);  // sync #0 is the file's
-    sw::formats::ScopedFormatIo scope(io);
+    sw::sysio::ScopedSystemIo scope(io);
     try {
       sw::save_npy(dir / "n.npy", f32({4}, sw::Shape::of({1})));
       ADD_FAILURE() << call;
@@ -490,7 +490,7 @@ TEST(Formats_SaveFaults, DirectoryCloseFailureIsReportedAfterTheRename) {
   TempDir dir;
   write_all(dir / "c.npy", "old");
   FaultyIo io("close", EIO, 1);  // close #0 is the temporary file's, #1 the directory's
-  sw::formats::ScopedFormatIo scope(io);
+  sw::sysio::ScopedSystemIo scope(io);
   try {
     sw::save_npy(dir / "c.npy", f32({6}, sw::Shape::of({1})));
     ADD_FAILURE();
@@ -513,7 +513,7 @@ TEST(Formats_SaveFaults, FailedCleanUpKeepsTheOriginalError) {
   TempDir dir;
   write_all(dir / "u.npy", "old");
   {
-    sw::formats::ScopedFormatIo scope(io);
+    sw::sysio::ScopedSystemIo scope(io);
     try {
       sw::save_npy(dir / "u.npy", f32({1}, sw::Shape::of({1})));
       ADD_FAILURE();
@@ -531,23 +531,23 @@ TEST(Formats_LoadFaults, CloseFailureOfAReadOnlyFileIsIgnored) {
   TempDir dir;
   sw::save_npy(dir / "c.npy", f32({1, 2}, sw::Shape::of({2})));
   FaultyIo io("close", EIO, 0);
-  sw::formats::ScopedFormatIo scope(io);
+  sw::sysio::ScopedSystemIo scope(io);
   EXPECT_EQ(floats(sw::load_npy(dir / "c.npy")), (std::vector<float>{1, 2}));
   EXPECT_EQ(io.calls("close"), 1);
 }
 
-// Mapping goes through FileBacked::open, whose system calls go through
-// FileBacked's own replaceable interface: a failing mmap is an OSError
-// naming the user's file, which stays as it was.
+// Mapping goes through FileBacked::open, whose system calls go through the
+// same replaceable interface: a failing mmap is an OSError naming the user's
+// file, which stays as it was.
 TEST(Formats_LoadFaults, MappingFailureIsOSErrorNamingTheUsersFile) {
-  struct FailingMap : sw::carriers::file_backed::FileIo {
+  struct FailingMap : sw::sysio::SystemIo {
     int map(int, std::int64_t, std::size_t, bool, void*&) noexcept override { return ENOMEM; }
   } io;
   TempDir dir;
   const fs::path file = dir / "m.npy";
   sw::save_npy(file, f32({1, 2}, sw::Shape::of({2})));
   const std::string before = read_all(file);
-  sw::carriers::file_backed::ScopedFileIo scope(io);
+  sw::sysio::ScopedSystemIo scope(io);
   sw::LoadOptions o;
   o.carrier = sw::LoadTarget::FileBacked;
   try {
@@ -568,7 +568,7 @@ TEST(Formats_LoadFaults, OpenFstatAndReadFailuresAreOSErrors) {
     for (const int nth : {0, 1}) {
       if (std::string(call) != "read_at" && nth == 1) continue;
       FaultyIo io(call, EIO, nth);  // read_at #1: the data, after the header
-      sw::formats::ScopedFormatIo scope(io);
+      sw::sysio::ScopedSystemIo scope(io);
       try {
         sw::load_npy(file);
         ADD_FAILURE() << call;
@@ -587,7 +587,7 @@ TEST(Formats_LoadFaults, ShortReadsAreCompleted) {
   TempDir dir;
   sw::save_npy(dir / "s.npy", f32({1, 2, 3}, sw::Shape::of({3})));
   FaultyIo io("none", 0, 0, /*short_io=*/true);
-  sw::formats::ScopedFormatIo scope(io);
+  sw::sysio::ScopedSystemIo scope(io);
   EXPECT_EQ(floats(sw::load_npy(dir / "s.npy")), (std::vector<float>{1, 2, 3}));
 }
 
@@ -595,7 +595,7 @@ TEST(Formats_LoadFaults, EndOfFileWhileReadingIsValueError) {
   TempDir dir;
   sw::save_npy(dir / "e.npy", f32({1}, sw::Shape::of({1})));
   FaultyIo io("read_at_eof", 0, 99);
-  sw::formats::ScopedFormatIo scope(io);
+  sw::sysio::ScopedSystemIo scope(io);
   EXPECT_THROW(sw::load_npy(dir / "e.npy"), sw::ValueError);
 }
 

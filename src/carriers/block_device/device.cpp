@@ -1,11 +1,13 @@
 // BlockDevice: the image, its free list, its one io_uring submission queue
 // and its checksums. See include/strideweave/carriers/block_device.h and
-// docs/storage.md; every system call goes through block_io() (block_io.h).
+// docs/storage.md; every system call goes through sysio::system_io() (src/sysio/system_io.h).
 #include <strideweave/carriers/block_device.h>
 #include <strideweave/errors.h>
 
 #include <fmt/format.h>
 #include <xxhash.h>
+
+#include <fcntl.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,10 +20,6 @@
 namespace strideweave {
 namespace {
 
-using carriers::block_device::block_io;
-using carriers::block_device::BlockCompletion;
-using carriers::block_device::BlockIo;
-using carriers::block_device::BlockRequest;
 using State = BlockIoCompletion::State;
 
 constexpr std::int64_t kBlock = BlockDevice::block_bytes;
@@ -44,7 +42,7 @@ BlockDevice::BlockDevice(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(
 BlockDevice::~BlockDevice() = default;
 
 BlockDevice::Impl::~Impl() {
-  BlockIo& io = block_io();
+  sysio::SystemIo& io = sysio::system_io();
   if (ring) {
     // Nothing is in flight: every transfer keeps the device alive.
     io.ring_destroy(ring);
@@ -58,7 +56,7 @@ std::shared_ptr<BlockDevice> BlockDevice::open(const std::filesystem::path& path
   if (p.empty()) throw ValueError("BlockDevice: the image path must not be empty");
   if (create_bytes && (*create_bytes <= 0 || *create_bytes % kBlock != 0))
     throw ValueError(fmt::format("BlockDevice: size {} must be a positive multiple of {} bytes", *create_bytes, kBlock));
-  BlockIo& io = block_io();
+  sysio::SystemIo& io = sysio::system_io();
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->path_string = p;
@@ -80,10 +78,10 @@ std::shared_ptr<BlockDevice> BlockDevice::open(const std::filesystem::path& path
     throw_block_error(p, error, fmt::format("{} (O_DIRECT)", call), std::nullopt);
   };
   if (create_bytes) {
-    if (const int error = io.create_image(p, impl->fd)) direct_io_error(error, "open (create)");
+    if (const int error = io.open(p, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_NOFOLLOW, 0600, impl->fd)) direct_io_error(error, "open (create)");
     created = true;
   } else {
-    if (const int error = io.open_image(p, impl->fd)) direct_io_error(error, "open");
+    if (const int error = io.open(p, O_RDWR | O_DIRECT, 0, impl->fd)) direct_io_error(error, "open");
   }
   try {
     if (const int error = io.lock(impl->fd)) {
@@ -96,13 +94,12 @@ std::shared_ptr<BlockDevice> BlockDevice::open(const std::filesystem::path& path
       if (const int error = io.reserve(impl->fd, *create_bytes))
         throw_block_error(p, error, fmt::format("posix_fallocate of {} bytes", *create_bytes), std::int64_t{0});
     }
-    std::int64_t bytes = 0;
-    if (const int error = io.image_size(impl->fd, bytes)) {
-      if (error == ENOTBLK)
-        throw OSError(fmt::format("BlockDevice: '{}' is neither a regular file nor a block device", p), error, p,
-                      std::nullopt);
-      throw_block_error(p, error, "fstat / BLKGETSIZE64", std::nullopt);
-    }
+    sysio::FileStatus status;
+    if (const int error = io.status(impl->fd, status)) throw_block_error(p, error, "fstat / BLKGETSIZE64", std::nullopt);
+    if (!status.regular && !status.block_device)
+      throw OSError(fmt::format("BlockDevice: '{}' is neither a regular file nor a block device", p), ENOTBLK, p,
+                    std::nullopt);
+    const std::int64_t bytes = status.bytes;
     impl->capacity_bytes = bytes / kBlock * kBlock;
     if (const int error = io.ring_create(queue_depth, impl->ring))
       throw_block_error(p, error, fmt::format("io_uring_queue_init({})", queue_depth), std::nullopt);
@@ -205,11 +202,11 @@ void BlockDevice::Impl::start(const std::shared_ptr<State>& state) {
 }
 
 void BlockDevice::Impl::submit_more(const std::shared_ptr<State>& state) {
-  std::vector<BlockRequest> batch;
+  std::vector<sysio::RingRequest> batch;
   while (state->submitting && in_ring + batch.size() < queue_depth) {
     const std::int64_t end = state->offset + state->bytes;
     const auto bytes = static_cast<std::uint32_t>(std::min(request_bytes, end - state->next_offset));
-    BlockRequest r;
+    sysio::RingRequest r;
     r.write = state->write;
     r.fd = fd;
     r.buffer = state->buffer + (state->next_offset - state->offset);
@@ -221,7 +218,7 @@ void BlockDevice::Impl::submit_more(const std::shared_ptr<State>& state) {
     if (state->next_offset == end) state->submitting = false;
   }
   if (batch.empty()) return;
-  if (const int error = block_io().submit(ring, batch)) {
+  if (const int error = sysio::system_io().submit(ring, batch)) {
     // None of the batch is in flight.
     state->submitting = false;
     fail(*state, error, batch.front().offset,
@@ -229,7 +226,7 @@ void BlockDevice::Impl::submit_more(const std::shared_ptr<State>& state) {
     maybe_finish(*state);
     return;
   }
-  for (const BlockRequest& r : batch) {
+  for (const sysio::RingRequest& r : batch) {
     pending.emplace(r.tag, Pending{state, r.offset, r.bytes});
     ++in_ring;
     ++state->outstanding;
@@ -237,8 +234,8 @@ void BlockDevice::Impl::submit_more(const std::shared_ptr<State>& state) {
 }
 
 bool BlockDevice::Impl::reap_one(bool block) {
-  BlockCompletion c;
-  if (const int error = block_io().reap(ring, block, c)) {
+  sysio::RingCompletion c;
+  if (const int error = sysio::system_io().reap(ring, block, c)) {
     if (error == EAGAIN) return false;
     // The completion queue cannot be read: every transfer in flight fails.
     // Their requests stay in the table (with their buffers) until the kernel

@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "carriers/block_device/block_io.h"
+#include "sysio/system_io.h"
 
 namespace strideweave {
 
@@ -63,7 +63,7 @@ struct BlockDevice::Impl {
 
   // The shared submission queue.
   std::mutex ring_mutex;
-  carriers::block_device::Ring* ring = nullptr;
+  sysio::Ring* ring = nullptr;
   unsigned in_ring = 0;  // requests submitted and not yet reaped (orphans too)
   std::uint64_t next_tag = 1;
   struct Pending {

@@ -1,5 +1,5 @@
 // FileBacked storage. See include/strideweave/carriers/file_backed.h and
-// docs/storage.md; every system call goes through file_io() (file_io.h).
+// docs/storage.md; every system call goes through sysio::system_io() (src/sysio/system_io.h).
 #include <strideweave/carriers/file_backed.h>
 #include <strideweave/errors.h>
 
@@ -18,15 +18,15 @@
 
 #include <unistd.h>
 
-#include "carriers/file_backed/file_io.h"
+#include "sysio/system_io.h"
+
+#include <fcntl.h>
 #include "carriers/file_backed/moves.h"
 #include "execution/kernel_table.h"
 
 namespace strideweave {
 namespace {
 
-using carriers::file_backed::file_io;
-using carriers::file_backed::FileIo;
 
 constexpr std::int64_t kSlotBytes = 4;  // Float32 and Int32
 
@@ -83,7 +83,7 @@ void remove_session_directory() {
   Session& s = session();
   std::lock_guard lock(s.mutex);
   if (s.directory.empty() || s.pid != ::getpid()) return;
-  FileIo& io = file_io();
+  sysio::SystemIo& io = sysio::system_io();
   for (const std::string& file : s.live_files) io.remove_file(file);
   s.live_files.clear();
   io.remove_directory(s.directory);
@@ -98,11 +98,11 @@ std::string session_directory_locked(Session& s) {
   std::string root = tmpdir && *tmpdir ? tmpdir : "/tmp";
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   std::string path = root + "/strideweave-" + std::to_string(::getpid()) + "-XXXXXX";
-  if (const int error = file_io().make_private_directory(path))
+  if (const int error = sysio::system_io().make_private_directory(path))
     throw_os_error(error, "mkdtemp (the private temporary directory)", path, std::nullopt);
   if (!s.exit_hook_installed) {
     if (std::atexit(&remove_session_directory) != 0) {
-      file_io().remove_directory(path);
+      sysio::system_io().remove_directory(path);
       throw RuntimeError("FileBacked: cannot register the temporary directory's removal at exit");
     }
     s.exit_hook_installed = true;
@@ -147,7 +147,7 @@ FileBacked::Mapping map_range(int fd, const std::string& path, std::int64_t offs
   if (bytes == 0) return m;  // nothing to map (mmap refuses a zero length)
   m.mapped_bytes = static_cast<std::size_t>(m.lead_bytes + bytes);
   void* address = nullptr;
-  if (const int error = file_io().map(fd, m.file_offset, m.mapped_bytes, writable, address))
+  if (const int error = sysio::system_io().map(fd, m.file_offset, m.mapped_bytes, writable, address))
     throw_os_error(error, "mmap", path, m.file_offset);
   m.base = static_cast<std::byte*>(address);
   return m;
@@ -158,7 +158,7 @@ FileBacked::Mapping map_range(int fd, const std::string& path, std::int64_t offs
 void finish_mapping(int& fd, FileBacked::Mapping& m, bool owns_file, std::int64_t residency) {
   const int to_close = fd;
   fd = -1;
-  if (const int error = file_io().close(to_close)) throw_os_error(error, "close", m.path.string(), std::nullopt);
+  if (const int error = sysio::system_io().close(to_close)) throw_os_error(error, "close", m.path.string(), std::nullopt);
   m.owns_file = owns_file;
   m.residency_bytes = residency;
   m.creator_pid = static_cast<long>(::getpid());
@@ -176,7 +176,7 @@ void finish_mapping(int& fd, FileBacked::Mapping& m, bool owns_file, std::int64_
 
 // Undoes a creation that failed after the file existed.
 void abandon_created(int fd, const std::string& path, void* base, std::size_t mapped_bytes) noexcept {
-  FileIo& io = file_io();
+  sysio::SystemIo& io = sysio::system_io();
   if (base) io.unmap(base, mapped_bytes);
   if (fd >= 0) io.close(fd);
   io.remove_file(path);
@@ -223,7 +223,7 @@ std::shared_ptr<FileBacked> FileBacked::create(std::optional<std::string> filena
   if (filename) check_bare_name(*filename);
   const std::int64_t bytes = checked_bytes(size, "FileBacked");
   const std::int64_t residency = checked_residency(residency_bytes, "FileBacked");
-  FileIo& io = file_io();
+  sysio::SystemIo& io = sysio::system_io();
 
   Session& s = session();
   std::unique_lock lock(s.mutex);
@@ -234,7 +234,7 @@ std::shared_ptr<FileBacked> FileBacked::create(std::optional<std::string> filena
   // caller's and is refused (EEXIST) without touching that file.
   for (int attempt = 0;; ++attempt) {
     path = directory + "/" + (filename ? *filename : generated_name());
-    const int error = io.create_exclusive(path, fd);
+    const int error = io.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600, fd);
     if (error == 0) break;
     if (error != EEXIST || filename || attempt == 16) throw_os_error(error, "open (create)", path, std::nullopt);
   }
@@ -265,13 +265,14 @@ std::shared_ptr<FileBacked> FileBacked::open(const std::filesystem::path& file, 
     throw ValueError(fmt::format("FileBacked.open: offset {} must be a non-negative multiple of 4", offset));
   if (size) checked_bytes(*size, "FileBacked.open");
   const std::int64_t residency = checked_residency(residency_bytes, "FileBacked.open");
-  FileIo& io = file_io();
+  sysio::SystemIo& io = sysio::system_io();
   int fd = -1;
-  if (const int error = io.open_existing(path, mutable_, fd)) throw_os_error(error, "open", path, std::nullopt);
+  if (const int error = io.open(path, (mutable_) ? O_RDWR : O_RDONLY, 0, fd)) throw_os_error(error, "open", path, std::nullopt);
   Mapping m;
   try {
-    std::int64_t file_bytes = 0;
-    if (const int error = io.file_size(fd, file_bytes)) throw_os_error(error, "fstat", path, std::nullopt);
+    sysio::FileStatus status;
+    if (const int error = io.status(fd, status)) throw_os_error(error, "fstat", path, std::nullopt);
+    const std::int64_t file_bytes = status.bytes;
     if (offset > file_bytes)
       throw ValueError(fmt::format("FileBacked.open: offset {} is past the end of '{}' ({} bytes)", offset, path,
                                    file_bytes));
@@ -324,7 +325,7 @@ std::byte* FileBacked::slot_address(std::int64_t index) const {
       // The region leaving the window: its hash, with this carrier's writes.
       const std::uint64_t sum =
           checksums_ ? XXH3_64bits(base_ + window_start_, static_cast<std::size_t>(length)) : 0;
-      if (const int error = file_io().drop_pages(base_ + window_start_, static_cast<std::size_t>(length)))
+      if (const int error = sysio::system_io().drop_pages(base_ + window_start_, static_cast<std::size_t>(length)))
         throw_os_error(error, "madvise(MADV_DONTNEED) of the residency window", path_.string(),
                        file_offset_ + window_start_);
       if (checksums_) {
@@ -421,7 +422,7 @@ void FileBacked::write_range(std::int64_t first, std::span<const Value> values) 
 void FileBacked::flush() {
   require_live("FileBacked.flush");
   if (!base_) return;
-  if (const int error = file_io().sync(base_, mapped_bytes_))
+  if (const int error = sysio::system_io().sync_mapping(base_, mapped_bytes_))
     throw_os_error(error, fmt::format("msync of {} bytes", mapped_bytes_), path_.string(), file_offset_);
 }
 
@@ -429,7 +430,7 @@ void FileBacked::close_storage() noexcept {
   std::lock_guard lock(window_mutex_);
   if (closed_) return;
   closed_ = true;
-  FileIo& io = file_io();
+  sysio::SystemIo& io = sysio::system_io();
   if (base_) io.unmap(base_, mapped_bytes_);
   base_ = nullptr;
   mapped_bytes_ = 0;
@@ -459,10 +460,10 @@ void FileBacked::allocate_empty_storage(std::int64_t slots) {
   if (!owns_file_ || size_ != 0 || closed_)
     throw RuntimeError(fmt::format("FileBacked: only an empty created file is allocated ('{}')", path_.string()));
   if (bytes == 0) return;
-  FileIo& io = file_io();
+  sysio::SystemIo& io = sysio::system_io();
   const std::string path = path_.string();
   int fd = -1;
-  if (const int error = io.open_existing(path, true, fd)) throw_os_error(error, "open", path, std::nullopt);
+  if (const int error = io.open(path, (true) ? O_RDWR : O_RDONLY, 0, fd)) throw_os_error(error, "open", path, std::nullopt);
   Mapping m;
   try {
     if (const int error = io.reserve(fd, bytes))
@@ -473,7 +474,7 @@ void FileBacked::allocate_empty_storage(std::int64_t slots) {
     if (const int error = io.close(to_close)) throw_os_error(error, "close", path, std::nullopt);
   } catch (...) {
     if (m.base) io.unmap(m.base, m.mapped_bytes);
-    if (fd < 0) io.open_existing(path, true, fd);
+    if (fd < 0) io.open(path, (true) ? O_RDWR : O_RDONLY, 0, fd);
     if (fd >= 0) {
       io.truncate(fd, 0);
       io.close(fd);
@@ -491,7 +492,7 @@ void FileBacked::allocate_empty_storage(std::int64_t slots) {
 void FileBacked::discard_allocation() noexcept {
   std::lock_guard lock(window_mutex_);
   if (closed_ || !owns_file_ || size_ == 0) return;
-  FileIo& io = file_io();
+  sysio::SystemIo& io = sysio::system_io();
   if (base_) io.unmap(base_, mapped_bytes_);
   base_ = nullptr;
   mapped_bytes_ = 0;
@@ -500,7 +501,7 @@ void FileBacked::discard_allocation() noexcept {
   size_ = 0;
   window_start_ = -1;
   int fd = -1;
-  if (io.open_existing(path_.string(), true, fd) == 0) {
+  if (io.open(path_.string(), (true) ? O_RDWR : O_RDONLY, 0, fd) == 0) {
     io.truncate(fd, 0);
     io.close(fd);
   }

@@ -6,7 +6,7 @@
 // refuses O_DIRECT or the kernel refuses io_uring). The direct route is
 // asynchronous: _copy submits the first reads and returns a pending
 // completion that a reaper thread per move settles. Every call goes through
-// the replaceable FileIo; the destination's before-image is one bulk read.
+// the replaceable sysio::SystemIo; the destination's before-image is one bulk read.
 #include <strideweave/carriers/file_backed.h>
 #include <strideweave/completion.h>
 #include <strideweave/errors.h>
@@ -25,7 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "carriers/file_backed/file_io.h"
+#include "sysio/system_io.h"
+
+#include <fcntl.h>
 #include "carriers/file_backed/moves.h"
 #include "movement/host_image.h"
 #include "movement/host_memory.h"
@@ -33,11 +35,6 @@
 namespace strideweave {
 namespace {
 
-using carriers::file_backed::DirectRead;
-using carriers::file_backed::file_io;
-using carriers::file_backed::FileIo;
-using carriers::file_backed::ReadCompletion;
-using carriers::file_backed::ReadRing;
 
 // The direct route's shape (docs/storage.md, "FileBacked -> CPU reads").
 constexpr std::int64_t kDirectAlignment = 4096;        // buffer, offset and length of every O_DIRECT read
@@ -55,12 +52,12 @@ constexpr std::int64_t kDirectMinimumBytes = 1 << 20;  // smaller aligned interi
 class OpenFile {
  public:
   OpenFile(const FileBacked& carrier, bool writable) : path_(carrier.path().string()) {
-    if (const int error = file_io().open_existing(path_, writable, fd_))
+    if (const int error = sysio::system_io().open(path_, (writable) ? O_RDWR : O_RDONLY, 0, fd_))
       throw OSError(fmt::format("move: open failed for '{}': {}", path_, std::strerror(error)), error, path_,
                     std::nullopt);
   }
   ~OpenFile() {
-    if (fd_ >= 0) file_io().close(fd_);
+    if (fd_ >= 0) sysio::system_io().close(fd_);
   }
   OpenFile(const OpenFile&) = delete;
   OpenFile& operator=(const OpenFile&) = delete;
@@ -68,7 +65,7 @@ class OpenFile {
   void close() {
     const int fd = fd_;
     fd_ = -1;
-    if (const int error = file_io().close(fd))
+    if (const int error = sysio::system_io().close(fd))
       throw OSError(fmt::format("move: close failed for '{}': {}", path_, std::strerror(error)), error, path_,
                     std::nullopt);
   }
@@ -76,7 +73,7 @@ class OpenFile {
   // Reads exactly `bytes` at `offset`, continuing short reads; the end of
   // the file first is EIO ("short read").
   void read_exactly(std::byte* to, std::int64_t bytes, std::int64_t offset) {
-    FileIo& io = file_io();
+    sysio::SystemIo& io = sysio::system_io();
     while (bytes > 0) {
       std::size_t done = 0;
       if (const int error = io.read_at(fd_, to, static_cast<std::size_t>(bytes), offset, done))
@@ -90,7 +87,7 @@ class OpenFile {
   // Writes exactly `bytes` at `offset`, continuing short writes; a write
   // that makes no progress is EIO ("short write").
   void write_exactly(const std::byte* from, std::int64_t bytes, std::int64_t offset) {
-    FileIo& io = file_io();
+    sysio::SystemIo& io = sysio::system_io();
     while (bytes > 0) {
       std::size_t done = 0;
       if (const int error = io.write_at(fd_, from, static_cast<std::size_t>(bytes), offset, done))
@@ -142,11 +139,11 @@ class WindowProgress {
 // descriptor. Used by one thread at a time.
 class DirectReads {
  public:
-  DirectReads(std::string path, int fd, ReadRing* ring) : path_(std::move(path)), fd_(fd), ring_(ring) {}
+  DirectReads(std::string path, int fd, sysio::Ring* ring) : path_(std::move(path)), fd_(fd), ring_(ring) {}
   ~DirectReads() {
-    FileIo& io = file_io();
-    ReadCompletion c;
-    while (in_flight_ > 0 && io.reap(ring_, c) == 0) --in_flight_;
+    sysio::SystemIo& io = sysio::system_io();
+    sysio::RingCompletion c;
+    while (in_flight_ > 0 && io.reap(ring_, true, c) == 0) --in_flight_;
     io.ring_destroy(ring_);
     io.close(fd_);
   }
@@ -181,16 +178,16 @@ class DirectReads {
   // (buffered), where the end of the file is EIO. `progress` hears of the
   // read prefix as `prefix_before` + its bytes.
   void complete(OpenFile& in, WindowProgress& progress, std::int64_t prefix_before) {
-    FileIo& io = file_io();
+    sysio::SystemIo& io = sysio::system_io();
     while (in_flight_ > 0) {
-      ReadCompletion c;
-      if (const int error = io.reap(ring_, c))
+      sysio::RingCompletion c;
+      if (const int error = io.reap(ring_, true, c))
         throw_move_error(error, "io_uring_wait_cqe of an O_DIRECT read", path_,
                          offset_ + oldest_ * kDirectRequestBytes);
       --in_flight_;
       const auto k = static_cast<std::int64_t>(c.tag / kDirectDepth);
       const auto slot = static_cast<unsigned>(c.tag % kDirectDepth);
-      const DirectRead r = request(k, slot);
+      const sysio::RingRequest r = request(k, slot);
       if (c.result < 0)
         throw_move_error(static_cast<int>(-c.result), fmt::format("O_DIRECT read of {} bytes (io_uring)", r.bytes),
                          path_, r.offset);
@@ -208,8 +205,8 @@ class DirectReads {
 
  private:
   // Request k (its tag: k * kDirectDepth + its bounce slot).
-  DirectRead request(std::int64_t k, unsigned slot) const {
-    DirectRead r;
+  sysio::RingRequest request(std::int64_t k, unsigned slot) const {
+    sysio::RingRequest r;
     r.fd = fd_;
     r.buffer = bounce_needed_ ? bounce_.get() + static_cast<std::int64_t>(slot) * kDirectRequestBytes
                               : to_ + k * kDirectRequestBytes;
@@ -219,13 +216,13 @@ class DirectReads {
     return r;
   }
   void submit_up_to_depth() {
-    std::vector<DirectRead> batch;
+    std::vector<sysio::RingRequest> batch;
     while (next_ < requests_ && in_flight_ + batch.size() < kDirectDepth) {
       batch.push_back(request(next_++, free_slots_.back()));
       free_slots_.pop_back();
     }
     if (batch.empty()) return;
-    if (const int error = file_io().submit_reads(ring_, batch))
+    if (const int error = sysio::system_io().submit(ring_, batch))
       throw_move_error(error, fmt::format("io_uring_submit of {} O_DIRECT read(s) of up to {} bytes", batch.size(),
                                           kDirectRequestBytes),
                        path_, batch.front().offset);
@@ -234,7 +231,7 @@ class DirectReads {
 
   std::string path_;
   int fd_;
-  ReadRing* ring_;
+  sysio::Ring* ring_;
   std::size_t in_flight_ = 0;
   struct FreeBytes {
     void operator()(std::byte* p) const noexcept { std::free(p); }
@@ -255,14 +252,14 @@ class DirectReads {
 // O_DIRECT (EINVAL) or the kernel refuses io_uring (ENOSYS, EPERM): the
 // caller then reads buffered. Any other failure is an OSError.
 std::unique_ptr<DirectReads> open_direct_reads(const std::string& path) {
-  FileIo& io = file_io();
+  sysio::SystemIo& io = sysio::system_io();
   int fd = -1;
-  if (const int error = io.open_direct(path, fd)) {
+  if (const int error = io.open(path, O_RDONLY | O_DIRECT, 0, fd)) {
     if (error == EINVAL) return nullptr;
     throw OSError(fmt::format("move: open (O_DIRECT) failed for '{}': {}", path, std::strerror(error)), error, path,
                   std::nullopt);
   }
-  ReadRing* ring = nullptr;
+  sysio::Ring* ring = nullptr;
   if (const int error = io.ring_create(kDirectDepth, ring)) {
     io.close(fd);
     if (error == ENOSYS || error == EPERM) return nullptr;
@@ -296,7 +293,7 @@ struct DirectMove {
 // The reaper of one direct move: completes the interior's reads, reads the
 // tail, closes every descriptor, and only then settles the completion (so a
 // failure reaches the framework's rollback with no read in flight and no
-// call through FileIo left). Runs on a thread of its own (on the caller's
+// call through SystemIo left). Runs on a thread of its own (on the caller's
 // when no thread can be started).
 extension::ProviderCompletion<void> complete_later(std::unique_ptr<DirectMove> job) {
   extension::ProviderPromise<void> promise;
