@@ -19,6 +19,7 @@ another carrier class (``carrier=sw.Generic``). Initialisation draws from
 ``random.Random(seed)`` so a run is reproducible.
 """
 
+import inspect
 import math
 import random as _random
 
@@ -191,7 +192,15 @@ class Linear(Module):
         return f"Linear(in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None})"
 
 
-def _activation(name, operation, doc, **defaults):
+def _activation(name, operation, summary):
+    # The module's options and their defaults are the operation's own, read
+    # from its signature (built from the schema, whose defaults come from
+    # operations.def): no second copy of a default lives here.
+    parameters = inspect.signature(getattr(_core, operation)).parameters.values()
+    defaults = {p.name: p.default for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "out"}
+    signature = ", ".join(f"{k}={v!r}" for k, v in defaults.items())
+    doc = f"{name}({'*, ' + signature if signature else ''}): {summary} (strideweave.{operation})."
+
     def __init__(self, **options):
         Module.__init__(self)
         unknown = set(options) - set(defaults)
@@ -209,16 +218,14 @@ def _activation(name, operation, doc, **defaults):
                                   "__doc__": doc, "__module__": __name__})
 
 
-ReLU = _activation("ReLU", "relu", "ReLU(): max(x, 0) elementwise (strideweave.relu).")
-Sigmoid = _activation("Sigmoid", "sigmoid", "Sigmoid(): 1 / (1 + exp(-x)) (strideweave.sigmoid).")
-Tanh = _activation("Tanh", "tanh", "Tanh(): tanh(x) (strideweave.tanh).")
-SiLU = _activation("SiLU", "silu", "SiLU(): x * sigmoid(x) (strideweave.silu).")
-GELU = _activation("GELU", "gelu", "GELU(): the Gaussian error linear unit (strideweave.gelu).")
-LeakyReLU = _activation("LeakyReLU", "leaky_relu", "LeakyReLU(*, negative_slope=0.01) (strideweave.leaky_relu).",
-                        negative_slope=0.01)
-ELU = _activation("ELU", "elu", "ELU(*, alpha=1.0) (strideweave.elu).", alpha=1.0)
-Softplus = _activation("Softplus", "softplus", "Softplus(*, beta=1.0, threshold=20.0) (strideweave.softplus).",
-                       beta=1.0, threshold=20.0)
+ReLU = _activation("ReLU", "relu", "max(x, 0) elementwise")
+Sigmoid = _activation("Sigmoid", "sigmoid", "1 / (1 + exp(-x))")
+Tanh = _activation("Tanh", "tanh", "tanh(x)")
+SiLU = _activation("SiLU", "silu", "x * sigmoid(x)")
+GELU = _activation("GELU", "gelu", "the Gaussian error linear unit")
+LeakyReLU = _activation("LeakyReLU", "leaky_relu", "x if x > 0 else negative_slope * x")
+ELU = _activation("ELU", "elu", "x if x > 0 else alpha * expm1(x)")
+Softplus = _activation("Softplus", "softplus", "log1p(exp(beta * x)) / beta below the threshold")
 
 
 class MSELoss(Module):

@@ -121,3 +121,21 @@ def test_short_training_run_of_the_example():
     first = nn.MSELoss()(example.make_model()(x), y).item()
     _, final = example.train(epochs=300)
     assert final < 0.05 < first
+
+
+@pytest.mark.parametrize("module, operation", [(nn.ReLU, "relu"), (nn.Sigmoid, "sigmoid"), (nn.Tanh, "tanh"),
+                                               (nn.SiLU, "silu"), (nn.GELU, "gelu"), (nn.LeakyReLU, "leaky_relu"),
+                                               (nn.ELU, "elu"), (nn.Softplus, "softplus")])
+def test_activation_modules_take_their_options_and_defaults_from_the_operation(module, operation):
+    # Issue 20 step 7 (one home per operation): a module keeps no copy of a
+    # default; its options are the operation's keyword options, defaults
+    # included (operations.def -> schema -> signature).
+    import inspect
+
+    params = inspect.signature(getattr(sw, operation)).parameters.values()
+    expected = {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "out"}
+    assert module().options == expected
+    x = sw.tensor([-1.5, 0.25, 2.0])
+    assert module()(x).tolist() == getattr(sw, operation)(x).tolist()
+    for name, default in expected.items():
+        assert f"{name}={default!r}" in module.__doc__
