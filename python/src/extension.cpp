@@ -776,7 +776,10 @@ ext::CompositeProvider composite_provider(py::handle capabilities, py::handle re
 
 }  // namespace
 
-void bind_extension_providers(py::module_& m) {
+namespace {
+
+// Kernels: patterns, the kernel provider, kernel packs and their registration (R6.1, R10, R11).
+void bind_kernel_providers(py::module_& m) {
   // R11.2
   py::class_<KernelPatternRecord, std::shared_ptr<KernelPatternRecord>>(m, "KernelPattern", R"doc(
 KernelPattern(operation, plans, kernel_id, prepare, preference=0): one
@@ -867,6 +870,22 @@ ValueError. Immutable.)doc")
                            r.cpp.carrier_class().name());
       });
 
+
+  // R10.2
+  m.def("register_kernel_pack", [](py::handle pack) {
+          const auto& p = record_arg<KernelPackRecord>(pack, "register_kernel_pack", "pack", "KernelPack");
+          ext::KernelPack copy = p.cpp;
+          py::gil_scoped_release nogil;
+          ext::register_kernel_pack(std::move(copy));
+        }, py::arg("pack"),
+        "Adds a pack's patterns to its exact class until the class is first observed (carrier-extension R7.2, "
+        "R10.2). TypeError for a non-pack, a class without a definition, a storage-only or dependent class, an "
+        "interface of another class or version, or an observed class; ValueError for a (namespace, version) or "
+        "kernel_id already in the class's set. A rejected pack contributes nothing.");
+}
+
+// Transfers: the request, the provider and the route (R5).
+void bind_transfer_providers(py::module_& m) {
   // R5.1
   py::class_<ext::TransferRequest>(m, "TransferRequest", R"doc(
 What a transfer route's prepare receives (carrier-extension R5.1): created by
@@ -937,7 +956,10 @@ never superclasses. Immutable.)doc")
         return fmt::format("<TransferRoute {}: {} -> {}>", r.cpp.route_id(), r.cpp.source_class().name(),
                            r.cpp.destination_class().name());
       });
+}
 
+// Composites: the composite provider (R6.2).
+void bind_composite_provider(py::module_& m) {
   // R6.2
   py::class_<CompositeProviderRecord, std::shared_ptr<CompositeProviderRecord>>(m, "CompositeProvider", R"doc(
 CompositeProvider(capabilities, result_carriers, prepare): a definition-backed
@@ -960,7 +982,10 @@ Immutable.)doc")
                              "result_carriers(carrier, invocation) -> tuple of carrier classes.")
       .def_property_readonly("prepare", [](const CompositeProviderRecord& r) { return r.prepare; },
                              "prepare(carrier, invocation) -> PreparedComposite | Unsupported.");
+}
 
+// Facets: the open CarrierFacet base and carrier.facet / require_facet (R12); the framework side of submit.
+void bind_facets(py::module_& m) {
   // R12.1: a plain Python class (users subclass it freely).
   py::dict facet_namespace;
   facet_namespace["__module__"] = "strideweave.carriers.extension";
@@ -976,6 +1001,38 @@ meaning.)doc";
       "CarrierFacet", py::tuple(), facet_namespace);
   m.attr("CarrierFacet") = facet_base();
 
+
+  // R12.2: carrier.facet / carrier.require_facet
+  py::object carrier_type = m.attr("Carrier");
+  carrier_type.attr("facet") = py::cpp_function(
+      [](const Carrier& self, py::handle facet_type) {
+        require_facet_type(facet_type, "Carrier.facet");
+        return find_facet(self, facet_type);
+      },
+      py::name("facet"), py::is_method(carrier_type), py::arg("facet_type"),
+      "The facet of exactly `facet_type` in this carrier's class definition, or None (TypeError unless "
+      "facet_type is a CarrierFacet subclass).");
+  carrier_type.attr("require_facet") = py::cpp_function(
+      [](const Carrier& self, py::handle facet_type) {
+        require_facet_type(facet_type, "Carrier.require_facet");
+        py::object f = find_facet(self, facet_type);
+        if (f.is_none())
+          throw NotImplementedError(fmt::format("{} has no facet of type {}", self.class_name(),
+                                                py::str(facet_type.attr("__qualname__")).cast<std::string>()));
+        return f;
+      },
+      py::name("require_facet"), py::is_method(carrier_type), py::arg("facet_type"),
+      "The facet of exactly `facet_type`, or NotImplementedError naming the type (TypeError unless facet_type "
+      "is a CarrierFacet subclass).");
+
+  m.def("_submit_prepared", &submit_prepared, py::arg("prepared"),
+        "The framework's side of a prepared record's submit (R4): invokes it once, accepts the outcome, waits, "
+        "and returns the output tensors (None for a transfer). Private: the dispatch pipeline that calls submit "
+        "is not built yet.");
+}
+
+// Carrier definitions and their registration (R2).
+void bind_carrier_definitions(py::module_& m) {
   // R2.1
   py::class_<CarrierDefinitionRecord, std::shared_ptr<CarrierDefinitionRecord>>(m, "CarrierDefinition", R"doc(
 CarrierDefinition(storage, kernels=None, transfers=(), composite=None,
@@ -1057,46 +1114,17 @@ frozen as tuples). A wrong type -> TypeError; two routes with the same
         "that defines storage hooks, holds a capability declaration or was observed), a class that already holds "
         "a definition, a route not starting at the class, an independent class with a composite, or a dependent "
         "class with kernels or without a composite.");
+}
 
-  // R10.2
-  m.def("register_kernel_pack", [](py::handle pack) {
-          const auto& p = record_arg<KernelPackRecord>(pack, "register_kernel_pack", "pack", "KernelPack");
-          ext::KernelPack copy = p.cpp;
-          py::gil_scoped_release nogil;
-          ext::register_kernel_pack(std::move(copy));
-        }, py::arg("pack"),
-        "Adds a pack's patterns to its exact class until the class is first observed (carrier-extension R7.2, "
-        "R10.2). TypeError for a non-pack, a class without a definition, a storage-only or dependent class, an "
-        "interface of another class or version, or an observed class; ValueError for a (namespace, version) or "
-        "kernel_id already in the class's set. A rejected pack contributes nothing.");
+}  // namespace
 
-  // R12.2: carrier.facet / carrier.require_facet
-  py::object carrier_type = m.attr("Carrier");
-  carrier_type.attr("facet") = py::cpp_function(
-      [](const Carrier& self, py::handle facet_type) {
-        require_facet_type(facet_type, "Carrier.facet");
-        return find_facet(self, facet_type);
-      },
-      py::name("facet"), py::is_method(carrier_type), py::arg("facet_type"),
-      "The facet of exactly `facet_type` in this carrier's class definition, or None (TypeError unless "
-      "facet_type is a CarrierFacet subclass).");
-  carrier_type.attr("require_facet") = py::cpp_function(
-      [](const Carrier& self, py::handle facet_type) {
-        require_facet_type(facet_type, "Carrier.require_facet");
-        py::object f = find_facet(self, facet_type);
-        if (f.is_none())
-          throw NotImplementedError(fmt::format("{} has no facet of type {}", self.class_name(),
-                                                py::str(facet_type.attr("__qualname__")).cast<std::string>()));
-        return f;
-      },
-      py::name("require_facet"), py::is_method(carrier_type), py::arg("facet_type"),
-      "The facet of exactly `facet_type`, or NotImplementedError naming the type (TypeError unless facet_type "
-      "is a CarrierFacet subclass).");
-
-  m.def("_submit_prepared", &submit_prepared, py::arg("prepared"),
-        "The framework's side of a prepared record's submit (R4): invokes it once, accepts the outcome, waits, "
-        "and returns the output tensors (None for a transfer). Private: the dispatch pipeline that calls submit "
-        "is not built yet.");
+void bind_extension_providers(py::module_& m) {
+  // In dependency order: a CarrierDefinition holds the providers and facets.
+  bind_kernel_providers(m);
+  bind_transfer_providers(m);
+  bind_composite_provider(m);
+  bind_facets(m);
+  bind_carrier_definitions(m);
 }
 
 }  // namespace strideweave::python

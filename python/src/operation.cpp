@@ -909,7 +909,10 @@ py::object resolved_invocation_object(const op::ResolvedInvocation& invocation) 
   return invocation_object_for(invocation);
 }
 
-void bind_operation(py::module_& m) {
+namespace {
+
+// The REQUIRED and NON_DIFFERENTIABLE markers and the schema records: OperandSpec, OptionSpec, OperationSchema.
+void bind_schema_records(py::module_& m) {
   // ---- markers
   py::class_<op::Required>(m, "_RequiredMarker", "The type of REQUIRED (one instance).")
       .def("__repr__", [](const op::Required&) { return "REQUIRED"; })
@@ -1007,7 +1010,10 @@ an option is a ValueError. Immutable, equal by field, hashable.)doc")
         return fmt::format("OperationSchema(operands=({}{}), options=({}{}))", operands,
                            s.operands().size() == 1 ? "," : "", options, s.options().size() == 1 ? "," : "");
       });
+}
 
+// ResultSpec: what resolve declares of each result.
+void bind_result_spec(py::module_& m) {
   // ---- results
   py::class_<op::ResultSpec>(m, "ResultSpec", R"doc(
 ResultSpec(dtype, shape, layout, alias_of=None, *, atol=0.0, rtol=0.0): one
@@ -1062,7 +1068,10 @@ wrong type is a TypeError. Immutable, equal by field, hashable.)doc")
                            r.alias_of() ? std::to_string(*r.alias_of()) : "None", repr_of(py::float_(r.atol())),
                            repr_of(py::float_(r.rtol())));
       });
+}
 
+// The identity objects of one call: BoundOperationCall, ResolvedInvocation, VJPContext.
+void bind_call_records(py::module_& m) {
   // ---- the bound call, the invocation, the VJP context
   py::class_<PyBoundCall>(m, "BoundOperationCall", R"doc(
 What resolve receives (operation-semantics.md): the definition, the operands
@@ -1149,7 +1158,10 @@ for calling a VJP directly (a test of one). Immutable.)doc")
              return c.context->needs_grad(index_arg(operand, "VJPContext.needs_grad"));
            }, py::arg("operand"),
            "Whether a gradient is wanted for schema operand `operand` (every differentiable operand when unknown).");
+}
 
+// OperationDefinition and define_operation.
+void bind_definitions(py::module_& m) {
   // ---- the definition
   py::class_<op::OperationDefinition, std::shared_ptr<op::OperationDefinition>>(m, "OperationDefinition", R"doc(
 One registered operation (operation-semantics.md): define_operation returns
@@ -1235,7 +1247,11 @@ NON_DIFFERENTIABLE. A wrong argument type is a TypeError; an invalid or
 reserved name, a name already registered, or an omitted vjp is a ValueError,
 and nothing is registered. One-shot and thread-safe: no replacement, no
 unregistration.)doc");
+}
 
+// The registry and the calls through it: get_definition, registered_definitions, bind,
+// resolve_call, execute_reference.
+void bind_registry(py::module_& m) {
   m.def("get_definition", [](py::handle name) {
         const std::string n = str_arg(name, "get_definition: name");
         std::shared_ptr<const op::OperationDefinition> d;
@@ -1322,7 +1338,10 @@ ValueError; a return that is neither a Tensor nor a tuple of Tensors:
 TypeError; an empty tuple, or results whose count, dtype, shape or layout
 conflict with the invocation's ResultSpecs: ProviderContractError naming the
 field.)doc");
+}
 
+// explain() and its records (<strideweave/explain.h>).
+void bind_explain(py::module_& m) {
   // explain() (<strideweave/explain.h>; `strideweave explain`).
   py::class_<CandidateTrace>(m, "CandidateTrace", R"doc(
 One candidate kernel pattern of an explained call, in preference order:
@@ -1396,6 +1415,18 @@ step (the bound call, the plan and result specs, the carrier and the
 capability entry that admitted the plan, the route, every candidate kernel
 pattern with its outcome, what ran, the outputs). A failing step ends the
 record with its error instead of raising. docs/cli.md, "strideweave explain".)doc");
+}
+
+}  // namespace
+
+void bind_operation(py::module_& m) {
+  // In dependency order: records before the objects that hold them.
+  bind_schema_records(m);
+  bind_result_spec(m);
+  bind_call_records(m);
+  bind_definitions(m);
+  bind_registry(m);
+  bind_explain(m);
   bind_opcheck(m);
 }
 
