@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 // A Carrier handed to Python is found as its own Python object
 // (tensor.carrier is the exact carrier the tensor was built on): a dependent
@@ -157,6 +158,44 @@ Value value_arg(py::handle value, const SimpleDType& dtype, const char* what);
 // An integer argument (an int or an object with __index__, never a bool or
 // a float): TypeError naming `what` otherwise; OverflowError beyond int64.
 std::int64_t integer_arg(py::handle value, const char* what);
+// A Python bool or a numpy bool.
+bool is_boolean(py::handle value);
+// A real argument (a float, an int or a numbers.Real such as a numpy float;
+// never a bool) as a double: TypeError naming `what` otherwise.
+double real_arg(py::handle value, const char* what);
+
+// ---- option values: the one converter, both ways (options.cpp)
+// Python -> C++: None -> None; a bool (numpy's too) -> bool; an integer
+// (anything with __index__) -> int64, OverflowError beyond, or with
+// LargeIntegers::Opaque the object itself; a real (float, numbers.Real) ->
+// double; str -> str; a DType -> that DType; a Shape -> its extents; a list,
+// tuple or range of integers -> a list of int64; anything else -> an
+// OpaqueValue holding the object (compared by identity, kept alive, read
+// back as that same object). A built-in operation then reads the value as
+// its option's kind (TypeError naming the option for another kind).
+// `what` names the value in an error ("op: option 'name'"): a string, or a
+// callable returning one, called only when the conversion fails, so a
+// successful call formats nothing.
+enum class LargeIntegers { Overflow, Opaque };
+namespace detail {
+// The conversion; an integer beyond int64 under Overflow sets `overflowing`.
+operation::OptionValue option_value_or_overflow(py::handle value, LargeIntegers large, py::handle& overflowing);
+[[noreturn]] void throw_overflow(const std::string& what, py::handle integer);
+}  // namespace detail
+template <class What>
+operation::OptionValue option_value_arg(py::handle value, What&& what, LargeIntegers large = LargeIntegers::Overflow) {
+  py::handle overflowing;
+  operation::OptionValue v = detail::option_value_or_overflow(value, large, overflowing);
+  if (overflowing) {
+    if constexpr (std::is_invocable_v<What>) detail::throw_overflow(std::string(what()), overflowing);
+    else detail::throw_overflow(std::string(what), overflowing);
+  }
+  return v;
+}
+// C++ -> Python: the value's Python form (a list reads back as a tuple; an
+// OpaqueValue made here as its very object).
+py::object option_object(const operation::OptionValue& value);
+operation::OpaqueValue opaque_value(py::handle value);
 
 // ---- layout (layout.cpp)
 Shape shape_arg(py::handle value, const char* what);  // a Shape, or a tuple of extents

@@ -62,68 +62,6 @@ bool is_iterable_not_text(py::handle value) {
 py::object* required_marker = nullptr;
 py::object* non_differentiable_marker = nullptr;
 
-// ---------------------------------------------------------------- option values
-
-// Owns a Python object referenced from C++ (an OpaqueValue); the last
-// reference may drop on any thread, so the reference count changes with the
-// GIL held.
-struct PyObjectDeleter {
-  void operator()(const void* object) const noexcept {
-    if (!Py_IsInitialized()) return;  // the interpreter is gone: forget it
-    py::gil_scoped_acquire gil;
-    Py_DECREF(static_cast<PyObject*>(const_cast<void*>(object)));
-  }
-};
-
-op::OpaqueValue opaque_value(py::handle value) {
-  const std::string name = type_name(value);
-  Py_INCREF(value.ptr());
-  return op::OpaqueValue{std::shared_ptr<const void>(value.ptr(), PyObjectDeleter{}), name};
-}
-
-bool is_python_int(py::handle value) { return PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr()); }
-
-op::OptionValue option_value_arg(py::handle value, const char* what) {
-  if (value.is_none()) return std::monostate{};
-  if (PyBool_Check(value.ptr())) return value.ptr() == Py_True;
-  if (is_python_int(value)) return integer_arg(value, what);
-  if (PyFloat_Check(value.ptr())) return PyFloat_AsDouble(value.ptr());
-  if (PyUnicode_Check(value.ptr())) return value.cast<std::string>();
-  if (py::isinstance<DType>(value)) return &dtype_arg(value, what);
-  if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
-    bool integers = true;
-    for (py::handle v : value) integers = integers && is_python_int(v);
-    if (integers) {
-      std::vector<std::int64_t> list;
-      for (py::handle v : value) list.push_back(integer_arg(v, what));
-      return list;
-    }
-  }
-  return opaque_value(value);
-}
-
-py::object option_object(const op::OptionValue& value) {
-  struct Visitor {
-    py::object operator()(std::monostate) const { return py::none(); }
-    py::object operator()(bool b) const { return py::bool_(b); }
-    py::object operator()(std::int64_t i) const { return py::int_(i); }
-    py::object operator()(double d) const { return py::float_(d); }
-    py::object operator()(const std::vector<std::int64_t>& list) const {
-      py::tuple out(list.size());
-      for (std::size_t i = 0; i < list.size(); ++i) out[i] = py::int_(list[i]);
-      return out;
-    }
-    py::object operator()(const std::string& s) const { return py::str(s); }
-    py::object operator()(const DType* d) const { return dtype_object(d); }
-    py::object operator()(const op::OpaqueValue& o) const {
-      if (std::get_deleter<PyObjectDeleter>(o.value))
-        return py::reinterpret_borrow<py::object>(static_cast<PyObject*>(const_cast<void*>(o.value.get())));
-      throw TypeError(fmt::format("an opaque option value of C++ type '{}' has no Python form", o.type_name));
-    }
-  };
-  return std::visit(Visitor{}, value);
-}
-
 // ---------------------------------------------------------------- calls from Python
 
 // What the Python entry points (a definition call, bind, resolve_call,
@@ -168,22 +106,12 @@ py::object operand_object(const op::CallOperand& operand, py::handle originals, 
   return option_object(std::get<op::Structural>(operand).value);
 }
 
-bool fits_int64(py::handle value) {
-  int overflow = 0;
-  (void)PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
-  return overflow == 0;
-}
-
 // The C++ value of a STRUCTURAL operand, for a resolve written in C++: its
 // option value where one represents the object exactly; otherwise (an int
 // beyond 64 bits, a list or tuple holding one) the object itself, an
 // OpaqueValue. Never refuses: a STRUCTURAL value is for resolve to judge.
 op::OptionValue structural_value_arg(py::handle value, const char* what) {
-  if (is_python_int(value) && !fits_int64(value)) return opaque_value(value);
-  if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr()))
-    for (py::handle v : value)
-      if (is_python_int(v) && !fits_int64(v)) return opaque_value(value);
-  return option_value_arg(value, what);
+  return option_value_arg(value, what, LargeIntegers::Opaque);
 }
 
 // The positional operands of a call, converted for the schema: a Tensor is
@@ -223,8 +151,7 @@ op::OptionMap call_options(const op::OperationDefinition& d, const py::kwargs& k
   if (!kwargs) return out;
   for (auto item : kwargs) {
     const std::string key = item.first.cast<std::string>();
-    const std::string what = fmt::format("{}: option '{}'", d.name(), key);
-    out.emplace(key, option_value_arg(item.second, what.c_str()));
+    out.emplace(key, option_value_arg(item.second, [&] { return fmt::format("{}: option '{}'", d.name(), key); }));
   }
   return out;
 }
@@ -662,15 +589,6 @@ const std::vector<const char*>* view_parameters(const std::string& name) {
   return it == params.end() ? nullptr : &it->second;
 }
 
-// A view parameter: a Shape or a Layout's flat extents/strides, a sequence
-// of ints, or one int.
-op::OptionValue view_parameter_arg(py::handle value, const char* what) {
-  if (py::isinstance<Shape>(value)) {
-    const Shape& s = value.cast<const Shape&>();
-    return std::vector<std::int64_t>(s.extents().begin(), s.extents().end());
-  }
-  return option_value_arg(value, what);
-}
 
 }  // namespace
 
@@ -701,7 +619,7 @@ py::object forward_object(const std::shared_ptr<Operation>& self, const py::args
     operands.emplace_back(tensor_arg(args[0], "operand 0"));
     for (std::size_t i = 1; i < args.size(); ++i) {
       const std::string what = fmt::format("{}.forward: {}", name, (*params)[i - 1]);
-      map.emplace((*params)[i - 1], view_parameter_arg(args[i], what.c_str()));
+      map.emplace((*params)[i - 1], option_value_arg(args[i], what.c_str()));
     }
     if (!options.is_none())
       throw TypeError(fmt::format("{}.forward: a view takes no execution options", name));

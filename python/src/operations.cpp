@@ -144,19 +144,6 @@ py::object& sort_result_type() {
   return *t;
 }
 
-OptionValue option_value(std::string_view op, const std::string& name, py::handle value) {
-  if (value.is_none()) return std::monostate{};
-  if (PyBool_Check(value.ptr())) return value.ptr() == Py_True;
-  if (PyIndex_Check(value.ptr())) return integer_arg(value, name.c_str());
-  if (PyFloat_Check(value.ptr()) || (is_real_number(value) && !PyUnicode_Check(value.ptr())))
-    return PyFloat_AsDouble(value.ptr());
-  if (py::isinstance<py::sequence>(value) && !PyUnicode_Check(value.ptr())) {
-    std::vector<std::int64_t> list;
-    for (py::handle v : value) list.push_back(integer_arg(v, name.c_str()));
-    return list;
-  }
-  throw TypeError(fmt::format("{}: option '{}' cannot be {}", op, name, py::repr(value).cast<std::string>()));
-}
 
 struct Call {
   std::vector<CallOperand> operands;
@@ -216,7 +203,7 @@ void add_keywords(const CallableOperation& op, Call& call, py::handle kwargs) {
       call.request.accumulator = o.accumulator_dtype();
       call.request.arithmetic = o.arithmetic();
     } else {
-      call.options.emplace(key, option_value(op.name, key, value));
+      call.options.emplace(key, option_value_arg(value, [&] { return fmt::format("{}: option '{}'", op.name, key); }));
     }
   }
 }
@@ -252,51 +239,70 @@ py::object call_operation_object(const CallableOperation& op, const Typed* fast,
   return run(op, call);
 }
 
-// ---- signatures and docstrings from the C++ descriptions
+// ---- signatures and docstrings from the schema (data, never re-parsed text)
 
-std::vector<std::string> operand_names(const std::string& signature) {
-  const auto open = signature.find('(');
-  const auto close = signature.find(')', open);
+// The schema of a callable operation, as data: its definition's. sort and
+// topk (operations.def's SW_COMPOSITE rows) are typed functions of two plans
+// with no definition of their own; their schema is their values plan's
+// (tests/conformance/test_operation_list.cpp checks that the operands and
+// options agree).
+const operation::OperationSchema& schema_of(const CallableOperation& op) {
+  std::string_view name = op.name;
+#define SW_COMPOSITE(id, values, indices) \
+  if (name == #id) name = #values;
+#include <strideweave/operations.def>
+  return operation::get_definition(name)->schema();
+}
+
+// The operand names, in schema order.
+std::vector<std::string> operand_names(const CallableOperation& op) {
   std::vector<std::string> out;
-  std::string inner = signature.substr(open + 1, close - open - 1);
-  std::size_t start = 0;
-  while (start < inner.size()) {
-    std::size_t end = inner.find(", ", start);
-    if (end == std::string::npos) end = inner.size();
-    const std::string part = inner.substr(start, end - start);
-    out.push_back(part.substr(0, part.find(':')));
-    start = end + 2;
-  }
+  for (const operation::OperandSpec& o : schema_of(op).operands()) out.push_back(o.name());
   return out;
 }
 
-// The Python literal shown as an option's default in the signature: the
-// C++ default when it is a literal, None when the default is described in
-// words (passing None explicitly means "the default"), nothing when the
-// option is required.
-std::optional<std::string> default_literal(const OptionDoc& o) {
-  if (o.default_value == "required") return std::nullopt;
-  if (o.default_value == "true") return "True";
-  if (o.default_value == "false") return "False";
-  const std::string& d = o.default_value;
-  const bool numeric = !d.empty() && d.find_first_not_of("-0123456789.e") == std::string::npos;
-  return numeric ? d : "None";
+// The Python literal of an option's default in the signature: a bool, an
+// integer or a real as Python writes it, None for "not given" (an explicit
+// None means the default); nothing for a required option.
+std::optional<std::string> default_literal(const operation::OptionSpec& o) {
+  if (o.required()) return std::nullopt;
+  const OptionValue& v = std::get<OptionValue>(o.default_value());
+  if (const bool* b = std::get_if<bool>(&v)) return *b ? "True" : "False";
+  if (const std::int64_t* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (const double* d = std::get_if<double>(&v)) return py::repr(py::float_(*d)).cast<std::string>();
+  return "None";
+}
+
+// sort and topk: typed functions of two plans (operations.def's
+// SW_COMPOSITE rows), which return SortResult and take no out=.
+bool is_composite(std::string_view name) {
+#define SW_COMPOSITE(id, values, indices) \
+  if (name == #id) return true;
+#include <strideweave/operations.def>
+  return false;
+}
+
+// The execution options (accumulator_dtype, arithmetic) are one `options=`
+// keyword in Python (an OperationExecutionOptions).
+bool is_execution_option(const operation::OptionSpec& o) {
+  return o.name() == "accumulator_dtype" || o.name() == "arithmetic";
 }
 
 std::string python_signature(const CallableOperation& op) {
   std::string sig = op.name + "(";
   bool first = true;
-  for (const std::string& n : operand_names(op.signature)) {
+  for (const std::string& n : operand_names(op)) {
     sig += (first ? "" : ", ") + n;
     first = false;
   }
   sig += ", /, *";
-  for (const OptionDoc& o : op.options) {
+  for (const operation::OptionSpec& o : schema_of(op).options()) {
+    if (is_execution_option(o)) continue;
     const std::optional<std::string> d = default_literal(o);
-    sig += ", " + o.name + (d ? "=" + *d : "");
+    sig += ", " + o.name() + (d ? "=" + *d : "");
   }
   if (op.accepts_accumulator) sig += ", options=None";
-  if (op.name != "sort" && op.name != "topk") sig += ", out=None";
+  if (!is_composite(op.name)) sig += ", out=None";
   return sig + ")";
 }
 
@@ -312,7 +318,7 @@ std::string docstring(const CallableOperation& op) {
   if (op.accepts_accumulator)
     doc += "options: an OperationExecutionOptions for this operation (accumulator dtype"
            + std::string(op.accepts_arithmetic ? ", contracted arithmetic" : "") + "; policy R10).\n";
-  if (op.name == "sort" || op.name == "topk")
+  if (is_composite(op.name))
     doc += "Returns SortResult(values, indices); takes no out=.\n";
   else
     doc += "out: a caller-provided output (a Tensor, into(t) or accumulate_into(t)); the call then returns it.\n";
@@ -354,13 +360,15 @@ void bind_operations(py::module_& m) {
           if (op.internal) continue;
           py::list opts;
           for (const OptionDoc& o : op.options) opts.append(py::make_tuple(o.name, o.default_value, o.meaning));
-          out.append(py::dict(py::arg("name") = op.name, py::arg("operands") = operand_names(op.signature),
+          out.append(py::dict(py::arg("name") = op.name, py::arg("operands") = operand_names(op),
                               py::arg("options") = opts, py::arg("accepts_options") = op.accepts_accumulator,
-                              py::arg("signature") = python_signature(op)));
+                              py::arg("signature") = python_signature(op), py::arg("schema") = schema_of(op)));
         }
         return out;
       },
-      "The operations as the C++ library lists them (for the stub test and docs).");
+      "The operations as the C++ library lists them (for the stub test and docs): name, operand names, "
+      "options (name, default text, meaning), whether options= is accepted, the Python signature, and the "
+      "schema itself (an OperationSchema: the data the signature is written from).");
 
   // The operators of ops/operators.h.
   py::class_<Tensor, TensorHolder> tensor = py::reinterpret_borrow<py::class_<Tensor, TensorHolder>>(m.attr("Tensor"));

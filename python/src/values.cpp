@@ -42,7 +42,6 @@ bool is_numpy_bool(py::handle value) {
   return std::string_view(t->tp_name) == "numpy.bool_";
 }
 
-bool is_bool(py::handle value) { return PyBool_Check(value.ptr()) || is_numpy_bool(value); }
 
 bool is_integral(py::handle value) {
   if (PyBool_Check(value.ptr())) return false;
@@ -91,7 +90,7 @@ bool is_real_number(py::handle value) {
 
 WeakScalar weak_scalar_arg(py::handle value, const char* what) {
   if (PyFloat_CheckExact(value.ptr())) return WeakScalar(PyFloat_AS_DOUBLE(value.ptr()));
-  if (is_bool(value)) return WeakScalar(PyObject_IsTrue(value.ptr()) == 1);
+  if (is_boolean(value)) return WeakScalar(PyObject_IsTrue(value.ptr()) == 1);
   if (is_integral(value)) return WeakScalar::integer(int128_of(value, what));
   if (is_real(value)) return WeakScalar(real_of(value));
   throw TypeError(fmt::format("{}: a weak scalar must be a real number (bool, int or float), got {}", what,
@@ -133,7 +132,7 @@ py::object value_object(const Value& value) {
 
 Value value_arg(py::handle value, const SimpleDType& dtype, const char* what) {
   if (&dtype == &DType::Bool()) {
-    if (is_bool(value)) return Value::from_bool(PyObject_IsTrue(value.ptr()) == 1);
+    if (is_boolean(value)) return Value::from_bool(PyObject_IsTrue(value.ptr()) == 1);
     throw TypeError(fmt::format("{}: a bool value is needed for dtype bool, got {}", what, type_name(value)));
   }
   if (&dtype == &DType::Int32()) {
@@ -146,7 +145,7 @@ Value value_arg(py::handle value, const SimpleDType& dtype, const char* what) {
     return Value::from_int32(static_cast<std::int32_t>(v));
   }
   if (&dtype == &DType::Float32()) {
-    if (is_bool(value) || !is_real(value))
+    if (is_boolean(value) || !is_real(value))
       throw TypeError(fmt::format("{}: a real number (not a bool) is needed for dtype float32, got {}", what,
                                   type_name(value)));
     // Rounded to nearest even once, as the policy materialises a weak
@@ -163,6 +162,14 @@ Value value_arg(py::handle value, const SimpleDType& dtype, const char* what) {
     return Value::from_float32(WeakScalar(real_of(value)).to_float32());
   }
   throw ValueError(fmt::format("{}: dtype {} is not a stored dtype (Float32, Int32, Bool)", what, dtype.name()));
+}
+
+bool is_boolean(py::handle value) { return PyBool_Check(value.ptr()) || is_numpy_bool(value); }
+
+double real_arg(py::handle value, const char* what) {
+  if (is_boolean(value) || !is_real(value))
+    throw TypeError(fmt::format("{}: a real number is needed, got {}", what, type_name(value)));
+  return real_of(value);
 }
 
 std::int64_t integer_arg(py::handle value, const char* what) {

@@ -1,0 +1,87 @@
+"""Issue 20, step 9: one converter for option values (python/src/options.cpp).
+
+The by-name calls of the built-in operations and the calls of user
+definitions used to convert options with two different functions: a numpy
+integer was an int for one and an opaque object for the other, a range was a
+list for one and an object for the other, and the by-name path formatted its
+error text before converting. Both now go through option_value_arg, so the
+same Python value becomes the same option value on every path."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import strideweave as sw
+from strideweave import operation as op
+
+F32 = sw.DType.Float32
+TENSOR = op.OperandKind.TENSOR
+_names = itertools.count()
+
+
+def echo_definition():
+    """A definition whose resolve records the option values it was given."""
+    seen = {}
+
+    def resolve(call):
+        seen.update(call.options)
+        x = call.operands[0]
+        plan = sw.OperationPlan(operation=call.definition.name, operands=(sw.OperandPlan(sw.OperandRole.TENSOR,
+                                x.dtype(), F32),), compute=sw.Arithmetic.BINARY32, accumulation=None,
+                                accumulator_dtype=None, output=F32)
+        return op.ResolvedInvocation(call, plan, [op.ResultSpec.compact(F32, x.shape)])
+
+    schema = op.OperationSchema([op.OperandSpec("x", TENSOR)], [op.OptionSpec("v")])
+    return op.define_operation(f"pytest_options{next(_names)}.echo", schema, resolve, vjp=op.NON_DIFFERENTIABLE), seen
+
+
+@pytest.mark.parametrize("given, expected", [
+    (np.int64(3), 3), (np.int32(-2), -2), (np.float32(0.5), 0.5), (np.bool_(True), True),
+    (range(3), (0, 1, 2)), ([np.int64(1), 2], (1, 2)), (sw.Shape(2, 3), (2, 3)), (None, None), ("text", "text"),
+])
+def test_a_definition_sees_the_value_the_builtins_read(given, expected):
+    d, seen = echo_definition()
+    op.resolve_call(d, sw.tensor([1.0]), v=given)
+    assert seen["v"] == expected and type(seen["v"]) is type(expected)
+
+
+def test_builtins_accept_the_same_values():
+    x = sw.tensor([[1.0, -2.0], [3.0, 4.0]])
+    assert sw.reduce_sum(x, axes=range(1)).tolist() == sw.reduce_sum(x, axes=[0]).tolist()
+    assert sw.reduce_sum(x, axes=(np.int64(1),)).tolist() == sw.reduce_sum(x, axes=[1]).tolist()
+    assert sw.elu(x, alpha=np.float32(0.5)).tolist() == sw.elu(x, alpha=0.5).tolist()
+    assert sw.sort(x, axis=np.int32(0)).values.tolist() == sw.sort(x, axis=0).values.tolist()
+
+
+def test_an_integer_beyond_64_bits_is_an_overflow_error_naming_the_option_on_both_paths():
+    x = sw.tensor([1.0, 2.0])
+    with pytest.raises(OverflowError, match=r"sort: option 'axis': 1180591620717411303424 does not fit"):
+        sw.sort(x, axis=2**70)
+    d, _ = echo_definition()
+    with pytest.raises(OverflowError, match=r"option 'v': .* does not fit in 64 bits"):
+        op.resolve_call(d, x, v=[1, 2**70])
+
+
+def test_an_object_of_no_option_kind_is_kept_by_a_definition_and_refused_by_a_builtin_by_name():
+    token = object()
+    d, seen = echo_definition()
+    op.resolve_call(d, sw.tensor([1.0]), v=token)
+    assert seen["v"] is token
+    with pytest.raises(TypeError, match=r"elu: option 'alpha' must be a real number"):
+        sw.elu(sw.tensor([1.0]), alpha=token)
+    with pytest.raises(TypeError, match=r"reduce_sum: option 'axes' must be a list of integers"):
+        sw.reduce_sum(sw.tensor([1.0]), axes=["a"])
+
+
+def test_the_catalog_exposes_each_schema_as_data():
+    catalog = {entry["name"]: entry for entry in sw._core._operation_catalog()}
+    assert set(catalog) == set(sw.OPERATION_NAMES)
+    for name, entry in catalog.items():
+        schema = entry["schema"]
+        assert isinstance(schema, op.OperationSchema)
+        assert entry["operands"] == [o.name for o in schema.operands]
+        if not name.startswith(("sort", "topk")):
+            assert schema == op.get_definition(name).schema
+    # sort and topk have no definition: their schema is their values plan's.
+    assert catalog["topk"]["schema"] == op.get_definition("_topk_values").schema
