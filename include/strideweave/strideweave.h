@@ -21,6 +21,7 @@
 #include <strideweave/extension.h>
 #include <strideweave/factory.h>
 #include <strideweave/formats.h>
+#include <strideweave/indexing.h>
 #include <strideweave/int128.h>
 #include <strideweave/layout.h>
 #include <strideweave/move.h>

@@ -53,56 +53,34 @@ std::vector<std::int64_t> axes_args(const py::args& args, const char* what) {
 
 std::vector<std::int64_t> coordinate_arg(const py::args& args, const char* what) { return axes_args(args, what); }
 
+// t[key]: the key's items as IndexItems, then <strideweave/indexing.h>'s
+// index(), which owns the semantics and the errors.
+std::optional<std::int64_t> slice_bound(PyObject* value) {
+  if (value == Py_None) return std::nullopt;
+  return integer_arg(value, "Tensor index: a slice bound");
+}
+
 Tensor index_tensor(const Tensor& t, py::handle key) {
   py::tuple items = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
-  std::size_t consuming = 0;
-  bool ellipsis = false;
+  std::vector<IndexItem> index_items;
+  index_items.reserve(items.size());
   for (py::handle item : items) {
     if (item.ptr() == Py_Ellipsis) {
-      if (ellipsis) throw IndexError("Tensor index: an index can only have a single ellipsis ('...')");
-      ellipsis = true;
-    } else if (!item.is_none()) {
-      ++consuming;
-    }
-  }
-  if (consuming > t.rank())
-    throw IndexError(fmt::format("Tensor index: too many indices for a tensor of rank {}: {} were indexed", t.rank(),
-                                 consuming));
-  Tensor out = t;
-  std::size_t axis = 0;
-  std::vector<std::int64_t> removed;
-  for (py::handle item : items) {
-    if (item.ptr() == Py_Ellipsis) {
-      axis += t.rank() - consuming;
+      index_items.push_back(IndexItem::ellipsis());
     } else if (item.is_none()) {
-      out = out.unsqueeze(static_cast<std::int64_t>(axis));
-      ++axis;
+      index_items.push_back(IndexItem::new_axis());
     } else if (PySlice_Check(item.ptr())) {
-      Py_ssize_t start = 0, stop = 0, step = 0;
-      if (PySlice_Unpack(item.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
-      if (step <= 0)
-        throw ValueError(fmt::format("Tensor index: a slice step must be positive (strides are non-negative), got {}",
-                                     step));
-      const std::int64_t extent = out.shape().extent(axis);
-      PySlice_AdjustIndices(static_cast<Py_ssize_t>(extent), &start, &stop, step);
-      out = out.slice(static_cast<std::int64_t>(axis), start, stop, step);
-      ++axis;
-    } else if (!PyBool_Check(item.ptr()) && PyIndex_Check(item.ptr())) {
-      std::int64_t i = integer_arg(item, "Tensor index");
-      const std::int64_t extent = out.shape().extent(axis);
-      if (i < -extent || i >= extent)
-        throw IndexError(fmt::format("Tensor index: index {} is out of bounds for axis {} with extent {}", i, axis,
-                                     extent));
-      if (i < 0) i += extent;
-      out = out.slice(static_cast<std::int64_t>(axis), i, i + 1, 1);
-      removed.push_back(static_cast<std::int64_t>(axis));
-      ++axis;
+      auto* s = reinterpret_cast<PySliceObject*>(item.ptr());
+      const std::optional<std::int64_t> step = slice_bound(s->step);
+      index_items.push_back(IndexItem::slice(slice_bound(s->start), slice_bound(s->stop), step.value_or(1)));
+    } else if (!is_boolean(item) && PyIndex_Check(item.ptr())) {
+      index_items.push_back(IndexItem::at(integer_arg(item, "Tensor index")));
     } else {
       throw TypeError(fmt::format("Tensor index: only integers, slices, None and ... are valid indices, got {}",
                                   py::repr(item).cast<std::string>()));
     }
   }
-  return removed.empty() ? out : out.squeeze(removed);
+  return index(t, index_items);
 }
 
 }  // namespace
