@@ -288,20 +288,10 @@ std::vector<TwinCase> ternary_cases(const OperationPlan& plan, std::mt19937& rng
 }  // namespace
 
 // The generators operations.def names (harness.h).
-std::vector<TwinCase> generators::binary_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::binary_cases(plan, rng);
-}
-std::vector<TwinCase> generators::sub_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::sub_cases(plan, rng);
-}
-std::vector<TwinCase> generators::pow_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::pow_cases(plan, rng);
-}
-std::vector<TwinCase> generators::logical_not_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::logical_not_cases(plan, rng);
-}
-std::vector<TwinCase> generators::ternary_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::ternary_cases(plan, rng);
-}
+STRIDEWEAVE_EXPORT_CASES(binary_cases)
+STRIDEWEAVE_EXPORT_CASES(sub_cases)
+STRIDEWEAVE_EXPORT_CASES(pow_cases)
+STRIDEWEAVE_EXPORT_CASES(logical_not_cases)
+STRIDEWEAVE_EXPORT_CASES(ternary_cases)
 
 }  // namespace strideweave::conformance

@@ -201,23 +201,11 @@ std::vector<TwinCase> topk_cases(const OperationPlan&, std::mt19937& rng) {
 }  // namespace
 
 // The generators operations.def names (harness.h).
-std::vector<TwinCase> generators::reduce_sum_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::reduce_sum_cases(plan, rng);
-}
-std::vector<TwinCase> generators::reduce_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::reduce_cases(plan, rng);
-}
-std::vector<TwinCase> generators::arg_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::arg_cases(plan, rng);
-}
-std::vector<TwinCase> generators::cumsum_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::cumsum_cases(plan, rng);
-}
-std::vector<TwinCase> generators::sort_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::sort_cases(plan, rng);
-}
-std::vector<TwinCase> generators::topk_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::topk_cases(plan, rng);
-}
+STRIDEWEAVE_EXPORT_CASES(reduce_sum_cases)
+STRIDEWEAVE_EXPORT_CASES(reduce_cases)
+STRIDEWEAVE_EXPORT_CASES(arg_cases)
+STRIDEWEAVE_EXPORT_CASES(cumsum_cases)
+STRIDEWEAVE_EXPORT_CASES(sort_cases)
+STRIDEWEAVE_EXPORT_CASES(topk_cases)
 
 }  // namespace strideweave::conformance

@@ -185,14 +185,8 @@ std::vector<TwinCase> indexed_cases(const OperationPlan& plan, std::mt19937& rng
 }  // namespace
 
 // The generators operations.def names (harness.h).
-std::vector<TwinCase> generators::matmul_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::matmul_cases(plan, rng);
-}
-std::vector<TwinCase> generators::conv_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::conv_cases(plan, rng);
-}
-std::vector<TwinCase> generators::indexed_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::indexed_cases(plan, rng);
-}
+STRIDEWEAVE_EXPORT_CASES(matmul_cases)
+STRIDEWEAVE_EXPORT_CASES(conv_cases)
+STRIDEWEAVE_EXPORT_CASES(indexed_cases)
 
 }  // namespace strideweave::conformance

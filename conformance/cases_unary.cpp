@@ -135,8 +135,6 @@ std::vector<TwinCase> unary_cases(const OperationPlan& plan, std::mt19937& rng) 
 }  // namespace
 
 // The generators operations.def names (harness.h).
-std::vector<TwinCase> generators::unary_cases(const OperationPlan& plan, std::mt19937& rng) {
-  return conformance::unary_cases(plan, rng);
-}
+STRIDEWEAVE_EXPORT_CASES(unary_cases)
 
 }  // namespace strideweave::conformance

@@ -62,6 +62,13 @@ SW_CONFORMANCE_GENERATOR(conv_cases)
 SW_CONFORMANCE_GENERATOR(indexed_cases)
 #undef SW_CONFORMANCE_GENERATOR
 }  // namespace generators
+// Defines generators::name as the file's own `name` (a case file keeps its
+// generators and helpers in an unnamed namespace and exports each with one
+// line).
+#define STRIDEWEAVE_EXPORT_CASES(name)                                                          \
+  std::vector<TwinCase> generators::name(const OperationPlan& plan, std::mt19937& rng) { \
+    return conformance::name(plan, rng);                                                 \
+  }
 
 // How results of a plan are compared.
 struct AgreementRule {
