@@ -160,6 +160,8 @@ Value value_arg(py::handle value, const SimpleDType& dtype, const char* what);
 std::int64_t integer_arg(py::handle value, const char* what);
 // A Python bool or a numpy bool.
 bool is_boolean(py::handle value);
+// An int or a numbers.Integral (numpy's integer scalars), not a bool.
+bool is_integer_number(py::handle value);
 // A real argument (a float, an int or a numbers.Real such as a numpy float;
 // never a bool) as a double: TypeError naming `what` otherwise.
 double real_arg(py::handle value, const char* what);
@@ -179,12 +181,12 @@ double real_arg(py::handle value, const char* what);
 enum class LargeIntegers { Overflow, Opaque };
 namespace detail {
 // The conversion; an integer beyond int64 under Overflow sets `overflowing`.
-operation::OptionValue option_value_or_overflow(py::handle value, LargeIntegers large, py::handle& overflowing);
+operation::OptionValue option_value_or_overflow(py::handle value, LargeIntegers large, py::object& overflowing);
 [[noreturn]] void throw_overflow(const std::string& what, py::handle integer);
 }  // namespace detail
 template <class What>
 operation::OptionValue option_value_arg(py::handle value, What&& what, LargeIntegers large = LargeIntegers::Overflow) {
-  py::handle overflowing;
+  py::object overflowing;
   operation::OptionValue v = detail::option_value_or_overflow(value, large, overflowing);
   if (overflowing) {
     if constexpr (std::is_invocable_v<What>) detail::throw_overflow(std::string(what()), overflowing);

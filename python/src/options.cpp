@@ -25,9 +25,10 @@ struct PyObjectDeleter {
 
 std::string type_name_of(py::handle value) { return py::str(py::type::handle_of(value).attr("__name__")); }
 
-bool is_integer(py::handle value) {
-  return !is_boolean(value) && !PyFloat_Check(value.ptr()) && PyIndex_Check(value.ptr());
-}
+// An integer number: an int or a numbers.Integral (numpy's integer
+// scalars), never a bool. An array is not a number even where it defines
+// __index__ (numpy's ndarray does): it stays an opaque object.
+bool is_integer(py::handle value) { return !is_boolean(value) && is_integer_number(value); }
 
 bool fits_int64(py::handle value) {
   py::int_ v = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
@@ -52,13 +53,13 @@ operation::OpaqueValue opaque_value(py::handle value) {
 
 namespace detail {
 
-operation::OptionValue option_value_or_overflow(py::handle value, LargeIntegers large, py::handle& overflowing) {
+operation::OptionValue option_value_or_overflow(py::handle value, LargeIntegers large, py::object& overflowing) {
   if (value.is_none()) return std::monostate{};
   if (is_boolean(value)) return PyObject_IsTrue(value.ptr()) == 1;
   if (is_integer(value)) {
     if (fits_int64(value)) return integer_arg(value, "option");
     if (large == LargeIntegers::Opaque) return opaque_value(value);
-    overflowing = value;
+    overflowing = py::reinterpret_borrow<py::object>(value);
     return std::monostate{};
   }
   if (PyFloat_Check(value.ptr()) || is_real_number(value)) return real_arg(value, "option");
@@ -76,7 +77,7 @@ operation::OptionValue option_value_or_overflow(py::handle value, LargeIntegers 
       for (py::handle v : value) {
         if (!fits_int64(v)) {
           if (large == LargeIntegers::Opaque) return opaque_value(value);
-          overflowing = v;
+          overflowing = py::reinterpret_borrow<py::object>(v);  // owned: the item may die with the iterator
           return std::monostate{};
         }
         list.push_back(integer_arg(v, "option"));

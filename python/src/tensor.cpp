@@ -54,12 +54,10 @@ std::vector<std::int64_t> axes_args(const py::args& args, const char* what) {
 std::vector<std::int64_t> coordinate_arg(const py::args& args, const char* what) { return axes_args(args, what); }
 
 // t[key]: the key's items as IndexItems, then <strideweave/indexing.h>'s
-// index(), which owns the semantics and the errors.
-std::optional<std::int64_t> slice_bound(PyObject* value) {
-  if (value == Py_None) return std::nullopt;
-  return integer_arg(value, "Tensor index: a slice bound");
-}
-
+// index(), which owns the semantics and the errors. A slice's bounds are
+// read as Python reads them (PySlice_Unpack: __index__, bools, bounds
+// beyond the machine's range clamped, step 0 a ValueError); index() then
+// clamps them to the axis.
 Tensor index_tensor(const Tensor& t, py::handle key) {
   py::tuple items = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
   std::vector<IndexItem> index_items;
@@ -70,9 +68,9 @@ Tensor index_tensor(const Tensor& t, py::handle key) {
     } else if (item.is_none()) {
       index_items.push_back(IndexItem::new_axis());
     } else if (PySlice_Check(item.ptr())) {
-      auto* s = reinterpret_cast<PySliceObject*>(item.ptr());
-      const std::optional<std::int64_t> step = slice_bound(s->step);
-      index_items.push_back(IndexItem::slice(slice_bound(s->start), slice_bound(s->stop), step.value_or(1)));
+      Py_ssize_t start = 0, stop = 0, step = 0;
+      if (PySlice_Unpack(item.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
+      index_items.push_back(IndexItem::slice(start, stop, step));
     } else if (!is_boolean(item) && PyIndex_Check(item.ptr())) {
       index_items.push_back(IndexItem::at(integer_arg(item, "Tensor index")));
     } else {

@@ -39,7 +39,8 @@ std::string type_name(py::handle value) { return py::str(py::type::handle_of(val
 bool is_numpy_bool(py::handle value) {
   py::handle type = py::type::handle_of(value);
   PyTypeObject* t = reinterpret_cast<PyTypeObject*>(type.ptr());
-  return std::string_view(t->tp_name) == "numpy.bool_";
+  const std::string_view name(t->tp_name);
+  return name == "numpy.bool_" || name == "numpy.bool";  // NumPy 1, NumPy 2
 }
 
 
@@ -165,6 +166,8 @@ Value value_arg(py::handle value, const SimpleDType& dtype, const char* what) {
 }
 
 bool is_boolean(py::handle value) { return PyBool_Check(value.ptr()) || is_numpy_bool(value); }
+
+bool is_integer_number(py::handle value) { return is_integral(value); }
 
 double real_arg(py::handle value, const char* what) {
   if (is_boolean(value) || !is_real(value))

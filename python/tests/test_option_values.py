@@ -85,3 +85,22 @@ def test_the_catalog_exposes_each_schema_as_data():
             assert schema == op.get_definition(name).schema
     # sort and topk have no definition: their schema is their values plan's.
     assert catalog["topk"]["schema"] == op.get_definition("_topk_values").schema
+
+
+def test_an_overflowing_item_of_a_range_is_named_after_the_range_is_gone():
+    # The overflowing item is held, not borrowed from the range's iterator.
+    with pytest.raises(OverflowError, match=r"reduce_sum: option 'axes': 9223372036854775808 does not fit"):
+        sw.reduce_sum(sw.tensor([1.0]), axes=range(2**63, 2**63 + 1))
+
+
+def test_a_numpy_array_is_an_opaque_object_not_a_list_or_an_integer():
+    # ndarray defines __index__ (for one-element integer arrays); it is still
+    # not an integer option and not a list of integers.
+    array = np.array([0, 1])
+    d, seen = echo_definition()
+    op.resolve_call(d, sw.tensor([1.0]), v=array)
+    assert seen["v"] is array
+    op.resolve_call(d, sw.tensor([1.0]), v=np.array([3]))
+    assert isinstance(seen["v"], np.ndarray)
+    with pytest.raises(TypeError, match=r"reduce_sum: option 'axes' must be a list of integers"):
+        sw.reduce_sum(sw.tensor([[1.0]]), axes=array)

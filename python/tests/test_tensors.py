@@ -154,3 +154,15 @@ def test_python_numbers_stored_as_float32_round_once_to_nearest_even():
     c = sw.CPU(1)
     c[0] = 2**60 + 2**36 + 1
     assert c[0] == float(2**60 + 2**37)
+
+
+def test_slice_bounds_are_read_as_python_reads_them():
+    # Issue 20 step 9: t[key] converts the key for the C++ index(); a slice's
+    # bounds go through PySlice_Unpack, so bounds beyond 64 bits clamp and
+    # bools are integers, as for a list.
+    t = sw.tensor([1.0, 2.0, 3.0])
+    data = [1.0, 2.0, 3.0]
+    for key in (slice(None, 2**64), slice(-10**30, None), slice(True, None), slice(None, None, 2**70)):
+        assert t[key].tolist() == data[key]
+    with pytest.raises(ValueError, match="slice step cannot be zero"):
+        t[::0]

@@ -4,7 +4,8 @@
 // SystemIo. A test replaces it (ScopedSystemIo) and makes any call fail as
 // the kernel would: EIO, ENOSPC, EEXIST, EINVAL for a file system without
 // O_DIRECT, a short read or write. There is one fault-injection interface
-// for all three (tests/support/faulty_system_io.h).
+// for all three: a test derives from SystemIo and overrides the calls it
+// fails.
 //
 // The rules, written once here and nowhere else:
 //  - Results. Each method returns 0 on success or the errno value of the
@@ -23,8 +24,11 @@
 //  - Rings. ring_create and ring_destroy order every use of a destroyed ring
 //    before the next ring's creation. The kernel already does this, but
 //    liburing maps and unmaps the queues with raw system calls that
-//    ThreadSanitizer cannot see. Submission is all or nothing: EBUSY when
-//    the queue lacks room, and then nothing is prepared.
+//    ThreadSanitizer cannot see. When the queue lacks room for a batch,
+//    submit returns EBUSY before it prepares anything. io_uring_submit
+//    itself can still fail after the batch was prepared (a full completion
+//    queue, EAGAIN); its entries then stay queued, and some may already be
+//    in flight. A caller must not assume none is.
 #pragma once
 
 #include <strideweave/export.h>
@@ -132,7 +136,8 @@ class STRIDEWEAVE_TEST_API SystemIo {
   virtual void ring_destroy(Ring* ring) noexcept;
   // Calls io_uring_get_sqe and prepares a read or write for each request,
   // then calls io_uring_submit until all are in flight. EBUSY when the queue
-  // lacks room for them all; nothing is prepared then.
+  // lacks room for them all; nothing is prepared then. Any other error comes
+  // from io_uring_submit after the batch was prepared (see "Rings" above).
   virtual int submit(Ring* ring, std::span<const RingRequest> requests) noexcept;
   // One completion, then io_uring_cqe_seen. With `block`, io_uring_wait_cqe
   // waits until one is ready. Without it, io_uring_peek_cqe returns EAGAIN

@@ -6,7 +6,7 @@
 // specification's, Storage_BlockDeviceMove<topic> for the choices
 // docs/storage.md writes down (faults, progress, asynchrony). Images are
 // plain files in the build tree (a disk file system: tmpfs has no O_DIRECT).
-// Faults replace the one I/O interface (block_io.h).
+// Faults replace the one I/O interface (src/sysio/system_io.h).
 #include <strideweave/strideweave.h>
 
 #include <gtest/gtest.h>

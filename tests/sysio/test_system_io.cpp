@@ -144,7 +144,7 @@ TEST(SystemIo_Issue20Step8, OneReplacementInjectsFaultsIntoFileBackedBlockDevice
   EXPECT_EQ(sw::load_npy(npy).values()[0].f, 1.0f);  // the scope ended: the system's calls again
 }
 
-TEST(SystemIo_Issue20Step8, RingSubmissionIsAllOrNothingAndCompletesReadsAndWrites) {
+TEST(SystemIo_Issue20Step8, ABatchLargerThanTheQueueIsRefusedBeforeAnythingIsPrepared) {
   Scratch scratch;
   sw::sysio::SystemIo& io = sw::sysio::system_io();
   int fd = -1;
@@ -159,7 +159,7 @@ TEST(SystemIo_Issue20Step8, RingSubmissionIsAllOrNothingAndCompletesReadsAndWrit
   char out[8] = "abcdefg", in[8] = {};
   std::vector<sw::sysio::RingRequest> too_many(3);  // the queue has 2 entries
   for (auto& r : too_many) r = {true, fd, out, 8, 0, 9};
-  EXPECT_EQ(io.submit(ring, too_many), EBUSY);  // nothing prepared
+  EXPECT_EQ(io.submit(ring, too_many), EBUSY);  // refused before anything is prepared
   const sw::sysio::RingRequest write{true, fd, out, 8, 0, 1};
   ASSERT_EQ(io.submit(ring, std::span(&write, 1)), 0);
   sw::sysio::RingCompletion c;
