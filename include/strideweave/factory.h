@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <strideweave/errors.h>
+#include <strideweave/literal.h>
 #include <strideweave/tensor.h>
 #include <strideweave/export.h>
 
@@ -66,46 +67,17 @@ Tensor make_tensor(const std::vector<T>& values, const Shape& shape) {
 
 namespace detail {
 
-// The extents met so far (at most four: the deepest factory below), fixed
-// by the first list at each depth.
-struct NestedExtents {
-  std::int64_t extent[4] = {0, 0, 0, 0};
-  std::size_t known = 0;
-};
-
+// Nested initializer lists read into a LiteralBuilder (strideweave/literal.h:
+// the one home of the shape, raggedness and ordering rules).
 template <class T>
-void collect_nested(const T& value, std::size_t, NestedExtents&, std::vector<Value>& out) {
-  out.push_back(to_value(value));
+void read_nested(const T& value, LiteralBuilder& builder) {
+  builder.number(WeakScalar(value));
 }
 template <class T, class Item>
-void collect_nested(std::initializer_list<Item> list, std::size_t depth, NestedExtents& extents,
-                    std::vector<Value>& out) {
-  const auto n = static_cast<std::int64_t>(list.size());
-  if (depth == extents.known) extents.extent[extents.known++] = n;
-  else if (extents.extent[depth] != n)
-    throw ValueError("tensor: ragged nested lists (every list at one depth must have the same length)");
-  for (const Item& item : list) collect_nested<T>(item, depth + 1, extents, out);
-}
-
-// Row-major values (last axis fastest) of `extents` in logical order (first
-// axis fastest).
-inline std::vector<Value> row_major_to_logical(const std::vector<Value>& row_major,
-                                               const std::vector<std::int64_t>& extents) {
-  std::vector<Value> logical(row_major.size());
-  std::vector<std::int64_t> coordinate(extents.size(), 0);
-  for (const Value& v : row_major) {
-    std::int64_t ordinal = 0, stride = 1;
-    for (std::size_t i = 0; i < extents.size(); ++i) {
-      ordinal += coordinate[i] * stride;
-      stride *= extents[i];
-    }
-    logical[static_cast<std::size_t>(ordinal)] = v;
-    for (std::size_t i = extents.size(); i-- > 0;) {  // row-major odometer: last axis fastest
-      if (++coordinate[i] < extents[i]) break;
-      coordinate[i] = 0;
-    }
-  }
-  return logical;
+void read_nested(std::initializer_list<Item> list, LiteralBuilder& builder) {
+  builder.open(static_cast<std::int64_t>(list.size()));
+  for (const Item& item : list) read_nested<T>(item, builder);
+  builder.close();
 }
 
 template <class C, class T, class Nested>
@@ -113,13 +85,11 @@ Tensor tensor_from_nested(Nested nested, std::size_t rank) {
   static_assert(is_element_type_v<T>,
                 "tensor: a tensor stores float (Float32), std::int32_t (Int32) or bool (Bool) elements; "
                 "write float literals with an f suffix (1.0f) and convert double or 64-bit values first");
-  NestedExtents found;
-  std::vector<Value> row_major;
-  collect_nested<T>(nested, 0, found, row_major);
-  // An empty list leaves the inner extents 0.
-  const std::vector<std::int64_t> extents(found.extent, found.extent + rank);
-  return Tensor(C::from_values(row_major_to_logical(row_major, extents), dtype_traits<T>::dtype()),
-                Shape::of(extents));
+  LiteralBuilder builder;
+  builder.fixed_rank(rank);  // an empty list leaves the inner extents 0
+  read_nested<T>(nested, builder);
+  const SimpleDType& dtype = dtype_traits<T>::dtype();
+  return Tensor(C::from_values(builder.values(dtype), dtype), builder.shape());
 }
 
 }  // namespace detail

@@ -24,6 +24,7 @@
 #include <strideweave/indexing.h>
 #include <strideweave/int128.h>
 #include <strideweave/layout.h>
+#include <strideweave/literal.h>
 #include <strideweave/move.h>
 #include <strideweave/move_operation.h>
 #include <strideweave/opcheck.h>

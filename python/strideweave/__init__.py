@@ -102,6 +102,7 @@ from ._core import (
     scalar_like,
     format_values,
     tensor,
+    LiteralBuilder,
     asarray,
     SortResult,
     # autograd

@@ -257,3 +257,66 @@ def test_literal_reader_reference_counts_are_balanced():
         with pytest.raises(TypeError):
             sw.tensor([items, ["x"] * 10])
     assert [sys.getrefcount(x) for x in items + arrays] == before
+
+
+# ---- LiteralBuilder: the C++ rules, fed piece by piece (issue 20 step 9)
+
+def test_literal_builder_reads_pieces_by_the_rules_of_tensor():
+    b = sw.LiteralBuilder()
+    b.open(2)
+    b.item([1, 2])
+    b.item(np.array([3, 4], np.int64))
+    b.close()
+    assert b.shape == (2, 2) and b.inferred_dtype is I32
+    t = b.build()
+    assert t.tolist() == [[1, 2], [3, 4]] and t.tolist() == sw.tensor([[1, 2], [3, 4]]).tolist()
+    g = b.build(dtype=F32, carrier=sw.Generic)
+    assert type(g.carrier) is sw.Generic and g.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    p = b.build(carrier=sw.CPU(1))  # a prototype instance
+    assert type(p.carrier) is sw.CPU and p.carrier is not t.carrier
+
+
+def test_literal_builder_names_its_caller_and_refuses_ragged_pieces_without_changing():
+    b = sw.LiteralBuilder("reader")
+    b.open(2)
+    b.item([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^reader: ragged"):
+        b.item([3.0])
+    b.item((3.0, 4.0))  # the builder is as it was before the refused item
+    b.close()
+    assert b.build().tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_literal_builder_reader_contract():
+    b = sw.LiteralBuilder()
+    b.open(2)
+    b.item(1)
+    with pytest.raises(RuntimeError, match="closed after 1 items"):
+        b.close()
+    with pytest.raises(RuntimeError, match="not complete"):
+        b.shape
+    b.item(2)
+    with pytest.raises(RuntimeError, match="more items"):
+        b.item(3)
+    b.close()
+    with pytest.raises(RuntimeError, match="after the outermost"):
+        b.item(4)
+    f = sw.LiteralBuilder()
+    f.fixed_rank(2)
+    f.open(0)
+    f.close()
+    assert f.shape == (0, 0) and f.build().shape == sw.Shape(0, 0)
+
+
+def test_literal_builder_converts_only_when_built():
+    b = sw.LiteralBuilder()
+    b.open(2)
+    b.item("x")  # not a number: refused when converted, so a ragged shape is reported first
+    with pytest.raises(ValueError, match="ragged"):
+        b.item([1])
+    b.item(2**200)
+    b.close()
+    with pytest.raises(TypeError, match="'x' is not a number"):
+        b.inferred_dtype
+    with pytest.raises(TypeError, match="got str"):
+        b.build(dtype=F32)
