@@ -12,8 +12,13 @@ Debian's python3-numpy and python3-torch).
 Work measured:
   py_add_tiny_call      per-call cost of strideweave.add on two 4-element
                         Float32 tensors, against numpy.add and torch.add on
-                        the same data (microseconds per call, best repetition)
+                        the same data (microseconds per call, best
+                        repetition); inference: ours under strideweave.no_grad(),
+                        torch under torch.no_grad() (numpy records nothing)
   py_add_tiny_operator  the same through `a + b`
+  py_add_tiny_recording `a + b` recording its node (grad mode, the specified
+                        model: every Float32 call records) against torch's
+                        `a + b` on tensors that require grad
   py_add_1M_bridge      add of two 2^20-element float32 numpy arrays through
                         the bridge: asarray both (no copy), add, numpy.asarray
                         of the result (no copy), against numpy.add and
@@ -85,8 +90,10 @@ def tiny_add(quick):
     values = [1.0, 2.0, 3.0, 4.0]
     a, b = sw.tensor(values), sw.tensor(values)
     number, repeat = (2000, 3) if quick else (20000, 7)
-    ours_call = per_call_us(lambda: sw.add(a, b), number, repeat)
-    ours_operator = per_call_us(lambda: a + b, number, repeat)
+    ours_recording = per_call_us(lambda: a + b, number, repeat)
+    with sw.no_grad():
+        ours_call = per_call_us(lambda: sw.add(a, b), number, repeat)
+        ours_operator = per_call_us(lambda: a + b, number, repeat)
     if np is not None:
         na, nb = np.array(values, dtype=np.float32), np.array(values, dtype=np.float32)
         peer = per_call_us(lambda: np.add(na, nb), number, repeat)
@@ -94,8 +101,13 @@ def tiny_add(quick):
         emit("py_add_tiny_operator", 1, "us", ours_operator, "numpy", per_call_us(lambda: na + nb, number, repeat))
     if torch is not None:
         ta, tb = torch.tensor(values), torch.tensor(values)
-        emit("py_add_tiny_call", 1, "us", ours_call, "torch", per_call_us(lambda: torch.add(ta, tb), number, repeat))
-        emit("py_add_tiny_operator", 1, "us", ours_operator, "torch", per_call_us(lambda: ta + tb, number, repeat))
+        with torch.no_grad():
+            peer_call = per_call_us(lambda: torch.add(ta, tb), number, repeat)
+            peer_operator = per_call_us(lambda: ta + tb, number, repeat)
+        emit("py_add_tiny_call", 1, "us", ours_call, "torch", peer_call)
+        emit("py_add_tiny_operator", 1, "us", ours_operator, "torch", peer_operator)
+        ra, rb = torch.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+        emit("py_add_tiny_recording", 1, "us", ours_recording, "torch", per_call_us(lambda: ra + rb, number, repeat))
 
 
 def bridge(quick):

@@ -63,6 +63,13 @@ class Tensor {
   // An opaque key of that identity (equal exactly when is()): what a binding
   // uses to give one tensor one object. Valid while some handle lives.
   const void* identity() const noexcept { return impl_.get(); }
+  // One opaque word per tensor for a language binding (Python keeps the
+  // tensor's one object here, so finding it is a read, not a hash lookup):
+  // null until set; shared by every handle of this tensor and by no other
+  // tensor; never read, owned or freed by the library. Not synchronised:
+  // the binding serialises its own use (Python: under the GIL).
+  void* binding_slot() const noexcept;
+  void set_binding_slot(void* value) const noexcept;
 
   // Element access by one integer key per top-level mode (ValueError for a
   // bad coordinate; RuntimeError on a released carrier).

@@ -15,7 +15,8 @@
 // Python numbers follow the C++ rule of include/strideweave/ops/operators.h:
 //  - mul, pow (and clamp's bounds) have a weak-scalar form: the number picks
 //    a branch and has no dtype (policy R7);
-//  - the elementwise tensor/tensor operations below (kRank0Scalar) turn the
+//  - the elementwise tensor/tensor operations listed with SW_SCALAR_OPERANDS
+//    in operations.def (kRank0Scalar) turn the
 //    number into a rank-0 tensor on the other operand's carrier class whose
 //    dtype is the number's own: int -> Int32 (OverflowError outside Int32),
 //    float -> Float32 (rounded to nearest even), bool -> Bool. The plan is
@@ -34,17 +35,19 @@
 
 #include <fmt/format.h>
 
-#include <array>
+#include <deque>
 #include <set>
 
 namespace strideweave::python {
 namespace {
 
-// The operations with a C++ scalar overload in ops/operators.h
-// (STRIDEWEAVE_SCALAR_OPERANDS): a number next to a tensor becomes a rank-0
-// tensor of the number's own dtype.
-constexpr std::array<std::string_view, 11> kRank0Scalar = {"add", "sub", "elementwise_mul", "div", "rem", "maximum",
-                                                           "minimum", "eq", "ne", "lt", "le"};
+// The operations with a C++ scalar overload in ops/operators.h (from
+// operations.def): a number next to a tensor becomes a rank-0 tensor of the
+// number's own dtype.
+constexpr std::string_view kRank0Scalar[] = {
+#define SW_SCALAR_OPERANDS(op) #op,
+#include <strideweave/operations.def>
+};
 
 bool rank0_scalars(std::string_view op) {
   for (std::string_view n : kRank0Scalar)
@@ -85,6 +88,35 @@ const Typed* typed(std::string_view name) {
   return nullptr;
 }
 
+// Whether a call on these operands releases the GIL while it runs. A call
+// whose operands all live on a shipped definition-free carrier (Generic,
+// CPU: no Python code runs inside) and whose result has fewer than
+// kGilReleaseElements elements keeps it: releasing and re-taking the GIL
+// costs more than such a kernel (numpy keeps it below 500 elements for the
+// same reason). Anything else releases it (docs/python.md, "Performance").
+constexpr std::int64_t kGilReleaseElements = 1 << 14;
+bool shipped_compute_carrier(const Tensor& t) {
+  const CarrierClass c = t.carrier_type();
+  return c == carrier_class<CPU>() || c == carrier_class<Generic>();
+}
+bool keeps_gil(const Tensor& a, const Tensor* b = nullptr) {
+  if (!shipped_compute_carrier(a) || (b && !shipped_compute_carrier(*b))) return false;
+  return a.size() < kGilReleaseElements && (!b || b->size() < kGilReleaseElements);
+}
+// Releases the GIL for its scope unless `keep`.
+class MaybeReleaseGil {
+ public:
+  explicit MaybeReleaseGil(bool keep) : state_(keep ? nullptr : PyEval_SaveThread()) {}
+  ~MaybeReleaseGil() {
+    if (state_) PyEval_RestoreThread(state_);
+  }
+  MaybeReleaseGil(const MaybeReleaseGil&) = delete;
+  MaybeReleaseGil& operator=(const MaybeReleaseGil&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
 std::string int_hint(const WeakScalar& s) {
   return fmt::format(" (the Python int {} became an Int32 rank-0 tensor; write {}.0 for a Float32 scalar: "
                      "docs/python.md, \"Python numbers\")",
@@ -107,17 +139,17 @@ py::object typed_binary(const Typed& op, py::handle a, py::handle b) {
     if (ta && tb) {
       const Tensor& x = tensor_arg(a, "operand");
       const Tensor& y = tensor_arg(b, "operand");
-      py::gil_scoped_release nogil;
+      MaybeReleaseGil nogil(keeps_gil(x, &y));
       result.emplace(op.tensor_tensor(x, y, Output()));
     } else {
       const Tensor& t = tensor_arg(ta ? a : b, "operand");
       const WeakScalar s = weak_scalar_operand(ta ? b : a, op.name, ta ? 1 : 0);
       if (op.tensor_scalar) {
-        py::gil_scoped_release nogil;
+        MaybeReleaseGil nogil(keeps_gil(t));
         result.emplace(ta ? op.tensor_scalar(t, s, Output()) : op.scalar_tensor(s, t, Output()));
       } else {
         if (s.kind() == WeakScalarKind::INTEGER) hint = s;
-        py::gil_scoped_release nogil;
+        MaybeReleaseGil nogil(keeps_gil(t));
         const Tensor scalar = scalar_like(t, s);
         result.emplace(ta ? op.tensor_tensor(t, scalar, Output()) : op.tensor_tensor(scalar, t, Output()));
       }
@@ -133,10 +165,111 @@ py::object typed_unary(const Typed& op, py::handle x) {
   const Tensor& t = tensor_arg(x, op.name.data());
   std::optional<Tensor> result;
   {
-    py::gil_scoped_release nogil;
+    MaybeReleaseGil nogil(keeps_gil(t));
     result.emplace(op.unary(t, Output()));
   }
   return tensor_object(std::move(*result));
+}
+
+// ---- the operators as CPython number slots
+//
+// `a + b` on a Tensor calls the type's nb_add slot. Left to pybind11, that
+// slot looks up __add__ (or __radd__), calls it through the generic
+// dispatcher (overload resolution, argument casters) and the uninitialised-
+// object guard: most of a tiny call's time. The slots below go to the same
+// typed_binary / typed_unary directly; __add__ and the other methods stay
+// bound (for explicit calls, help() and the stub) and do the same.
+struct SlotOps {
+  const Typed *add, *sub, *mul, *div, *pow, *matmul, *neg, *abs, *eq, *ne, *lt, *le;
+};
+SlotOps& slot_ops() {
+  static SlotOps ops{};
+  return ops;
+}
+
+// The Python exception for the C++ exception being handled, as pybind11's
+// dispatcher raises it (the module's translators, then pybind11's own).
+PyObject* raise_current_exception() noexcept {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    if (py::detail::apply_exception_translators(py::detail::get_local_internals().registered_exception_translators))
+      return nullptr;
+    if (py::detail::apply_exception_translators(py::detail::get_internals().registered_exception_translators))
+      return nullptr;
+    PyErr_SetString(PyExc_SystemError, "strideweave: an exception escaped every exception translator");
+    return nullptr;
+  }
+}
+
+void refuse_uninitialised(PyObject* o, const char* method) {
+  if (is_tensor(o) && is_uninitialised(o)) throw_uninitialised(o, method);
+}
+
+PyObject* binary_slot(const Typed* op, PyObject* a, PyObject* b, const char* method) noexcept {
+  try {
+    refuse_uninitialised(a, method);
+    refuse_uninitialised(b, method);
+    return typed_binary(*op, a, b).release().ptr();
+  } catch (...) {
+    return raise_current_exception();
+  }
+}
+PyObject* unary_slot(const Typed* op, PyObject* x, const char* method) noexcept {
+  try {
+    refuse_uninitialised(x, method);
+    return typed_unary(*op, x).release().ptr();
+  } catch (...) {
+    return raise_current_exception();
+  }
+}
+PyObject* nb_add(PyObject* a, PyObject* b) { return binary_slot(slot_ops().add, a, b, "Tensor.__add__"); }
+PyObject* nb_subtract(PyObject* a, PyObject* b) { return binary_slot(slot_ops().sub, a, b, "Tensor.__sub__"); }
+PyObject* nb_multiply(PyObject* a, PyObject* b) { return binary_slot(slot_ops().mul, a, b, "Tensor.__mul__"); }
+PyObject* nb_true_divide(PyObject* a, PyObject* b) { return binary_slot(slot_ops().div, a, b, "Tensor.__truediv__"); }
+PyObject* nb_matrix_multiply(PyObject* a, PyObject* b) {
+  return binary_slot(slot_ops().matmul, a, b, "Tensor.__matmul__");
+}
+PyObject* nb_power(PyObject* a, PyObject* b, PyObject* modulo) {
+  if (modulo != Py_None) Py_RETURN_NOTIMPLEMENTED;  // pow(a, b, m): no modular power
+  return binary_slot(slot_ops().pow, a, b, "Tensor.__pow__");
+}
+PyObject* nb_negative(PyObject* x) { return unary_slot(slot_ops().neg, x, "Tensor.__neg__"); }
+PyObject* nb_absolute(PyObject* x) { return unary_slot(slot_ops().abs, x, "Tensor.__abs__"); }
+// a > b is lt(b, a), a >= b is le(b, a), as the bound __gt__/__ge__ do.
+PyObject* tp_richcompare(PyObject* a, PyObject* b, int op) {
+  const SlotOps& ops = slot_ops();
+  switch (op) {
+    case Py_EQ: return binary_slot(ops.eq, a, b, "Tensor.__eq__");
+    case Py_NE: return binary_slot(ops.ne, a, b, "Tensor.__ne__");
+    case Py_LT: return binary_slot(ops.lt, a, b, "Tensor.__lt__");
+    case Py_LE: return binary_slot(ops.le, a, b, "Tensor.__le__");
+    case Py_GT: return binary_slot(ops.lt, b, a, "Tensor.__gt__");
+    case Py_GE: return binary_slot(ops.le, b, a, "Tensor.__ge__");
+    default: Py_RETURN_NOTIMPLEMENTED;
+  }
+}
+
+void install_operator_slots(py::handle tensor_type) {
+  SlotOps& ops = slot_ops();
+  ops = SlotOps{typed("add"), typed("sub"), typed("mul"), typed("div"), typed("pow"), typed("matmul"),
+                typed("neg"), typed("abs"), typed("eq"), typed("ne"), typed("lt"), typed("le")};
+  auto* type = reinterpret_cast<PyTypeObject*>(tensor_type.ptr());
+  PyNumberMethods* number = type->tp_as_number;
+  if (!number) throw RuntimeError("strideweave: the Tensor type has no number slots");
+  number->nb_add = &nb_add;
+  number->nb_subtract = &nb_subtract;
+  number->nb_multiply = &nb_multiply;
+  number->nb_true_divide = &nb_true_divide;
+  number->nb_matrix_multiply = &nb_matrix_multiply;
+  number->nb_power = &nb_power;
+  number->nb_negative = &nb_negative;
+  number->nb_absolute = &nb_absolute;
+  type->tp_richcompare = &tp_richcompare;
+  PyType_Modified(type);
 }
 
 py::object& sort_result_type() {
@@ -237,6 +370,72 @@ py::object call_operation_object(const CallableOperation& op, const Typed* fast,
   add_operands(op.name, call, handles.data(), handles.size());
   add_keywords(op, call, kwargs);
   return run(op, call);
+}
+
+// ---- the operation functions as vectorcall builtins
+//
+// strideweave.add(a, b) and the other operation functions are plain
+// CPython functions (METH_FASTCALL): arguments arrive as an array, so the
+// common call of operands only goes straight to the typed C++ function
+// (kTyped) without pybind11's dispatcher building an args tuple and a
+// kwargs dict. Anything else (options, out=, other operands) takes
+// call_operation_object as before. The signature is the docstring's first
+// line (`__text_signature__`), as for any builtin.
+struct OperationFunction {
+  PyMethodDef def{};
+  std::string name;
+  std::string doc;
+  const CallableOperation* entry = nullptr;
+  const Typed* fast = nullptr;
+};
+constexpr const char* kOperationFunctionCapsule = "strideweave.operation_function";
+
+PyObject* call_operation_function(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  const auto* f = static_cast<const OperationFunction*>(PyCapsule_GetPointer(self, kOperationFunctionCapsule));
+  if (!f) return nullptr;
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  try {
+    for (Py_ssize_t i = 0; i < nargs + nkw; ++i)
+      if (is_uninitialised(args[i])) throw_uninitialised(args[i], f->name.c_str());
+    if (f->fast && nkw == 0) {
+      if (f->fast->unary && nargs == 1 && is_tensor(args[0])) return typed_unary(*f->fast, args[0]).release().ptr();
+      if (f->fast->tensor_tensor && nargs == 2) {
+        py::object r = typed_binary(*f->fast, args[0], args[1]);
+        if (r.ptr() != Py_NotImplemented) return r.release().ptr();
+      }
+    }
+    py::tuple positional(nargs);
+    for (Py_ssize_t i = 0; i < nargs; ++i) positional[i] = py::reinterpret_borrow<py::object>(args[i]);
+    py::dict keywords;
+    for (Py_ssize_t i = 0; i < nkw; ++i)
+      keywords[py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(kwnames, i))] =
+          py::reinterpret_borrow<py::object>(args[nargs + i]);
+    return call_operation_object(*f->entry, nullptr, py::reinterpret_borrow<py::args>(positional),
+                                 py::reinterpret_borrow<py::kwargs>(keywords))
+        .release()
+        .ptr();
+  } catch (...) {
+    return raise_current_exception();
+  }
+}
+
+// The function object of one operation; its record lives for the process.
+py::object operation_function(const CallableOperation& op, std::string doc, py::handle module_name) {
+  static auto* records = new std::deque<OperationFunction>();  // stable addresses, never destroyed
+  OperationFunction& f = records->emplace_back();
+  f.name = op.name;
+  f.doc = std::move(doc);
+  f.entry = &op;
+  f.fast = typed(op.name);
+  f.def.ml_name = f.name.c_str();
+  f.def.ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&call_operation_function));
+  f.def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
+  f.def.ml_doc = f.doc.c_str();
+  py::capsule self(static_cast<void*>(&f), kOperationFunctionCapsule);
+  PyObject* function = PyCFunction_NewEx(&f.def, self.ptr(), module_name.ptr());
+  if (!function) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(function);
 }
 
 // ---- signatures and docstrings from the schema (data, never re-parsed text)
@@ -342,13 +541,7 @@ void bind_operations(py::module_& m) {
     py::list names;
     for (const CallableOperation& op : callable_operations()) {
       if (op.internal) continue;
-      const CallableOperation* entry = &op;
-      const Typed* fast = typed(op.name);
-      m.add_object(op.name.c_str(),
-                   py::cpp_function([entry, fast](const py::args& args, const py::kwargs& kwargs) {
-                     return call_operation_object(*entry, fast, args, kwargs);
-                   },
-                                    py::name(op.name.c_str()), py::scope(m), py::doc(docstring(op).c_str())));
+      m.add_object(op.name.c_str(), operation_function(op, docstring(op), m.attr("__name__")));
       names.append(op.name);
     }
     m.attr("OPERATION_NAMES") = py::tuple(names);
@@ -400,6 +593,7 @@ void bind_operations(py::module_& m) {
   // Comparisons return tensors, so equality is not identity: hash by
   // identity, as Python objects do.
   tensor.def("__hash__", [](py::handle self) { return py::hash(py::int_(reinterpret_cast<std::uintptr_t>(self.ptr()))); });
+  install_operator_slots(tensor);
 }
 
 }  // namespace strideweave::python

@@ -96,32 +96,35 @@ bool is_tensor(py::handle value) { return PyObject_TypeCheck(value.ptr(), tensor
 // ---- one tensor, one object
 //
 // A C++ Tensor is a handle; several handles may name one tensor
-// (Tensor::is). Python sees one object per tensor: the objects that wrap a
-// tensor are remembered by its identity key (Tensor::identity), so a tensor
-// C++ hands back (an Operation's saved inputs, a VJP context's outputs, a
-// caller-provided output) is the caller's very object while that object
-// lives. An object is remembered when the binding makes it and when one is
-// passed into a call (a Tensor the user built with Tensor(...)); it is
-// forgotten when its Python object is destroyed (TensorHolderDeleter). The
-// map is touched only with the GIL held.
+// (Tensor::is). Python sees one object per tensor: the object that wraps a
+// tensor is kept in the tensor's binding slot (Tensor::binding_slot), so a
+// tensor C++ hands back (an Operation's saved inputs, a VJP context's
+// outputs, a caller-provided output) is the caller's very object while that
+// object lives. An object is remembered when the binding makes it and when
+// one is passed into a call (a Tensor the user built with Tensor(...)) and
+// the slot is empty; it is forgotten when its Python object is destroyed
+// (TensorHolderDeleter). The slot is touched only with the GIL held. (Until
+// issue 20 this was a process-wide hash map: a lookup, an insertion and an
+// erasure per result, a measurable share of a tiny operator call.)
 namespace {
-struct Remembered {
-  PyObject* object;
-  const Tensor* value;  // the object's own handle
-};
-std::unordered_map<const void*, Remembered>& remembered_objects() {
-  static auto* map = new std::unordered_map<const void*, Remembered>();  // never destroyed: objects outlive statics
-  return *map;
+// The Tensor handle a Tensor object holds (null when not initialised).
+const Tensor* held_tensor(PyObject* object) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(object);
+  void* v = inst->simple_layout ? inst->simple_value_holder[0]
+                                : py::detail::values_and_holders(inst).begin()->value_ptr();
+  return static_cast<const Tensor*>(v);
 }
 void remember(PyObject* object, const Tensor* value) {
-  remembered_objects().try_emplace(value->identity(), Remembered{object, value});
+  if (!value->binding_slot()) value->set_binding_slot(object);
 }
 }  // namespace
 
 void TensorHolderDeleter::operator()(Tensor* tensor) const noexcept {
+  // The slot names a live object (this one, being destroyed, or another
+  // object of the same tensor); it is cleared only by its own object.
   if (tensor) {
-    auto& map = remembered_objects();
-    if (const auto it = map.find(tensor->identity()); it != map.end() && it->second.value == tensor) map.erase(it);
+    if (auto* object = static_cast<PyObject*>(tensor->binding_slot()); object && held_tensor(object) == tensor)
+      tensor->set_binding_slot(nullptr);
   }
   delete tensor;
 }
@@ -129,18 +132,14 @@ void TensorHolderDeleter::operator()(Tensor* tensor) const noexcept {
 const Tensor& tensor_arg(py::handle value, const char* what) {
   if (!is_tensor(value))
     throw TypeError(fmt::format("{}: expected a Tensor, got {}", what, py::repr(value).cast<std::string>()));
-  auto* inst = reinterpret_cast<py::detail::instance*>(value.ptr());
-  void* v = inst->simple_layout ? inst->simple_value_holder[0]
-                                : py::detail::values_and_holders(inst).begin()->value_ptr();
-  if (!v) throw TypeError(fmt::format("{}: the Tensor object was never initialised", what));
-  const auto* t = static_cast<const Tensor*>(v);
+  const Tensor* t = held_tensor(value.ptr());
+  if (!t) throw TypeError(fmt::format("{}: the Tensor object was never initialised", what));
   remember(value.ptr(), t);
   return *t;
 }
 
 py::object tensor_object(Tensor&& tensor) {
-  if (const auto it = remembered_objects().find(tensor.identity()); it != remembered_objects().end())
-    return py::reinterpret_borrow<py::object>(it->second.object);
+  if (void* existing = tensor.binding_slot()) return py::reinterpret_borrow<py::object>(static_cast<PyObject*>(existing));
   const py::detail::type_info* info = tensor_type_info();
   auto object = py::reinterpret_steal<py::object>(py::detail::make_new_instance(info->type));
   auto* inst = reinterpret_cast<py::detail::instance*>(object.ptr());

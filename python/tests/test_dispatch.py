@@ -213,3 +213,17 @@ def test_a_tensor_handed_back_by_cpp_is_the_callers_very_object():
     inputs = y.autograd_ctx.inputs()
     del x
     assert inputs[0].tolist() == [1.0, 2.0]  # the object lives as long as someone holds it
+
+
+def test_a_tensor_whose_object_died_gets_one_new_object():
+    # Issue 20: the object is kept in the tensor's binding slot; the slot is
+    # cleared when its object dies and filled again by the next object.
+    x = sw.tensor([1.0, 2.0])
+    y = sw.add(x, x)
+    del x
+    first = y.autograd_ctx.inputs()[0]
+    assert first.tolist() == [1.0, 2.0]
+    assert y.autograd_ctx.inputs()[0] is first and y.autograd_ctx.inputs()[1] is first
+    del first
+    again = y.autograd_ctx.inputs()
+    assert again[0] is again[1] and again[0].tolist() == [1.0, 2.0]

@@ -428,10 +428,39 @@ Layout::Layout(Shape shape, Stride stride) : shape_(std::move(shape)), stride_(s
   cosize_ = checked_add(last, 1, "Layout cosize");
 }
 
+namespace {
+// The last flat compact layout made on this thread: a loop over tensors of
+// one shape (every tiny call's result) reuses its immutable stride block
+// instead of allocating one per call. A trivially constructed pointer on the
+// hot path (no thread_local initialisation guard); the memo itself lives in
+// an owner destroyed at thread exit, after which nothing is remembered.
+struct CompactMemo {
+  std::optional<Layout> last;
+};
+CompactMemo* compact_memo() noexcept {
+  thread_local CompactMemo* hot = nullptr;
+  thread_local bool gone = false;
+  if (!hot && !gone) {
+    struct Owner {
+      CompactMemo memo;
+      ~Owner() {
+        hot = nullptr;
+        gone = true;
+      }
+    };
+    thread_local Owner owner;
+    hot = &owner.memo;
+  }
+  return hot;
+}
+}  // namespace
+
 Layout Layout::compact(const Shape& shape) {
   // Strides skip zero extents (numpy convention), so they stay meaningful and
   // representable for empty shapes.
   if (shape.is_flat()) {  // the common case, without intermediate vectors
+    CompactMemo* memo = compact_memo();
+    if (memo && memo->last && memo->last->shape() == shape) return *memo->last;
     detail::ModeBlock block(shape.rank(), false);
     IntTuple* modes = block.mutable_modes();
     std::int64_t s = 1;
@@ -442,7 +471,9 @@ Layout Layout::compact(const Shape& shape) {
     }
     // Non-negative strides congruent with the flat shape; a compact layout's
     // cosize is its size.
-    return Layout(shape, Stride(std::move(block)), shape.size(), Trusted{});
+    Layout made(shape, Stride(std::move(block)), shape.size(), Trusted{});
+    if (memo) memo->last = made;
+    return made;
   }
   std::vector<std::int64_t> strides;
   std::int64_t s = 1;

@@ -64,12 +64,12 @@ auto ternary(std::string_view op, const Ternary& x, const Ternary& y, const Tern
       tensors.size() == 3   ? common_carrier(op, {tensors[0], tensors[1], tensors[2]})
       : tensors.size() == 2 ? common_carrier(op, {tensors[0], tensors[1]})
                             : common_carrier(op, {tensors[0]});
-  std::vector<KernelOperand> operands;
+  frontend::KernelOperands operands;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (const Tensor* const* t = std::get_if<const Tensor*>(ops[i])) operands.emplace_back((*t)->broadcast_to(*shape));
     else operands.emplace_back(materialize(std::get<WeakScalar>(*ops[i]), plan.operands()[i], op));
   }
-  return finish(plan, std::move(operands), Attributes{}, *shape, prototype);
+  return finish(plan, operands, Attributes{}, *shape, prototype);
 }
 
 template <class Finish>

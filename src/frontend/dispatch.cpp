@@ -447,7 +447,11 @@ Shape published_shape(const Shape& kernel_shape, std::span<const std::int64_t> s
 
 Shape Lowered::published_shape() const { return frontend::published_shape(kernel_shape, squeeze); }
 
-Tensor Execute::operator()(const OperationPlan& plan, std::vector<KernelOperand> operands,
+void KernelOperands::throw_over_capacity() {
+  throw RuntimeError(fmt::format("strideweave: a front-end call with more than {} kernel operands", kCapacity));
+}
+
+Tensor Execute::operator()(const OperationPlan& plan, const KernelOperands& operands,
                            const Attributes& attributes, const Shape& shape, const Carrier& prototype,
                            std::span<const std::int64_t> squeeze) const {
   // The gate: one lookup of the dispatch record of (exact class, plan),
@@ -484,7 +488,7 @@ Tensor run(Lowered lowered, const Output& out, CallRecord record, const operatio
   DefinitionRoute route;
   route.bound = bound;
   if (lowered.call_plan) route.invocation_plan = &*lowered.call_plan;
-  return Execute{out, route, record.inputs, std::move(record.target)}(lowered.plan, std::move(lowered.operands),
+  return Execute{out, route, record.inputs, std::move(record.target)}(lowered.plan, KernelOperands(std::move(lowered.operands)),
                                                                        lowered.attributes, lowered.kernel_shape,
                                                                        *lowered.prototype, lowered.squeeze);
 }

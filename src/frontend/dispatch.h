@@ -11,6 +11,8 @@
 
 #include <array>
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <span>
 #include <variant>
 
@@ -116,6 +118,67 @@ class CallInputs {
   std::size_t count_ = 0;
 };
 
+// The kernel operands of one front-end call, held inline: a typed call
+// allocates nothing for them (a std::vector was one heap allocation per
+// call). Built from the operands themselves (`{a, b}` constructs each once
+// in place) or from a vector (a lowering). At most kCapacity operands (no
+// front-end family has more than three); more is a logic error.
+class KernelOperands {
+ public:
+  static constexpr std::size_t kCapacity = 4;
+  KernelOperands() noexcept = default;
+  template <class... Items>
+    requires(sizeof...(Items) >= 1 && sizeof...(Items) <= kCapacity &&
+             (std::is_constructible_v<KernelOperand, Items &&> && ...))
+  KernelOperands(Items&&... items) {  // NOLINT: implicit, so that finish(plan, {a, b}, ...) reads as before
+    (emplace_back(std::forward<Items>(items)), ...);
+  }
+  explicit KernelOperands(std::vector<KernelOperand>&& items) {
+    for (KernelOperand& item : items) emplace_back(std::move(item));
+  }
+  KernelOperands(const KernelOperands& other) {
+    for (const KernelOperand& item : other) emplace_back(item);
+  }
+  KernelOperands(KernelOperands&& other) noexcept {
+    for (KernelOperand& item : other.mutable_span()) emplace_back_unchecked(std::move(item));
+  }
+  KernelOperands& operator=(const KernelOperands&) = delete;
+  KernelOperands& operator=(KernelOperands&&) = delete;
+  ~KernelOperands() {
+    for (KernelOperand& item : mutable_span()) item.~KernelOperand();
+  }
+
+  template <class... Args>
+  KernelOperand& emplace_back(Args&&... args) {
+    if (count_ == kCapacity) throw_over_capacity();
+    return emplace_back_unchecked(std::forward<Args>(args)...);
+  }
+  std::size_t size() const noexcept { return count_; }
+  bool empty() const noexcept { return count_ == 0; }
+  const KernelOperand* data() const noexcept { return std::launder(reinterpret_cast<const KernelOperand*>(storage_)); }
+  const KernelOperand* begin() const noexcept { return data(); }
+  const KernelOperand* end() const noexcept { return data() + count_; }
+  const KernelOperand& operator[](std::size_t i) const noexcept { return data()[i]; }
+  operator std::span<const KernelOperand>() const noexcept { return {data(), count_}; }  // NOLINT
+  std::vector<KernelOperand> to_vector() const { return {begin(), end()}; }
+
+ private:
+  std::span<KernelOperand> mutable_span() noexcept {
+    return {std::launder(reinterpret_cast<KernelOperand*>(storage_)), count_};
+  }
+  template <class... Args>
+  KernelOperand& emplace_back_unchecked(Args&&... args) {
+    KernelOperand* slot = ::new (static_cast<void*>(storage_ + count_ * sizeof(KernelOperand)))
+        KernelOperand(std::forward<Args>(args)...);
+    ++count_;
+    return *slot;
+  }
+  [[noreturn]] static void throw_over_capacity();
+
+  alignas(KernelOperand) unsigned char storage_[kCapacity * sizeof(KernelOperand)];
+  std::size_t count_ = 0;
+};
+
 // What a call records besides its result: its positional inputs, the
 // Operation that dispatch_op made for it (null: recording makes one), and,
 // after execute(), the Operation a custom class's dispatch hook supplied
@@ -198,15 +261,15 @@ struct Execute {
   DefinitionRoute route{};  // how the call reaches a definition-backed carrier
   CallInputs inputs{};      // the call's positional Tensor arguments
   std::shared_ptr<Operation> target{};  // dispatch_op's Operation, if any
-  Tensor operator()(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
+  Tensor operator()(const OperationPlan& plan, const KernelOperands& operands, const Attributes& attributes,
                     const Shape& shape, const Carrier& prototype, std::span<const std::int64_t> squeeze = {}) const;
 };
 
 // The definitions' finisher: records the lowering, runs nothing.
 struct Lower {
-  Lowered operator()(const OperationPlan& plan, std::vector<KernelOperand> operands, const Attributes& attributes,
+  Lowered operator()(const OperationPlan& plan, const KernelOperands& operands, const Attributes& attributes,
                      const Shape& shape, const Carrier& prototype, std::span<const std::int64_t> squeeze = {}) const {
-    return Lowered{plan, std::move(operands), attributes, shape, &prototype, {squeeze.begin(), squeeze.end()}, {}};
+    return Lowered{plan, operands.to_vector(), attributes, shape, &prototype, {squeeze.begin(), squeeze.end()}, {}};
   }
 };
 

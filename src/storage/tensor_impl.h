@@ -13,6 +13,7 @@ struct TensorImpl {
   std::shared_ptr<Carrier> carrier;
   std::int64_t offset = 0;
   Layout layout;
+  void* binding_slot = nullptr;  // Tensor::binding_slot(): a language binding's word
 
   // ---- autograd state (owned by src/autograd; docs/autograd.md) ----------
   bool retains_grad = false;                 // a non-leaf after retain_grad(true)

@@ -631,3 +631,39 @@ TEST(CoreConcepts_4_TypedTensor, RequireDtypeChecksIdentity) {
       sw::SimpleDType::create("test_core_tensor.float32_lookalike", 32, DType::Floating());
   EXPECT_THROW_EXACTLY(sw::require_dtype(t, lookalike, "test"), sw::TypeError);
 }
+
+// Issue 20: one word per tensor for a language binding (Python keeps the
+// tensor's one object there). Shared by the handles of one tensor, by no
+// other tensor (a view or a compact layout of the same storage is another
+// tensor), null until set.
+TEST(Issue20_BindingSlot, SharedByTheHandlesOfOneTensorOnly) {
+  const strideweave::Tensor t = strideweave::tensor<strideweave::CPU, float>({1.0f, 2.0f});
+  EXPECT_EQ(t.binding_slot(), nullptr);
+  int marker = 0;
+  t.set_binding_slot(&marker);
+  const strideweave::Tensor handle = t;  // copies the handle: the same tensor
+  EXPECT_EQ(handle.binding_slot(), &marker);
+  const strideweave::Tensor other(t.carrier(), 0, t.layout());  // the same storage, another tensor
+  EXPECT_EQ(other.binding_slot(), nullptr);
+  handle.set_binding_slot(nullptr);
+  EXPECT_EQ(t.binding_slot(), nullptr);
+}
+
+// Issue 20: a tiny CPU tensor's storage lives inside its carrier object; it
+// reads, writes, releases and copies like any other (the boundary sizes).
+TEST(Issue20_CpuInlineStorage, TinyAndJustLargerStorageBehaveAlike) {
+  namespace sw = strideweave;
+  for (std::int64_t n : {0, 1, 15, 16, 17, 64}) {
+    const auto c = sw::CPU::create(n, sw::DType::Float32());
+    for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(c->get_value(i).f, 0.0f) << n;  // zeroed
+    for (std::int64_t i = 0; i < n; ++i) c->set_value(i, sw::Value::from_float32(static_cast<float>(i)));
+    const sw::Tensor t(c, sw::Shape::of({n}));
+    const auto copy = c->new_like(std::vector<sw::Value>(n, sw::Value::from_float32(0.0f)));
+    for (std::int64_t i = 0; i < n; ++i) copy->set_value(i, t.at({i}));
+    for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(copy->get_value(i).f, static_cast<float>(i)) << n;
+    c->release();
+    EXPECT_TRUE(c->is_released());
+  }
+  const auto b = sw::CPU::create(64, sw::DType::Bool(), true, true);  // Bool is always zeroed
+  for (std::int64_t i = 0; i < 64; ++i) EXPECT_FALSE(b->get_value(i).b);
+}

@@ -77,9 +77,14 @@ class CPU final : public Carrier {
   CPU(Token, const SimpleDType& dtype, bool mutable_, std::int64_t size, void* data, bool owns);
 
  private:
+  // Storage of at most kInlineBytes lives inside the carrier object (one
+  // allocation for a tiny tensor instead of two; docs/performance.md,
+  // "Per-operation cost"). data_ then points at inline_.
+  static constexpr std::size_t kInlineBytes = 64;
   std::int64_t size_;
   void* data_;
   bool owns_;
+  alignas(16) unsigned char inline_[kInlineBytes];
 };
 
 }  // namespace strideweave

@@ -63,17 +63,9 @@ Tensor scalar_like(const Tensor& like, S value) {
   Tensor op(S a, const Tensor& b, const Output& out = {}) {                    \
     return op(scalar_like(b, a), b, out);                                      \
   }
-STRIDEWEAVE_SCALAR_OPERANDS(add)
-STRIDEWEAVE_SCALAR_OPERANDS(sub)
-STRIDEWEAVE_SCALAR_OPERANDS(elementwise_mul)
-STRIDEWEAVE_SCALAR_OPERANDS(div)
-STRIDEWEAVE_SCALAR_OPERANDS(rem)
-STRIDEWEAVE_SCALAR_OPERANDS(maximum)
-STRIDEWEAVE_SCALAR_OPERANDS(minimum)
-STRIDEWEAVE_SCALAR_OPERANDS(eq)
-STRIDEWEAVE_SCALAR_OPERANDS(ne)
-STRIDEWEAVE_SCALAR_OPERANDS(lt)
-STRIDEWEAVE_SCALAR_OPERANDS(le)
+// The operations with these overloads are listed in operations.def.
+#define SW_SCALAR_OPERANDS(op) STRIDEWEAVE_SCALAR_OPERANDS(op)
+#include <strideweave/operations.def>
 #undef STRIDEWEAVE_SCALAR_OPERANDS
 
 // ---- operators

@@ -46,7 +46,14 @@ std::shared_ptr<CPU> CPU::create(std::int64_t size, const DType& dtype, bool mut
   const SimpleDType& d = check_storage_dtype(dtype, "CPU", &CPU::supports);
   if (size < 0) throw ValueError(fmt::format("CPU: size must be >= 0, got {}", size));
   // Bool storage is always zeroed: a bool object must hold 0 or 1.
-  void* p = allocate_storage(size, d, !empty || &d == &DType::Bool());
+  const bool zero = !empty || &d == &DType::Bool();
+  if (static_cast<std::size_t>(size) <= kInlineBytes / bytes_of(d)) {
+    auto out = std::make_shared<CPU>(Token{}, d, mutable_, size, nullptr, false);
+    out->data_ = out->inline_;
+    if (zero) std::memset(out->inline_, 0, sizeof out->inline_);
+    return out;
+  }
+  void* p = allocate_storage(size, d, zero);
   try {
     return std::make_shared<CPU>(Token{}, d, mutable_, size, p, true);
   } catch (...) {
