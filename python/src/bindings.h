@@ -239,6 +239,9 @@ struct TensorHolderDeleter {
 using TensorHolder = std::unique_ptr<Tensor, TensorHolderDeleter>;
 const Tensor& tensor_arg(py::handle value, const char* what);
 bool is_tensor(py::handle value);
+// The Tensor handle a Tensor object (is_tensor) holds; null when its
+// __init__ never ran.
+const Tensor* held_tensor(PyObject* object);
 // The Python object of `tensor`: the object that already wraps that tensor
 // while it lives (one tensor, one object), else a new one (what py::cast
 // does, without its type lookups: results are made on every call).

@@ -206,7 +206,7 @@ PyObject* raise_current_exception() noexcept {
 }
 
 void refuse_uninitialised(PyObject* o, const char* method) {
-  if (is_tensor(o) && is_uninitialised(o)) throw_uninitialised(o, method);
+  if (is_tensor(o) && !held_tensor(o)) throw_uninitialised(o, method);
 }
 
 PyObject* binary_slot(const Typed* op, PyObject* a, PyObject* b, const char* method) noexcept {
@@ -397,7 +397,8 @@ PyObject* call_operation_function(PyObject* self, PyObject* const* args, Py_ssiz
   const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   try {
     for (Py_ssize_t i = 0; i < nargs + nkw; ++i)
-      if (is_uninitialised(args[i])) throw_uninitialised(args[i], f->name.c_str());
+      if (is_tensor(args[i]) ? !held_tensor(args[i]) : is_uninitialised(args[i]))
+        throw_uninitialised(args[i], f->name.c_str());
     if (f->fast && nkw == 0) {
       if (f->fast->unary && nargs == 1 && is_tensor(args[0])) return typed_unary(*f->fast, args[0]).release().ptr();
       if (f->fast->tensor_tensor && nargs == 2) {

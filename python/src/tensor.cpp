@@ -106,7 +106,6 @@ bool is_tensor(py::handle value) { return PyObject_TypeCheck(value.ptr(), tensor
 // (TensorHolderDeleter). The slot is touched only with the GIL held. (Until
 // issue 20 this was a process-wide hash map: a lookup, an insertion and an
 // erasure per result, a measurable share of a tiny operator call.)
-namespace {
 // The Tensor handle a Tensor object holds (null when not initialised).
 const Tensor* held_tensor(PyObject* object) {
   auto* inst = reinterpret_cast<py::detail::instance*>(object);
@@ -114,6 +113,7 @@ const Tensor* held_tensor(PyObject* object) {
                                 : py::detail::values_and_holders(inst).begin()->value_ptr();
   return static_cast<const Tensor*>(v);
 }
+namespace {
 void remember(PyObject* object, const Tensor* value) {
   if (!value->binding_slot()) value->set_binding_slot(object);
 }
@@ -144,9 +144,13 @@ py::object tensor_object(Tensor&& tensor) {
   auto object = py::reinterpret_steal<py::object>(py::detail::make_new_instance(info->type));
   auto* inst = reinterpret_cast<py::detail::instance*>(object.ptr());
   inst->owned = true;
-  py::detail::values_and_holders(inst).begin()->value_ptr() = new Tensor(std::move(tensor));
+  auto* held = new Tensor(std::move(tensor));
+  // A Tensor object has pybind11's simple layout (one C++ base): its value
+  // pointer is the first inline word (no type-info walk).
+  if (inst->simple_layout) inst->simple_value_holder[0] = held;
+  else py::detail::values_and_holders(inst).begin()->value_ptr() = held;
   info->init_instance(inst, nullptr);
-  remember(object.ptr(), static_cast<const Tensor*>(py::detail::values_and_holders(inst).begin()->value_ptr()));
+  remember(object.ptr(), held);
   return object;
 }
 
