@@ -51,6 +51,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <strideweave/carrier.h>
@@ -108,6 +109,21 @@ class STRIDEWEAVE_EXPORT LiteralBuilder {
   void integer_beyond_int128(bool negative, std::string text);
   void not_a_number(std::string text, std::string type_name);
   void array(HostArrayView view);
+
+  // A reader that hands the builder several calls as one item (Python's
+  // LiteralBuilder.item, which reads a whole nested list) takes a mark
+  // first and rewinds to it when the item fails part way, so a refused item
+  // leaves the builder as it was. A Mark is opaque: only rewind reads it,
+  // and only on the builder that made it, before anything read after it
+  // was rewound past it.
+  struct Mark {
+    std::vector<std::int64_t> extents;
+    std::vector<std::pair<std::int64_t, std::int64_t>> open;  // (length, items seen)
+    std::size_t leaves = 0, numbers = 0, huge = 0, opaque = 0, arrays = 0;
+    bool known = false, complete = false;
+  };
+  Mark mark() const;
+  void rewind(const Mark& mark) noexcept;
 
   // After the outermost sequence is closed (or one leaf or array was read at
   // depth 0); RuntimeError before. RuntimeError too for any other misuse of

@@ -154,6 +154,7 @@ bool read_array(py::handle item, Reader& r) {
       stride *= view.shape[i];
     }
   }
+  r.buffers.reserve(r.buffers.size() + 1);  // the push below cannot fail once the builder holds the view
   r.builder.array(std::move(view));
   r.buffers.push_back(std::move(held));
   return true;
@@ -169,8 +170,9 @@ void read_leaf(py::handle item, Reader& r) {
   try {
     r.builder.number(weak_scalar_arg(item, "tensor"));
   } catch (const OverflowError&) {  // an integer beyond (-2**127, 2**127)
-    const bool negative = PyObject_RichCompareBool(item.ptr(), py::int_(0).ptr(), Py_LT) == 1;
-    r.builder.integer_beyond_int128(negative, py::str(item).cast<std::string>());
+    const int negative = PyObject_RichCompareBool(item.ptr(), py::int_(0).ptr(), Py_LT);
+    if (negative < 0) throw py::error_already_set();
+    r.builder.integer_beyond_int128(negative == 1, py::str(item).cast<std::string>());
   }
 }
 
@@ -276,8 +278,26 @@ Errors name `what`. See docs/python.md, "Tensors from Python data".)doc")
            "Begins a sequence of `length` items (ValueError: ragged, or nested more than 64 deep).")
       .def("close", [](Reader& r) { r.builder.close(); },
            "Ends the innermost sequence (RuntimeError unless exactly its length of items came).")
-      .def("item", [](Reader& r, py::handle x) { read(x, r); }, py::arg("x"),
-           "Reads one item at the current depth, as strideweave.tensor reads data.")
+      .def("item",
+           [](Reader& r, py::handle x) {
+             // All or nothing: a nested item is many builder calls, so a
+             // failure part way rewinds to where the item began.
+             const LiteralBuilder::Mark mark = r.builder.mark();
+             const std::size_t buffers = r.buffers.size();
+             try {
+               read(x, r);
+             } catch (...) {
+               r.builder.rewind(mark);
+               r.buffers.resize(buffers);
+               r.containers.clear();
+               throw;
+             }
+             // The items are read (numbers converted, texts copied); only
+             // arrays' buffers must live until build().
+             r.containers.clear();
+           },
+           py::arg("x"), "Reads one item at the current depth, as strideweave.tensor reads data; a refused item "
+                         "leaves the builder as it was.")
       .def_property_readonly("shape", [](const Reader& r) { return shape_tuple(r.builder.shape()); },
                              "The shape read (RuntimeError before the data is complete).")
       .def_property_readonly("inferred_dtype", [](const Reader& r) -> const SimpleDType& { return r.builder.inferred_dtype(); },

@@ -90,8 +90,8 @@ const Typed* typed(std::string_view name) {
 
 // Whether a call on these operands releases the GIL while it runs. A call
 // whose operands all live on a shipped definition-free carrier (Generic,
-// CPU: no Python code runs inside) and whose result has fewer than
-// kGilReleaseElements elements keeps it: releasing and re-taking the GIL
+// CPU: no Python code runs inside), which is elementwise and whose result
+// has fewer than kGilReleaseElements elements keeps it: releasing and re-taking the GIL
 // costs more than such a kernel (numpy keeps it below 500 elements for the
 // same reason). Anything else releases it (docs/python.md, "Performance").
 constexpr std::int64_t kGilReleaseElements = 1 << 14;
@@ -99,9 +99,13 @@ bool shipped_compute_carrier(const Tensor& t) {
   const CarrierClass c = t.carrier_type();
   return c == carrier_class<CPU>() || c == carrier_class<Generic>();
 }
+// Elementwise calls only: the result is the operands' common shape (one
+// operand of one element broadcasts); anything that broadcasts further, or
+// is not elementwise (matmul), releases.
 bool keeps_gil(const Tensor& a, const Tensor* b = nullptr) {
   if (!shipped_compute_carrier(a) || (b && !shipped_compute_carrier(*b))) return false;
-  return a.size() < kGilReleaseElements && (!b || b->size() < kGilReleaseElements);
+  if (a.size() >= kGilReleaseElements || (b && b->size() >= kGilReleaseElements)) return false;
+  return !b || a.size() <= 1 || b->size() <= 1 || a.shape() == b->shape();
 }
 // Releases the GIL for its scope unless `keep`.
 class MaybeReleaseGil {
@@ -139,7 +143,7 @@ py::object typed_binary(const Typed& op, py::handle a, py::handle b) {
     if (ta && tb) {
       const Tensor& x = tensor_arg(a, "operand");
       const Tensor& y = tensor_arg(b, "operand");
-      MaybeReleaseGil nogil(keeps_gil(x, &y));
+      MaybeReleaseGil nogil(op.name != "matmul" && keeps_gil(x, &y));
       result.emplace(op.tensor_tensor(x, y, Output()));
     } else {
       const Tensor& t = tensor_arg(ta ? a : b, "operand");

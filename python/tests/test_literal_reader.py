@@ -320,3 +320,35 @@ def test_literal_builder_converts_only_when_built():
         b.inferred_dtype
     with pytest.raises(TypeError, match="got str"):
         b.build(dtype=F32)
+
+
+def test_literal_builder_an_item_refused_part_way_leaves_the_builder_as_it_was():
+    b = sw.LiteralBuilder()
+    b.open(2)
+    b.item([1.0, 2.0])
+    with pytest.raises(ValueError, match="ragged"):
+        b.item([3.0, [4.0]])  # fails after reading 3.0
+    with pytest.raises(TypeError):
+        b.item([np.array(["x"]), 1.0])  # an array of strings, after the sequence opened
+    b.item([3.0, 4.0])
+    b.close()
+    assert b.build().tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    deep = 0.0
+    for _ in range(100):
+        deep = [deep]
+    fresh = sw.LiteralBuilder()
+    fresh.open(1)
+    with pytest.raises(ValueError, match="nested more than 64"):
+        fresh.item(deep)  # refused with 63 of its sequences open
+    fresh.item(5.0)
+    fresh.close()
+    assert fresh.shape == (1,) and fresh.build().tolist() == [5.0]
+
+
+def test_literal_builder_keeps_array_buffers_alive_until_build():
+    b = sw.LiteralBuilder()
+    b.open(2)
+    b.item(np.arange(3, dtype=np.int32))
+    b.item(np.arange(3, 6, dtype=np.int64) * 1)  # a temporary array: only the builder holds it
+    b.close()
+    assert b.build().tolist() == [[0, 1, 2], [3, 4, 5]]

@@ -134,7 +134,8 @@ class KernelOperands {
     (emplace_back(std::forward<Items>(items)), ...);
   }
   explicit KernelOperands(std::vector<KernelOperand>&& items) {
-    for (KernelOperand& item : items) emplace_back(std::move(item));
+    if (items.size() > kCapacity) throw_over_capacity();  // before anything is placed
+    for (KernelOperand& item : items) emplace_back_unchecked(std::move(item));
   }
   KernelOperands(const KernelOperands& other) {
     for (const KernelOperand& item : other) emplace_back(item);
@@ -155,7 +156,10 @@ class KernelOperands {
   }
   std::size_t size() const noexcept { return count_; }
   bool empty() const noexcept { return count_ == 0; }
-  const KernelOperand* data() const noexcept { return std::launder(reinterpret_cast<const KernelOperand*>(storage_)); }
+  const KernelOperand* data() const noexcept {
+    const auto* p = reinterpret_cast<const KernelOperand*>(storage_);
+    return count_ ? std::launder(p) : p;  // an empty list holds no object to launder
+  }
   const KernelOperand* begin() const noexcept { return data(); }
   const KernelOperand* end() const noexcept { return data() + count_; }
   const KernelOperand& operator[](std::size_t i) const noexcept { return data()[i]; }
@@ -164,7 +168,8 @@ class KernelOperands {
 
  private:
   std::span<KernelOperand> mutable_span() noexcept {
-    return {std::launder(reinterpret_cast<KernelOperand*>(storage_)), count_};
+    auto* p = reinterpret_cast<KernelOperand*>(storage_);
+    return {count_ ? std::launder(p) : p, count_};
   }
   template <class... Args>
   KernelOperand& emplace_back_unchecked(Args&&... args) {

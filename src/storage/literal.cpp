@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -291,6 +292,36 @@ void LiteralBuilder::array(HostArrayView view) {
   s.counted();
 }
 
+LiteralBuilder::Mark LiteralBuilder::mark() const {
+  const State& s = *state_;
+  Mark m;
+  m.extents = s.extents;
+  m.open.reserve(s.open.size());
+  for (const State::Open& o : s.open) m.open.push_back({o.length, o.seen});
+  m.leaves = s.leaves.size();
+  m.numbers = s.numbers.size();
+  m.huge = s.huge.size();
+  m.opaque = s.opaque.size();
+  m.arrays = s.arrays.size();
+  m.known = s.known;
+  m.complete = s.complete;
+  return m;
+}
+
+void LiteralBuilder::rewind(const Mark& m) noexcept {
+  State& s = *state_;
+  s.extents = m.extents;  // no larger than the current extents' capacity: no allocation that can fail
+  s.open.clear();
+  for (const auto& [length, seen] : m.open) s.open.push_back(State::Open{length, seen});
+  s.leaves.resize(std::min(s.leaves.size(), m.leaves), State::Leaf{});
+  while (s.numbers.size() > m.numbers) s.numbers.pop_back();
+  s.huge.resize(std::min(s.huge.size(), m.huge));
+  s.opaque.resize(std::min(s.opaque.size(), m.opaque));
+  s.arrays.resize(std::min(s.arrays.size(), m.arrays));
+  s.known = m.known;
+  s.complete = m.complete;
+}
+
 Shape LiteralBuilder::shape() const {
   state_->require_complete();
   return Shape::of(state_->extents);
@@ -364,8 +395,11 @@ std::vector<Value> LiteralBuilder::values(const SimpleDType& dtype) const {
     return {};
   };
 
+  // The element count must fit before anything is sized from it.
   std::int64_t total = 1;
-  for (std::int64_t e : s.extents) total *= e;
+  for (std::int64_t e : s.extents)
+    if (__builtin_mul_overflow(total, e, &total))
+      throw ValueError(fmt::format("{}: the data's shape has more elements than 64 bits count", s.what));
   std::vector<Value> logical(static_cast<std::size_t>(total));
   // Row-major position -> logical ordinal (first axis fastest), by odometer.
   const std::size_t rank = s.extents.size();

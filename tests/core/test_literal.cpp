@@ -228,3 +228,39 @@ TEST(Literal_Issue20Step9, BuildMakesStorageLikeThePrototype) {
   EXPECT_EQ(t.at(std::vector<std::int64_t>{1, 0}).f, 3.0f);
   EXPECT_EQ(t.at(std::vector<std::int64_t>{0, 1}).f, 2.0f);
 }
+
+TEST(Literal_Issue20Step9, AnElementCountBeyond64BitsIsAValueErrorBeforeAnythingIsSized) {
+  // Four zero-stride arrays of 2**62 elements: 2**64 elements in all.
+  const std::int8_t zero = 0;
+  LiteralBuilder b;
+  b.open(4);
+  for (int i = 0; i < 4; ++i) b.array(view_of(&zero, sw::HostElement::Int8, {std::int64_t{1} << 62}, {0}));
+  b.close();
+  EXPECT_THROW(b.values(sw::DType::Int32()), sw::ValueError);
+  EXPECT_THROW(b.shape(), sw::ValueError);
+}
+
+TEST(Literal_Issue20Step9, RewindingToAMarkUndoesAPartlyReadItem) {
+  LiteralBuilder b;
+  b.open(2);
+  b.open(2);
+  b.number(WeakScalar(1));
+  b.number(WeakScalar(2));
+  b.close();
+  const LiteralBuilder::Mark mark = b.mark();
+  b.open(2);  // an item [3, [4]] that fails part way
+  b.number(WeakScalar(3));
+  EXPECT_THROW(b.open(1), sw::ValueError);
+  b.rewind(mark);
+  b.open(2);
+  b.number(WeakScalar(3));
+  b.number(WeakScalar(4));
+  b.close();
+  b.close();
+  EXPECT_EQ(extents(b.shape()), (std::vector<std::int64_t>{2, 2}));
+  const auto v = b.values(sw::DType::Int32());
+  EXPECT_EQ(v[0].i, 1);
+  EXPECT_EQ(v[1].i, 3);
+  EXPECT_EQ(v[2].i, 2);
+  EXPECT_EQ(v[3].i, 4);
+}
