@@ -37,6 +37,15 @@ void rows(LiteralBuilder& b, const std::vector<std::vector<double>>& data) {
   b.close();
 }
 
+// Opens a 2-row outer sequence and reads its first row, [1, 2] (integers).
+void open_with_first_row(LiteralBuilder& b) {
+  b.open(2);
+  b.open(2);
+  b.number(WeakScalar(1));
+  b.number(WeakScalar(2));
+  b.close();
+}
+
 sw::HostArrayView view_of(const void* data, sw::HostElement e, std::vector<std::int64_t> shape,
                           std::vector<std::int64_t> strides) {
   sw::HostArrayView v;
@@ -63,11 +72,7 @@ TEST(Literal_Issue20Step9, RowMajorDataBecomesLogicalOrder) {
 TEST(Literal_Issue20Step9, RaggedDataIsAValueErrorAndLeavesTheBuilderAsItWas) {
   {
     LiteralBuilder b;
-    b.open(2);
-    b.open(2);
-    b.number(WeakScalar(1));
-    b.number(WeakScalar(2));
-    b.close();
+    open_with_first_row(b);
     EXPECT_THROW(b.open(3), sw::ValueError);       // a second row of another length
     EXPECT_THROW(b.number(WeakScalar(3)), sw::ValueError);  // a leaf where a row was
     b.open(2);  // the builder still takes the right data
@@ -242,11 +247,7 @@ TEST(Literal_Issue20Step9, AnElementCountBeyond64BitsIsAValueErrorBeforeAnything
 
 TEST(Literal_Issue20Step9, RewindingToAMarkUndoesAPartlyReadItem) {
   LiteralBuilder b;
-  b.open(2);
-  b.open(2);
-  b.number(WeakScalar(1));
-  b.number(WeakScalar(2));
-  b.close();
+  open_with_first_row(b);
   const LiteralBuilder::Mark mark = b.mark();
   b.open(2);  // an item [3, [4]] that fails part way
   b.number(WeakScalar(3));
