@@ -10,7 +10,9 @@ packages=(g++ cmake ninja-build ccache pkg-config python3 libgtest-dev libgmock-
   # the Python package (python/, docs/python.md), for Debian's /usr/bin/python3
   python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest python3-hypothesis
   # storage: BlockDeviceCarrier's direct I/O, region checksums, the format parsers' fuzz targets
-  liburing-dev libxxhash-dev clang-14 libfuzzer-14-dev)
+  liburing-dev libxxhash-dev clang-14 libfuzzer-14-dev
+  # seeded random tensors: the Philox counter-based generator (header-only)
+  librandom123-dev)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libopenblas-dev libeigen3-dev libtorch-dev python3-torch)
 fi

@@ -12,6 +12,7 @@
 #include <strideweave/carriers/generic.h>
 #include <strideweave/carriers/shipped.h>
 #include <strideweave/completion.h>
+#include <strideweave/creation.h>
 #include <strideweave/dependent_carrier.h>
 #include <strideweave/dlpack.h>
 #include <strideweave/dtype.h>
@@ -32,6 +33,7 @@
 #include <strideweave/ops.h>
 #include <strideweave/placement.h>
 #include <strideweave/policy.h>
+#include <strideweave/random.h>
 #include <strideweave/tensor.h>
 #include <strideweave/threading.h>
 #include <strideweave/value.h>

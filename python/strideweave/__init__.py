@@ -103,6 +103,18 @@ from ._core import (
     format_values,
     tensor,
     LiteralBuilder,
+    # creation (docs/creation.md; random tensors: strideweave.random)
+    empty,
+    zeros,
+    ones,
+    full,
+    empty_like,
+    zeros_like,
+    ones_like,
+    full_like,
+    arange,
+    linspace,
+    eye,
     asarray,
     SortResult,
     # autograd
@@ -127,6 +139,7 @@ from ._core import (
 from ._grad_mode import is_grad_enabled, no_grad, set_grad_enabled
 from . import carriers
 from . import operation
+from . import random
 
 # operation-semantics.md: these names of strideweave.operation are also
 # importable from the top level (the same objects).
@@ -179,6 +192,7 @@ globals().update({name: getattr(_core, name) for name in OPERATION_NAMES})
 _SHADOWING = {"abs", "pow", "round"}
 
 __all__ = sorted(
-    {name for name in dir() if not name.startswith("_") and name not in {"carriers", "operation"}} - _SHADOWING
-    | {"carriers", "operation"}
+    {name for name in dir() if not name.startswith("_") and name not in {"carriers", "operation", "random"}}
+    - _SHADOWING
+    | {"carriers", "operation", "random"}
 )
