@@ -12,6 +12,7 @@
 #include <strideweave/carriers/generic.h>
 #include <strideweave/carriers/shipped.h>
 #include <strideweave/completion.h>
+#include <strideweave/compose.h>
 #include <strideweave/creation.h>
 #include <strideweave/dependent_carrier.h>
 #include <strideweave/dlpack.h>

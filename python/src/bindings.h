@@ -93,6 +93,7 @@ void bind_operation(py::module_& m);   // operation.cpp (strideweave.operation)
 void bind_interop(py::module_& m);     // interop.cpp
 void bind_literal(py::module_& m);     // literal.cpp (strideweave.tensor)
 void bind_creation(py::module_& m);   // creation.cpp (zeros, arange, ..., strideweave.random)
+void bind_compose(py::module_& m);    // compose.cpp (concatenate, mean, softmax, astype, Tensor.T, ...; after tensors)
 void bind_formats(py::module_& m);     // formats.cpp (.npy and safetensors)
 void bind_move(py::module_& m);       // move.cpp (after carriers and tensors)
 void bind_extension(py::module_& m);   // extension.cpp, extension_records.cpp (after carriers and tensors)

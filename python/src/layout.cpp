@@ -158,8 +158,20 @@ hashable.)doc")
              return int_tuple_object(s.mode(static_cast<std::size_t>(i < 0 ? i + rank : i)));
            })
       .def("__iter__", [](const Shape& s) { return py::iter(modes_object(s.modes())); })
-      .def("__eq__", [](const Shape& a, py::handle b) { return py::isinstance<Shape>(b) && a == b.cast<const Shape&>(); })
-      .def("__hash__", &Shape::hash)
+      // Equal to another Shape with the same modes and, as numpy's and
+      // torch's shapes are, to the tuple of its modes (shape == (2, 3));
+      // hashed as that tuple, so the two are interchangeable as dict keys.
+      .def("__eq__", [](const Shape& a, py::handle b) -> py::object {
+        if (py::isinstance<Shape>(b)) return py::bool_(a == b.cast<const Shape&>());
+        if (py::isinstance<py::tuple>(b)) return py::bool_(modes_object(a.modes()).equal(b));
+        return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+      })
+      .def("__ne__", [](const Shape& a, py::handle b) -> py::object {
+        if (py::isinstance<Shape>(b)) return py::bool_(!(a == b.cast<const Shape&>()));
+        if (py::isinstance<py::tuple>(b)) return py::bool_(!modes_object(a.modes()).equal(b));
+        return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+      })
+      .def("__hash__", [](const Shape& s) { return py::hash(modes_object(s.modes())); })
       .def("__repr__", [](const Shape& s) { return modes_repr("Shape", s.modes()); })
       .def("__str__", &Shape::to_string);
 

@@ -22,6 +22,7 @@ PYBIND11_MODULE(_core, m) {
   sw::bind_interop(m);
   sw::bind_literal(m);
   sw::bind_creation(m);
+  sw::bind_compose(m);
   sw::bind_formats(m);
   sw::bind_extension(m);
   sw::bind_move(m);

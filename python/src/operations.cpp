@@ -22,6 +22,10 @@
 //    float -> Float32 (rounded to nearest even), bool -> Bool. The plan is
 //    then the one two tensors of those dtypes resolve: nothing is promoted
 //    that the policy would not promote for two tensors;
+//  - except beside the comparison OPERATORS (a < 0, 0 == a; not the
+//    functions strideweave.lt, ...), where the number becomes a rank-0
+//    tensor of the other operand's dtype when it is exactly representable
+//    there, else TypeError (comparison_scalar, <strideweave/compose.h>);
 //  - every other operation takes tensors only (TypeError).
 // The kernels run with the GIL released.
 //
@@ -133,7 +137,13 @@ std::string int_hint(const WeakScalar& s) {
 // which reaches the class's kernel patterns through the built-in's
 // definition (docs/extension.md, "Typed functions on definition-backed
 // carriers").
-py::object typed_binary(const Typed& op, py::handle a, py::handle b) {
+// The comparisons: no weak-scalar form; as operators, a number beside a
+// tensor becomes the tensor's own dtype when exactly representable.
+bool is_comparison(const Typed& op) { return op.name == "eq" || op.name == "ne" || op.name == "lt" || op.name == "le"; }
+
+// operator_form: called as an operator (a < b, a.__lt__(b)), not as the
+// function strideweave.lt(a, b), whose numbers keep their own dtype.
+py::object typed_binary(const Typed& op, py::handle a, py::handle b, bool operator_form = false) {
   const bool ta = is_tensor(a), tb = is_tensor(b);
   if ((!ta && !is_real_number(a)) || (!tb && !is_real_number(b)) || (!ta && !tb))
     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
@@ -151,6 +161,12 @@ py::object typed_binary(const Typed& op, py::handle a, py::handle b) {
       if (op.tensor_scalar) {
         MaybeReleaseGil nogil(keeps_gil(t));
         result.emplace(ta ? op.tensor_scalar(t, s, Output()) : op.scalar_tensor(s, t, Output()));
+      } else if (operator_form && is_comparison(op)) {
+        // A comparison operator: the number as the tensor's own dtype when
+        // exactly representable, else TypeError (docs/composition.md).
+        MaybeReleaseGil nogil(keeps_gil(t));
+        const Tensor scalar = comparison_scalar(t, s);
+        result.emplace(ta ? op.tensor_tensor(t, scalar, Output()) : op.tensor_tensor(scalar, t, Output()));
       } else {
         if (s.kind() == WeakScalarKind::INTEGER) hint = s;
         MaybeReleaseGil nogil(keeps_gil(t));
@@ -217,7 +233,7 @@ PyObject* binary_slot(const Typed* op, PyObject* a, PyObject* b, const char* met
   try {
     refuse_uninitialised(a, method);
     refuse_uninitialised(b, method);
-    return typed_binary(*op, a, b).release().ptr();
+    return typed_binary(*op, a, b, /*operator_form=*/true).release().ptr();
   } catch (...) {
     return raise_current_exception();
   }
@@ -588,7 +604,7 @@ void bind_operations(py::module_& m) {
     if (!op || !op->tensor_tensor) throw RuntimeError(fmt::format("strideweave: no typed operator for '{}'", b.op));
     const bool swap = b.swap;
     tensor.def(b.method, [op, swap](py::handle self, py::handle other) {
-      return swap ? typed_binary(*op, other, self) : typed_binary(*op, self, other);
+      return swap ? typed_binary(*op, other, self, true) : typed_binary(*op, self, other, true);
     }, py::is_operator());
   }
   const Typed* neg = typed("neg");

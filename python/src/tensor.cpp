@@ -245,10 +245,7 @@ strideweave.asarray(...). Operators: + - * / @ ** unary - abs(), == != < <= >
            "A view with the axes in the given order (a permutation of range(rank)).")
       .def("slice", &Tensor::slice, py::arg("axis"), py::arg("start"), py::arg("stop"), py::arg("step") = 1,
            "A view of [start, stop) with step >= 1 along `axis` (python-style clamping).")
-      .def("reshape", [](const Tensor& t, const py::args& shape) {
-             if (shape.size() == 1 && !PyIndex_Check(shape[0].ptr())) return t.reshape(shape_arg(shape[0], "Tensor.reshape"));
-             return t.reshape(shape_arg(shape, "Tensor.reshape"));
-           }, "A view with another shape of the same size, in logical order (ValueError when no view exists).")
+      // reshape (with its order= argument): compose.cpp
       .def("squeeze", [](const Tensor& t, py::handle axes) {
              if (axes.is_none()) return t.squeeze();
              if (PyIndex_Check(axes.ptr())) return t.squeeze(std::vector<std::int64_t>{integer_arg(axes, "Tensor.squeeze")});

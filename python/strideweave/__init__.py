@@ -115,6 +115,18 @@ from ._core import (
     arange,
     linspace,
     eye,
+    # composition over the registered operations (docs/composition.md)
+    concatenate,
+    stack,
+    split,
+    mean,
+    var,
+    std,
+    softmax,
+    log_softmax,
+    astype,
+    clone,
+    copy_to,
     asarray,
     SortResult,
     # autograd

@@ -72,10 +72,14 @@ def test_numbers_in_other_binary_operations_are_rank0_tensors_of_their_own_dtype
     assert (f > 1.5).tolist() == [False, True]
     raises_exactly(OverflowError, sw.add, i, 2**31)
     raises_exactly(OverflowError, sw.add, sw.tensor([2**31 - 1]), 1)  # checked, never wraps
-    # The comparisons admit Float32 operands only: an int is an Int32 tensor,
-    # never silently the other operand's dtype.
-    error = raises_exactly(TypeError, lambda: f > 1)
+    # The comparison functions admit Float32 operands only: an int is an
+    # Int32 tensor, never silently the other operand's dtype. The comparison
+    # OPERATORS take a number exactly representable as the tensor's dtype as
+    # that dtype (issue 21, step 2; docs/composition.md).
+    error = raises_exactly(TypeError, sw.lt, 1, f)
     assert "became an Int32 rank-0 tensor" in str(error)
+    assert (f > 1).tolist() == [False, True]
+    raises_exactly(TypeError, lambda: f > 2**24 + 1)
     assert sw.maximum(f, 1.5).tolist() == [1.5, 2.0]
 
 
