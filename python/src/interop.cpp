@@ -327,6 +327,88 @@ Tensor asarray(py::handle obj) {
   return Tensor(std::move(carrier), 0, Layout(Shape::of(extents), Stride::of(strides)));
 }
 
+// ---- from_dlpack
+
+// A producer's DLManagedTensor, its deleter called (with the GIL: a Python
+// producer's deleter may touch Python objects) when the carrier dies.
+struct WrappedDlpack {
+  DLManagedTensor* managed = nullptr;
+  std::shared_ptr<CPU> cpu;
+  WrappedDlpack() = default;
+  WrappedDlpack(const WrappedDlpack&) = delete;
+  WrappedDlpack& operator=(const WrappedDlpack&) = delete;
+  ~WrappedDlpack() {
+    cpu.reset();
+    if (!managed || !managed->deleter) return;
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    managed->deleter(managed);
+  }
+};
+
+const SimpleDType& dtype_of_dlpack(const DLDataType& t) {
+  if (t.lanes == 1) {
+    if (t.code == kDLFloat && t.bits == 32) return DType::Float32();
+    if (t.code == kDLInt && t.bits == 32) return DType::Int32();
+    if (t.code == 6 /* kDLBool: DLPack 0.8, after Debian's header */ && t.bits == 8) return DType::Bool();
+  }
+  throw ValueError(fmt::format("from_dlpack: elements of DLPack type (code {}, {} bits, {} lanes) have no "
+                               "strideweave storage dtype (float32, int32, bool); convert first",
+                               static_cast<int>(t.code), static_cast<int>(t.bits), static_cast<int>(t.lanes)));
+}
+
+// A CPU tensor over the memory of `obj`'s DLPack capsule (obj.__dlpack__()),
+// without a copy. The capsule is consumed (renamed "used_dltensor") only
+// once every check passed; before that nothing of the producer's is kept.
+Tensor from_dlpack(py::handle obj) {
+  if (!py::hasattr(obj, "__dlpack__"))
+    throw TypeError(fmt::format("from_dlpack: {} has no __dlpack__ method", py::repr(obj).cast<std::string>()));
+  if (py::hasattr(obj, "__dlpack_device__")) {
+    const py::tuple device = obj.attr("__dlpack_device__")();
+    if (device.size() != 2 || device[0].cast<int>() != kDLCPU)
+      throw BufferError(fmt::format("from_dlpack: the producer's device {} is not the CPU (1, 0); move it to host "
+                                    "memory first",
+                                    py::repr(device).cast<std::string>()));
+  }
+  py::object capsule = obj.attr("__dlpack__")();
+  if (!PyCapsule_IsValid(capsule.ptr(), "dltensor"))
+    throw TypeError("from_dlpack: __dlpack__ did not return an unconsumed \"dltensor\" capsule");
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type != kDLCPU)
+    throw BufferError(fmt::format("from_dlpack: the tensor is on DLPack device type {}, not the CPU",
+                                  static_cast<int>(t.device.device_type)));
+  const SimpleDType& dtype = dtype_of_dlpack(t.dtype);
+  const std::int64_t itemsize = t.dtype.bits / 8;
+  if (t.byte_offset % static_cast<std::uint64_t>(itemsize) != 0)
+    throw ValueError("from_dlpack: the byte offset is not a multiple of the element size");
+  std::vector<std::int64_t> extents(static_cast<std::size_t>(t.ndim)), strides(static_cast<std::size_t>(t.ndim));
+  std::int64_t cosize = 1, compact = 1;
+  bool empty = false;
+  for (int i = t.ndim; i-- > 0;) {
+    const auto k = static_cast<std::size_t>(i);
+    extents[k] = t.shape[i];
+    strides[k] = t.strides ? t.strides[i] : compact;  // no strides: row-major compact
+    compact *= t.shape[i];
+    if (strides[k] < 0)
+      throw ValueError("from_dlpack: a negative stride has no strideweave layout (strides are non-negative)");
+    if (extents[k] == 0) empty = true;
+    cosize += (extents[k] - 1) * strides[k];
+  }
+  if (empty) cosize = 0;
+  auto wrapped = std::make_shared<WrappedDlpack>();
+  static char empty_storage alignas(64)[64];
+  char* base = t.data ? static_cast<char*>(t.data) + t.byte_offset : empty_storage;
+  // DLPack 0.6 has no read-only flag: the memory is writable, as numpy's
+  // and torch's own from_dlpack take it.
+  wrapped->cpu = CPU::wrap(base, cosize, dtype, true);
+  // Every check passed: take the capsule's ownership.
+  if (PyCapsule_SetName(capsule.ptr(), "used_dltensor") != 0) throw py::error_already_set();
+  wrapped->managed = managed;
+  std::shared_ptr<Carrier> carrier(wrapped, wrapped->cpu.get());
+  return Tensor(std::move(carrier), 0, Layout(Shape::of(extents), Stride::of(strides)));
+}
+
 }  // namespace
 
 void require_no_exports(const Carrier& carrier, const char* what) {
@@ -361,12 +443,23 @@ void bind_interop(py::module_& m) {
         return py::make_tuple(d.first, d.second);
       }, "(1, 0): kDLCPU, device 0, for any CPU tensor. BufferError for a tensor that is not on CPU.");
 
+  m.def("from_dlpack", [](py::handle obj) { return from_dlpack(obj); }, py::arg("obj"), R"doc(
+from_dlpack(obj): a CPU tensor over the memory of obj's DLPack capsule
+(obj.__dlpack__(): numpy arrays, torch tensors on the CPU, ...) without a
+copy; the producer's memory lives as long as the tensor. float32, int32 and
+bool elements; the producer's shape and strides (none: row-major); a
+negative stride is a ValueError; a producer on another device a
+BufferError.)doc");
   m.def("asarray", [](py::handle obj) -> py::object {
         if (is_tensor(obj)) return py::reinterpret_borrow<py::object>(obj);
-        return py::cast(asarray(obj));
+        // The buffer protocol first (numpy: byte order, read-only flags);
+        // then DLPack (torch tensors, other producers without a buffer).
+        if (PyObject_CheckBuffer(obj.ptr()) || !py::hasattr(obj, "__dlpack__")) return py::cast(asarray(obj));
+        return py::cast(from_dlpack(obj));
       }, py::arg("obj"), R"doc(
-asarray(obj): a CPU tensor over the memory of `obj` (a numpy array, or any
-object exporting the buffer protocol) without a copy. The tensor has obj's
+asarray(obj): a CPU tensor over the memory of `obj` (a numpy array, any
+object exporting the buffer protocol, or any object with __dlpack__ such as
+a torch tensor on the CPU: from_dlpack) without a copy. The tensor has obj's
 shape and strides; the carrier keeps obj alive. float32, int32 and bool
 elements only (ValueError otherwise: convert first); negative strides are a
 ValueError; a read-only obj gives an immutable carrier. A Tensor is returned

@@ -128,6 +128,7 @@ from ._core import (
     clone,
     copy_to,
     asarray,
+    from_dlpack,
     SortResult,
     # autograd
     Operation,
@@ -149,6 +150,9 @@ from ._core import (
     __version__,
 )
 from ._grad_mode import is_grad_enabled, no_grad, set_grad_enabled
+from . import _interop
+
+_interop.install()  # numpy's __array__ / __array_ufunc__, pickling (docs/python.md)
 from . import carriers
 from . import operation
 from . import random
