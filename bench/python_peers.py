@@ -28,7 +28,22 @@ Work measured:
                         full-batch SGD on the 64-point sin fit) against the
                         same model, data, initial weights and updates written
                         with torch.nn / torch.optim (seconds for the task)
-Tiny and training work runs at 1 thread; the bridge work at 1 and 2.
+  py_zeros_1M, py_ones_1M, py_full_1M, py_arange_1M, py_linspace_1M,
+  py_uniform_1M, py_normal_1M, py_integers_1M
+                        creation of 2^20 elements (Float32; arange Int32;
+                        integers Int32 in [0, 100)) against numpy's
+                        (numpy.random.default_rng for the random ones) and
+                        torch's functions
+  py_concatenate_1M     concatenate of four 2^18-element Float32 tensors,
+                        under no_grad (inference) and recording
+                        (py_concatenate_1M_rec: grad mode on, the scatter
+                        path), against numpy.concatenate and torch.cat
+  py_mean_1M, py_softmax_1M
+                        mean of 2^20 Float32 values; softmax of a (1024, 1024)
+                        Float32 tensor along its contiguous axis (torch's
+                        last, our first: the same memory walk); under
+                        no_grad, against torch (and numpy's mean)
+Tiny and training work runs at 1 thread; the bridge and everyday work at 1 and 2.
 """
 
 import argparse
@@ -143,6 +158,68 @@ def bridge(quick):
                  best_seconds(lambda: torch.matmul(tp, tq).numpy(), repeat) * 1e6)
 
 
+def everyday(quick):
+    """Creation, concatenate, mean and softmax at 2^20 elements (issue 21, step 6)."""
+    if np is None:
+        return
+    n = 1 << (16 if quick else 20)
+    repeat = 3 if quick else 15
+    rng = np.random.default_rng(0)
+    gen = sw.random.Generator(0)
+    creation = {
+        "zeros": (lambda: sw.zeros(n), lambda: np.zeros(n, np.float32), lambda: torch.zeros(n)),
+        "ones": (lambda: sw.ones(n), lambda: np.ones(n, np.float32), lambda: torch.ones(n)),
+        "full": (lambda: sw.full(n, 2.5), lambda: np.full(n, 2.5, np.float32), lambda: torch.full((n,), 2.5)),
+        "arange": (lambda: sw.arange(n), lambda: np.arange(n, dtype=np.int32),
+                   lambda: torch.arange(n, dtype=torch.int32)),
+        "linspace": (lambda: sw.linspace(0.0, 1.0, n), lambda: np.linspace(0.0, 1.0, n, dtype=np.float32),
+                     lambda: torch.linspace(0.0, 1.0, n)),
+        "uniform": (lambda: gen.uniform(size=n), lambda: rng.random(n, dtype=np.float32), lambda: torch.rand(n)),
+        "normal": (lambda: gen.normal(size=n), lambda: rng.standard_normal(n, dtype=np.float32),
+                   lambda: torch.randn(n)),
+        "integers": (lambda: gen.integers(100, size=n), lambda: rng.integers(100, size=n, dtype=np.int32),
+                     lambda: torch.randint(0, 100, (n,), dtype=torch.int32)),
+    }
+    size = "64K" if quick else "1M"
+    x = rng.standard_normal(n, dtype=np.float32)
+    parts_np = np.split(x, 4)
+    parts = [sw.tensor(p) for p in parts_np]
+    flat = sw.tensor(x)
+    side = 1 << (8 if quick else 10)
+    matrix_np = x.reshape(side, -1)
+    # The same memory walk in both libraries: torch's softmax over its
+    # contiguous last axis, ours over our contiguous first axis (a compact
+    # tensor of the transpose holds each of numpy's rows contiguously).
+    matrix = sw.tensor(matrix_np.T)
+    for threads in (1, 2):
+        set_threads(threads)
+        for name, (ours, numpy_peer, torch_peer) in creation.items():
+            value = best_seconds(ours, repeat) * 1e6
+            emit(f"py_{name}_{size}", threads, "us", value, "numpy", best_seconds(numpy_peer, repeat) * 1e6)
+            if torch is not None:
+                emit(f"py_{name}_{size}", threads, "us", value, "torch", best_seconds(torch_peer, repeat) * 1e6)
+        recorded = best_seconds(lambda: sw.concatenate(parts), repeat) * 1e6
+        with sw.no_grad():
+            concat = best_seconds(lambda: sw.concatenate(parts), repeat) * 1e6
+            mean = best_seconds(lambda: sw.mean(flat), repeat) * 1e6
+            softmax = best_seconds(lambda: sw.softmax(matrix, 0), repeat) * 1e6
+        emit(f"py_concatenate_{size}", threads, "us", concat, "numpy",
+             best_seconds(lambda: np.concatenate(parts_np), repeat) * 1e6)
+        emit(f"py_mean_{size}", threads, "us", mean, "numpy", best_seconds(lambda: np.mean(x), repeat) * 1e6)
+        if torch is not None:
+            tparts = [torch.from_numpy(p) for p in parts_np]
+            tx, tm = torch.from_numpy(x), torch.from_numpy(matrix_np)
+            emit(f"py_concatenate_{size}", threads, "us", concat, "torch",
+                 best_seconds(lambda: torch.cat(tparts), repeat) * 1e6)
+            rparts = [p.clone().requires_grad_(True) for p in tparts]
+            emit(f"py_concatenate_{size}_rec", threads, "us", recorded, "torch",
+                 best_seconds(lambda: torch.cat(rparts), repeat) * 1e6)
+            with torch.no_grad():
+                emit(f"py_mean_{size}", threads, "us", mean, "torch", best_seconds(lambda: torch.mean(tx), repeat) * 1e6)
+                emit(f"py_softmax_{size}", threads, "us", softmax, "torch",
+                     best_seconds(lambda: torch.softmax(tm, -1), repeat) * 1e6)
+
+
 def load_example():
     spec = importlib.util.spec_from_file_location("train_mlp", ROOT / "examples" / "train_mlp.py")
     module = importlib.util.module_from_spec(spec)
@@ -205,6 +282,7 @@ def main():
     print(f"# python peers: {', '.join(peers) or 'none installed'}", file=sys.stderr)
     tiny_add(args.quick)
     bridge(args.quick)
+    everyday(args.quick)
     train(args.quick)
 
 
