@@ -182,6 +182,21 @@ TEST(Creation_Issue21Step1, PhiloxKnownAnswers) {
   }
 }
 
+TEST(Creation_Issue21Step1, EveryElementIsItsDocumentedWord) {
+  // Every element is the documented word of Random123's draw, across the
+  // ranges the threads fill, from unaligned positions and past the
+  // counter's low word.
+  for (const std::uint64_t seed : {0ull, 0x243f6a8885a308d3ull, ~0ull})
+    for (const std::uint64_t position : {0ull, 13ull, 0xfffffff3ull}) {
+      sw::random::Generator g(seed, position);
+      const std::vector<float> u = floats(g.uniform(Shape::of({203})));
+      for (std::size_t k = 0; k < u.size(); ++k) {
+        const sw::random::DrawWords d = sw::random::draw_words(seed, position + k / 4);
+        ASSERT_EQ(u[k], static_cast<float>(d.w[k % 4] >> 8) / 16777216.0f) << seed << " " << position << " " << k;
+      }
+    }
+}
+
 TEST(Creation_Issue21Step1, SameSeedSameValuesOnEveryCarrierAndThreadCount) {
   const Shape s = Shape::of({37, 29});
   const int threads = sw::num_threads();
