@@ -110,6 +110,9 @@ Tensor eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt, std::in
            const SimpleDType& dtype = DType::Float32(), const CarrierChoice& carrier = {});
 
 namespace detail {
+// `value` rounded once to binary32, to nearest even, overflowing to an
+// infinity as IEEE 754 says (a cast of an out-of-range double is undefined).
+float round_to_float32(double value) noexcept;
 // The value `number` converts to as an element of `dtype` (the literal
 // rules above); `what` starts every error message.
 Value creation_value(const char* what, const WeakScalar& number, const SimpleDType& dtype);

@@ -80,7 +80,8 @@ class Generator {
   Tensor permutation(const Tensor& x);
 
  private:
-  // Reserves `count` draws and returns the first.
+  // Reserves `count` draws and returns the first (OverflowError, reserving
+  // nothing, when the position would pass 2**64).
   std::uint64_t reserve(std::uint64_t count);
   // Gives back draws [base, base + count) when no other call took draws
   // since (a failed call); otherwise the draws stay taken.

@@ -192,12 +192,14 @@ elsewhere; m None: n. dtype None: Float32.)doc");
   py::module_ r = m.def_submodule("_random", "Seeded random tensors (strideweave.random re-exports them; docs/creation.md).");
   using random::Generator;
   py::class_<Generator>(r, "Generator", R"doc(
-Generator(seed, position=0): a seed and a position. Draw k is a pure function
-of (seed, k) (Philox4x32-10); a call making n elements takes the next n
-draws, element i (logical order, first axis fastest) taking draw
-position + i. The values depend only on the seed, the calls made before and
-the shape: never on the carrier or the thread count. Calls from several
-threads are safe and take disjoint draws. A failed call takes none.)doc")
+Generator(seed, position=0): a seed and a position. Draw k is four 32-bit words,
+a pure function of (seed, k) (Philox4x32-10). A call takes the next draws:
+element i (logical order, first axis fastest) takes word i % 4 of draw
+position + i // 4 (uniform, integers, permutation's steps), or half i % 2 of
+draw position + i // 2 (normal). The values depend only on the seed, the
+calls made before and the shape: never on the carrier or the thread count.
+Calls from several threads are safe and take disjoint draws. A failed call
+takes none; a call that would pass 2**64 draws is an OverflowError.)doc")
       .def(py::init([](py::handle seed, std::uint64_t position) { return Generator(seed_arg(seed), position); }),
            py::arg("seed"), py::arg("position") = 0)
       .def_property_readonly("seed", &Generator::seed, "The seed.")

@@ -382,18 +382,24 @@ Tensor from_dlpack(py::handle obj) {
   const std::int64_t itemsize = t.dtype.bits / 8;
   if (t.byte_offset % static_cast<std::uint64_t>(itemsize) != 0)
     throw ValueError("from_dlpack: the byte offset is not a multiple of the element size");
+  if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) throw ValueError("from_dlpack: the producer's shape is malformed");
   std::vector<std::int64_t> extents(static_cast<std::size_t>(t.ndim)), strides(static_cast<std::size_t>(t.ndim));
   std::int64_t cosize = 1, compact = 1;
   bool empty = false;
+  const auto overflow = [] { return ValueError("from_dlpack: the producer's shape and strides overflow 64 bits"); };
   for (int i = t.ndim; i-- > 0;) {
     const auto k = static_cast<std::size_t>(i);
     extents[k] = t.shape[i];
+    if (extents[k] < 0) throw ValueError("from_dlpack: the producer's shape has a negative extent");
     strides[k] = t.strides ? t.strides[i] : compact;  // no strides: row-major compact
-    compact *= t.shape[i];
     if (strides[k] < 0)
       throw ValueError("from_dlpack: a negative stride has no strideweave layout (strides are non-negative)");
+    if (__builtin_mul_overflow(compact, std::max<std::int64_t>(extents[k], 1), &compact)) throw overflow();
     if (extents[k] == 0) empty = true;
-    cosize += (extents[k] - 1) * strides[k];
+    std::int64_t reach = 0;
+    if (__builtin_mul_overflow(std::max<std::int64_t>(extents[k] - 1, 0), strides[k], &reach) ||
+        __builtin_add_overflow(cosize, reach, &cosize))
+      throw overflow();
   }
   if (empty) cosize = 0;
   auto wrapped = std::make_shared<WrappedDlpack>();
@@ -401,12 +407,14 @@ Tensor from_dlpack(py::handle obj) {
   char* base = t.data ? static_cast<char*>(t.data) + t.byte_offset : empty_storage;
   // DLPack 0.6 has no read-only flag: the memory is writable, as numpy's
   // and torch's own from_dlpack take it.
+  Layout layout(Shape::of(extents), Stride::of(strides));
   wrapped->cpu = CPU::wrap(base, cosize, dtype, true);
-  // Every check passed: take the capsule's ownership.
+  std::shared_ptr<Carrier> carrier(wrapped, wrapped->cpu.get());
+  Tensor tensor(carrier, 0, std::move(layout));
+  // Every check passed: take the capsule's ownership (from here nothing throws).
   if (PyCapsule_SetName(capsule.ptr(), "used_dltensor") != 0) throw py::error_already_set();
   wrapped->managed = managed;
-  std::shared_ptr<Carrier> carrier(wrapped, wrapped->cpu.get());
-  return Tensor(std::move(carrier), 0, Layout(Shape::of(extents), Stride::of(strides)));
+  return tensor;
 }
 
 }  // namespace

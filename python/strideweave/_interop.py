@@ -13,23 +13,40 @@ from . import _core
 # ---------------------------------------------------------------- numpy
 
 
-def _array(self, dtype=None, copy=None):
-    """numpy's __array__: the tensor's memory when its carrier is host memory
-    (CPU: the buffer protocol, without a copy unless copy=True or a dtype
-    asks for one); a TypeError for any other carrier, never an object array
-    of rank-0 tensors."""
-    import numpy
+def _host_view(self):
+    """A memoryview of the tensor's values in host memory, and whether it is
+    a copy: the tensor's own memory when its carrier is host memory and its
+    layout has strides numpy can describe, else (CPU only) a compact copy.
+    TypeError for a carrier that is not host memory."""
+    from ._grad_mode import no_grad
 
     try:
-        view = memoryview(self)
+        return memoryview(self), False
     except BufferError as error:
-        raise TypeError(
-            f"numpy.asarray: this tensor's {self.carrier_type().__name__} carrier is not host memory numpy can "
-            f"view ({error}); copy it first: tensor.copy_to(strideweave.CPU)") from None
+        if self.carrier_type() is not _core.CPU:
+            raise TypeError(
+                f"numpy.asarray: this tensor's {self.carrier_type().__name__} carrier is not host memory numpy can "
+                f"view ({error}); copy it first: tensor.copy_to(strideweave.CPU)") from None
+        with no_grad():  # a layout numpy has no strides for (a nested mode): the values, compact
+            return memoryview(_core.clone(self)), True
+
+
+def _array(self, dtype=None, copy=None):
+    """numpy's __array__: the tensor's memory when its carrier is host memory
+    (CPU: the buffer protocol, without a copy unless copy=True, a dtype or a
+    layout numpy cannot describe asks for one; copy=False then raises
+    ValueError, as numpy 2 asks); a TypeError for any other carrier, never
+    an object array of rank-0 tensors."""
+    import numpy
+
+    view, copied = _host_view(self)
     array = numpy.asarray(view)
-    if dtype is not None and numpy.dtype(dtype) != array.dtype:
+    converts = dtype is not None and numpy.dtype(dtype) != array.dtype
+    if copy is False and (copied or converts):
+        raise ValueError("numpy.asarray(copy=False): this tensor's values cannot be viewed without a copy")
+    if converts:
         return array.astype(dtype)
-    return array.copy() if copy else array
+    return array.copy() if copy and not copied else array
 
 
 # numpy ufuncs the registered operations compute with the same meaning. A
@@ -68,8 +85,10 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return NotImplemented
     import numpy
 
-    operands = [_core.asarray(x) if isinstance(x, (numpy.ndarray, numpy.generic)) and numpy.ndim(x) > 0
-                else (x.item() if isinstance(x, numpy.generic) else x) for x in inputs]
+    # ndarrays become CPU tensors without a copy; numpy scalars and 0-d
+    # arrays become Python numbers (the operation's number rule).
+    operands = [(_core.asarray(x) if numpy.ndim(x) > 0 else x.item())
+                if isinstance(x, (numpy.ndarray, numpy.generic)) else x for x in inputs]
     return function(*operands)
 
 
@@ -97,7 +116,10 @@ def _reduce_tensor(self):
     if cls not in (_core.CPU, _core.Generic):
         raise TypeError(f"pickle: a tensor on {cls.__name__} cannot be rebuilt from its values (only Generic and CPU "
                         "can be made from nothing); pickle tensor.copy_to(strideweave.CPU)")
-    host = self if cls is _core.CPU else _core.copy_to(self, _core.CPU)
+    from ._grad_mode import no_grad
+
+    with no_grad():  # the values, compact, in host memory
+        host = _core.clone(self) if cls is _core.CPU else _core.copy_to(self, _core.CPU)
     flat = host.reshape(*host.shape.extents) if host.rank else host
     values = numpy.array(flat, copy=True)
     return (_restore_tensor, (cls.__name__, self.dtype(), tuple(self.shape.modes), values))

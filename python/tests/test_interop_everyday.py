@@ -92,3 +92,18 @@ def test_issue21_step3_pickle_and_deepcopy():
     plan = sw.resolve_operation_plan("add", sw.DType.Float32, sw.DType.Int32)
     assert pickle.loads(pickle.dumps(plan)) == plan and copy.deepcopy(plan) == plan
     assert pickle.loads(pickle.dumps(plan.operands[1])) == plan.operands[1]
+
+
+def test_issue21_step3_review_fixes():
+    a = sw.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    nested = sw.asarray(np.ones((2, 3), np.float32)).reshape(6)  # a nested mode: numpy has no strides for it
+    assert np.asarray(nested).tolist() == [1.0] * 6               # a compact copy, not "not host memory"
+    assert pickle.loads(pickle.dumps(nested)).tolist() == [1.0] * 6
+    with pytest.raises(ValueError, match="copy=False"):
+        nested.__array__(copy=False)
+    assert a.__array__(copy=False).base is not None                 # a view needs no copy
+    flat = a.reshape(6, order="C")
+    assert flat.shape == (6,) and flat[1:3].tolist() == [2.0, 3.0] and np.asarray(flat).tolist() == [1, 2, 3, 4, 5, 6]
+    assert (a + np.array(2.0, np.float32)).tolist() == [[3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]  # a 0-d array is a number
+    assert isinstance(np.add(a, np.float32(1.0)), sw.Tensor)
+    assert [p.tolist() for p in sw.split(sw.arange(10), [5, 3])] == [list(range(5)), [], list(range(3, 10))]

@@ -178,11 +178,15 @@ Tensor reshape(const Tensor& x, const Shape& shape, ReshapeOrder order) {
   const Shape reversed_shape(std::vector<IntTuple>(m.rbegin(), m.rend()));
   const Tensor t = transpose(x);
   try {
-    return transpose(t.reshape(reversed_shape));
+    // A view only when it has the asked-for shape: Layout::reshape may keep
+    // a target leaf as a tuple of source pieces, which is a view of another
+    // (nested) shape that cannot be sliced or exported like the flat one.
+    Tensor v = t.reshape(reversed_shape);
+    if (v.shape() == reversed_shape) return transpose(v);
   } catch (const ValueError&) {
-    // Not viewable in that order: a compact copy (recorded when recording) is.
-    return transpose(clone(t).reshape(reversed_shape));
   }
+  // Not viewable so in that order: a compact copy (recorded when recording) is.
+  return transpose(clone(t).reshape(reversed_shape));
 }
 
 // ---------------------------------------------------------------- joining
@@ -217,6 +221,11 @@ Tensor concatenate(std::span<const Tensor> tensors, std::int64_t axis) {
   const CarrierChoice on(*first.carrier());
   std::int64_t offset = 0;
   if (record) {
+    // scatter's indices are Int32: a longer join cannot be recorded.
+    if (out[static_cast<std::size_t>(a)] > std::numeric_limits<std::int32_t>::max())
+      throw OverflowError(fmt::format("concatenate: a recorded join of {} elements along axis {} needs scatter indices "
+                                      "beyond Int32; run it under no_grad (a storage copy) or join fewer",
+                                      out[static_cast<std::size_t>(a)], a));
     Tensor result = zeros(shape, first.dtype(), on);
     for (const Tensor& t : tensors) {
       const std::int64_t length = t.shape().extent(static_cast<std::size_t>(a));
@@ -264,14 +273,16 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t sections, std::int64_t a
 std::vector<Tensor> split(const Tensor& x, std::span<const std::int64_t> indices, std::int64_t axis) {
   const std::int64_t a = normalise_axis("split", axis, static_cast<std::int64_t>(x.rank()));
   const std::int64_t extent = x.shape().extent(static_cast<std::size_t>(a));
+  // numpy.split: part k is x[points[k-1]:points[k]] along the axis, with 0
+  // and the extent at the ends, each point normalised on its own as a Python
+  // slice bound is (negative from the end, clamped), an inverted pair empty.
+  const auto bound = [extent](std::int64_t p) { return std::clamp<std::int64_t>(p < 0 ? p + extent : p, 0, extent); };
   std::vector<Tensor> parts;
   std::int64_t start = 0;
   for (std::size_t k = 0; k <= indices.size(); ++k) {
-    std::int64_t stop = k < indices.size() ? indices[k] : extent;
-    if (stop < 0) stop += extent;  // numpy's negative split points count from the end
-    stop = std::clamp<std::int64_t>(stop, 0, extent);
+    const std::int64_t stop = k < indices.size() ? bound(indices[k]) : extent;
     parts.push_back(x.slice(a, start, std::max(start, stop)));
-    start = std::max(start, stop);
+    start = stop;
   }
   return parts;
 }

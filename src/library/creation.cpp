@@ -84,6 +84,14 @@ std::shared_ptr<Carrier> CarrierChoice::allocate(std::int64_t size, const Simple
 
 namespace detail {
 
+float round_to_float32(double value) noexcept {
+  // Beyond FLT_MAX + half an ulp (2^128 - 2^103) binary32 rounding overflows
+  // to infinity; converting such a double with a cast is undefined.
+  constexpr double kOverflow = 3.4028235677973366e38;
+  if (std::fabs(value) >= kOverflow) return value > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  return static_cast<float>(value);
+}
+
 Value creation_value(const char* what, const WeakScalar& number, const SimpleDType& dtype) {
   LiteralBuilder builder(what);
   builder.number(number);
@@ -207,7 +215,7 @@ Tensor arange(const WeakScalar& start, const WeakScalar& stop, const WeakScalar&
   if (!(exact < 9.0e18)) throw ValueError("arange: more elements than a shape holds");
   const std::int64_t n = exact > 0.0 ? static_cast<std::int64_t>(exact) : 0;
   return detail::fill_tensor<float>(Shape::of({n}), d, carrier, [&](std::int64_t first, std::int64_t count, float* out) {
-    for (std::int64_t k = 0; k < count; ++k) out[k] = static_cast<float>(a + static_cast<double>(first + k) * s);
+    for (std::int64_t k = 0; k < count; ++k) out[k] = detail::round_to_float32(a + static_cast<double>(first + k) * s);
   });
 }
 
@@ -224,7 +232,7 @@ Tensor linspace(double start, double stop, std::int64_t num, bool endpoint, cons
     for (std::int64_t k = 0; k < count; ++k) {
       const std::int64_t i = first + k;
       const double v = (endpoint && num > 1 && i == num - 1) ? stop : start + static_cast<double>(i) * step;
-      out[k] = static_cast<float>(v);
+      out[k] = detail::round_to_float32(v);
     }
   });
 }

@@ -113,7 +113,16 @@ void check_permutation_length(std::int64_t n) {
 
 }  // namespace
 
-std::uint64_t Generator::reserve(std::uint64_t count) { return position_.fetch_add(count); }
+std::uint64_t Generator::reserve(std::uint64_t count) {
+  // Never past 2**64 draws: a wrapped counter would repeat draw 0 on.
+  std::uint64_t position = position_.load();
+  do {
+    if (count > std::numeric_limits<std::uint64_t>::max() - position)
+      throw OverflowError("Generator: " + std::to_string(count) + " more draws would pass 2**64 from position " +
+                          std::to_string(position) + "; make a generator with another seed");
+  } while (!position_.compare_exchange_weak(position, position + count));
+  return position;
+}
 
 void Generator::unreserve(std::uint64_t base, std::uint64_t count) noexcept {
   std::uint64_t expected = base + count;
@@ -136,7 +145,9 @@ Tensor Generator::uniform(const Shape& shape, double low, double high, const Sim
   require_dtype("uniform", dtype, DType::Float32());
   if (!std::isfinite(low) || !std::isfinite(high)) throw ValueError("uniform: low and high must be finite");
   // The bounds as the Float32 values the tensor can hold.
-  const auto lo = static_cast<float>(low), hi = static_cast<float>(high);
+  const float lo = detail::round_to_float32(low), hi = detail::round_to_float32(high);
+  if (!std::isfinite(lo) || !std::isfinite(hi))
+    throw ValueError("uniform: low and high must be finite as Float32 values (|x| below about 3.4e38)");
   if (!(lo < hi))
     throw ValueError("uniform: low must be below high as Float32 values, got [" + std::to_string(low) + ", " +
                      std::to_string(high) + ")");
@@ -157,7 +168,8 @@ Tensor Generator::uniform(const Shape& shape, double low, double high, const Sim
 Tensor Generator::normal(const Shape& shape, double mean, double stddev, const SimpleDType& dtype,
                          const CarrierChoice& carrier) {
   require_dtype("normal", dtype, DType::Float32());
-  if (!std::isfinite(mean) || !std::isfinite(stddev)) throw ValueError("normal: mean and stddev must be finite");
+  if (!std::isfinite(detail::round_to_float32(mean)) || !std::isfinite(detail::round_to_float32(stddev)))
+    throw ValueError("normal: mean and stddev must be finite as Float32 values (|x| below about 3.4e38)");
   if (stddev < 0.0) throw ValueError("normal: stddev must be >= 0, got " + std::to_string(stddev));
   const std::uint64_t seed = seed_;
   return drawing(draws_for(shape.size(), 2), [&](std::uint64_t base) {
@@ -175,7 +187,7 @@ Tensor Generator::normal(const Shape& shape, double mean, double stddev, const S
           pair[1] = radius * std::sin(angle);
         }
         const double z = pair[slot];
-        out[k] = static_cast<float>(mean + stddev * z);
+        out[k] = detail::round_to_float32(mean + stddev * z);
       });
     });
   });

@@ -247,3 +247,31 @@ TEST(Compose_Issue21Step2, ComparisonScalarsAreTheTensorsDtypeWhenExact) {
   EXPECT_THROW(sw::comparison_scalar(b, 1), sw::TypeError);
   EXPECT_THROW(sw::comparison_scalar(f, true), sw::TypeError);
 }
+
+// Review fixes: a row-major reshape is a view only when it has the asked-for
+// (flat) shape; split follows numpy for unsorted and negative points; a
+// recorded join whose scatter indices would leave Int32 says so.
+TEST(Compose_Issue21Step2, ReviewFixes) {
+  const Tensor a = sw::tensor<sw::CPU>({{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}});
+  const Tensor r = sw::reshape(a, Shape::of({6}), sw::ReshapeOrder::row_major);
+  EXPECT_EQ(r.shape(), Shape::of({6}));  // not a nested view of another shape
+  EXPECT_EQ(floats(r), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(floats(r.slice(0, 1, 3)), (std::vector<float>{2, 3}));
+
+  const Tensor x = sw::arange(10);
+  const std::vector<std::int64_t> inverted{5, 3}, negative{-3, 2};
+  const std::vector<Tensor> p = sw::split(x, std::span<const std::int64_t>(inverted));
+  ASSERT_EQ(p.size(), 3u);  // numpy: [0..4], [], [3..9]
+  EXPECT_EQ(p[1].size(), 0);
+  EXPECT_EQ(ints(p[2]), (std::vector<std::int32_t>{3, 4, 5, 6, 7, 8, 9}));
+  const std::vector<Tensor> q = sw::split(x, std::span<const std::int64_t>(negative));
+  ASSERT_EQ(q.size(), 3u);  // numpy: [0..6], [], [2..9]
+  EXPECT_EQ(q[0].size(), 7);
+  EXPECT_EQ(q[2].size(), 8);
+
+  const Tensor huge = sw::zeros(Shape::of({std::int64_t{1} << 30, 0}));
+  const std::vector<Tensor> three{huge, huge, huge};
+  EXPECT_THROW(sw::concatenate(three, 0), sw::OverflowError);  // recording: scatter's Int32 indices
+  sw::NoGradGuard no_grad;
+  EXPECT_EQ(sw::concatenate(three, 0).shape(), Shape::of({3 * (std::int64_t{1} << 30), 0}));
+}

@@ -303,3 +303,22 @@ TEST(Creation_Issue21Step1, ConcurrentCallsTakeDisjointDraws) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(g.position(), 4u * 50u * 3u);  // 10 elements: 3 draws
 }
+
+// Review fixes: bounds beyond the Float32 range are refused (a cast would be
+// undefined), and a generator never passes 2**64 draws (it would repeat).
+TEST(Creation_Issue21Step1, ReviewFixes) {
+  sw::random::Generator g(1);
+  EXPECT_THROW(g.uniform(Shape::of({8}), 0.0, 1e39), sw::ValueError);
+  EXPECT_THROW(g.uniform(Shape::of({8}), -1e39, 0.0), sw::ValueError);
+  EXPECT_THROW(g.normal(Shape::of({8}), 1e300, 1.0), sw::ValueError);
+  EXPECT_EQ(g.position(), 0u);
+  sw::random::Generator end(1, ~std::uint64_t{0} - 1);
+  EXPECT_THROW(end.uniform(Shape::of({8})), sw::OverflowError);  // two draws: past 2**64
+  EXPECT_EQ(end.position(), ~std::uint64_t{0} - 1);
+  EXPECT_EQ(end.uniform(Shape()).size(), 1);  // one draw still fits
+  EXPECT_EQ(end.position(), ~std::uint64_t{0});
+  // Values past the Float32 range round to infinity, as binary32 does.
+  EXPECT_TRUE(std::isinf(floats(sw::arange(0.0, 2e39, 1e39))[1]));
+  EXPECT_EQ(sw::detail::round_to_float32(3.4028235677973366e38), INFINITY);
+  EXPECT_EQ(sw::detail::round_to_float32(3.4028235677973362e38), 3.4028234663852886e38f);
+}
