@@ -19,28 +19,18 @@
 #include <limits>
 #include <vector>
 
+#include "support/logical_values.h"
+
 namespace sw = strideweave;
+using sw::testing::floats;
+using sw::testing::ints;
+using sw::testing::bools;
 using sw::DType;
 using sw::Shape;
 using sw::Tensor;
 
 namespace {
 
-std::vector<float> floats(const Tensor& t) {
-  std::vector<float> out;
-  for (std::int64_t i = 0; i < t.size(); ++i) out.push_back(t.at_ordinal(i).f);
-  return out;
-}
-std::vector<std::int32_t> ints(const Tensor& t) {
-  std::vector<std::int32_t> out;
-  for (std::int64_t i = 0; i < t.size(); ++i) out.push_back(t.at_ordinal(i).i);
-  return out;
-}
-std::vector<bool> bools(const Tensor& t) {
-  std::vector<bool> out;
-  for (std::int64_t i = 0; i < t.size(); ++i) out.push_back(t.at_ordinal(i).b);
-  return out;
-}
 // The gradient of sum(y * w) with respect to x (w: 1, 2, 3, ... in logical order).
 std::vector<float> weighted_gradient(const Tensor& y, const Tensor& x) {
   const sw::CarrierChoice on(*y.carrier());

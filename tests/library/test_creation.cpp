@@ -22,23 +22,17 @@
 #include <tuple>
 #include <vector>
 
+#include "support/logical_values.h"
+
 namespace sw = strideweave;
+using sw::testing::floats;
+using sw::testing::ints;
 using sw::DType;
 using sw::Shape;
 using sw::Tensor;
 
 namespace {
 
-std::vector<float> floats(const Tensor& t) {
-  std::vector<float> out;
-  for (std::int64_t i = 0; i < t.size(); ++i) out.push_back(t.at_ordinal(i).f);
-  return out;
-}
-std::vector<std::int32_t> ints(const Tensor& t) {
-  std::vector<std::int32_t> out;
-  for (std::int64_t i = 0; i < t.size(); ++i) out.push_back(t.at_ordinal(i).i);
-  return out;
-}
 
 // Every created tensor is fresh, mutable, compact and at offset 0.
 void expect_fresh(const Tensor& t, const Shape& shape) {
