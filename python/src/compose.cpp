@@ -124,6 +124,14 @@ to Int32 truncates toward zero (ValueError for NaN, infinities and values
 outside Int32); the other conversions are registered operations.)doc");
   m.def("clone", [](const Tensor& x) { return released([&] { return clone(x); }); }, py::arg("x"),
         "clone(x): a fresh compact copy on x's carrier class (recorded: add(x, -0.0), so gradients reach x).");
+  m.def("transpose", [](const Tensor& x) { return transpose(x); }, py::arg("x"),
+        "transpose(x): x with its axes reversed (a view; Tensor.T).");
+  m.def("comparison_scalar", [](const Tensor& like, py::handle value) {
+        return comparison_scalar(like, weak_scalar_arg(value, "comparison_scalar: value"));
+      }, py::arg("like"), py::arg("value"), R"doc(
+comparison_scalar(like, value): the rank-0 tensor a number becomes beside `like`
+in a comparison operator: the number as like's dtype when exactly
+representable there, else TypeError saying why (docs/composition.md).)doc");
   m.def("copy_to", &copy_to_arg, py::arg("x"), py::arg("carrier"), R"doc(
 copy_to(x, carrier): a non-destructive copy of x's values on another carrier,
 through the move routes: carrier is an instance (the destination, as move's)

@@ -257,6 +257,14 @@ takes none; a call that would pass 2**64 draws is an OverflowError.)doc")
       .def("__repr__", [](const Generator& g) {
         return fmt::format("Generator(seed={}, position={})", g.seed(), g.position());
       });
+  r.def("draw_words", [](py::handle seed, std::uint64_t counter, std::uint32_t attempt) {
+        const random::DrawWords d = random::draw_words(seed_arg(seed), counter, attempt);
+        return py::make_tuple(d.w[0], d.w[1], d.w[2], d.w[3]);
+      }, py::arg("seed"), py::arg("counter"), py::arg("attempt") = 0, R"doc(
+draw_words(seed, counter, attempt=0): the four 32-bit words of draw `counter`
+of `seed` (Philox4x32-10, key (seed low, seed high), counter (counter low,
+counter high, 0, attempt)): the one function every Generator value comes
+from, for checking another implementation word for word.)doc");
 }
 
 }  // namespace strideweave::python

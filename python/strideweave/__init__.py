@@ -127,6 +127,8 @@ from ._core import (
     astype,
     clone,
     copy_to,
+    transpose,
+    comparison_scalar,
     asarray,
     from_dlpack,
     SortResult,

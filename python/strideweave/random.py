@@ -15,6 +15,7 @@ from ._core import _random
 
 Generator = _random.Generator
 Generator.__module__ = __name__
+draw_words = _random.draw_words
 
 
 def _restore_generator(seed, position):
@@ -24,4 +25,4 @@ def _restore_generator(seed, position):
 
 Generator.__reduce__ = lambda self: (_restore_generator, (self.seed, self.position))
 
-__all__ = ["Generator"]
+__all__ = ["Generator", "draw_words"]

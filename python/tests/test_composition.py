@@ -150,3 +150,13 @@ def test_issue21_step2_numbers_beside_comparison_operators():
         sw.lt(f, 0)
     # Arithmetic on both sides (the policy decides).
     np.testing.assert_array_equal(arr(2 - f), 2 - np.array([-1.0, 0.0, 2.5], np.float32))
+
+
+def test_issue21_step2_transpose_and_comparison_scalar_functions():
+    t = sw.tensor([[1.0, 2.0, 3.0]])
+    assert sw.transpose(t).tolist() == [[1.0], [2.0], [3.0]] and sw.transpose(t).carrier is t.carrier
+    s = sw.comparison_scalar(t, 2)
+    assert s.dtype() is sw.DType.Float32 and s.item() == 2.0 and s.shape == ()
+    assert sw.comparison_scalar(sw.tensor([1, 2]), 2.0).dtype() is sw.DType.Int32
+    with pytest.raises(TypeError, match="exactly representable"):
+        sw.comparison_scalar(t, 0.1)

@@ -199,3 +199,13 @@ def test_issue21_step1_generator_seed_position_pickle_and_threads():
     for w in workers:
         w.join()
     assert shared.position == 4 * 20 * 2
+
+
+def test_issue21_step1_draw_words_is_the_documented_philox():
+    # Random123's known-answer vector for Philox4x32-10 at key 0, counter 0.
+    assert sw.random.draw_words(0, 0) == (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)
+    u = sw.random.Generator(7, 3).uniform(size=6).tolist()
+    for k, value in enumerate(u):  # element k: word k % 4 of draw 3 + k // 4
+        assert value == (sw.random.draw_words(7, 3 + k // 4)[k % 4] >> 8) / 2**24
+    with pytest.raises(ValueError):
+        sw.random.draw_words(-1, 0)
