@@ -103,8 +103,16 @@ Tensor block_indices(const Shape& shape, std::int64_t axis, std::int64_t offset,
   const std::int64_t extent = e[static_cast<std::size_t>(axis)];
   return detail::fill_tensor<std::int32_t>(
       shape, DType::Int32(), on, [&](std::int64_t first, std::int64_t count, std::int32_t* out) {
-        for (std::int64_t k = 0; k < count; ++k)
-          out[k] = static_cast<std::int32_t>(offset + ((first + k) / inner) % extent);
+        // Counters, not a division per element: r runs through the faster
+        // axes' block, c along the axis.
+        std::int64_t r = first % inner, c = (first / inner) % extent;
+        for (std::int64_t k = 0; k < count; ++k) {
+          out[k] = static_cast<std::int32_t>(offset + c);
+          if (++r == inner) {
+            r = 0;
+            if (++c == extent) c = 0;
+          }
+        }
       });
 }
 
