@@ -104,3 +104,17 @@ def test_a_numpy_array_is_an_opaque_object_not_a_list_or_an_integer():
     assert isinstance(seen["v"], np.ndarray)
     with pytest.raises(TypeError, match=r"reduce_sum: option 'axes' must be a list of integers"):
         sw.reduce_sum(sw.tensor([[1.0]]), axes=array)
+
+
+def test_issue21_step4_builtin_option_kinds_are_checked_before_resolve():
+    """A built-in option whose value does not fit its declared kind (the
+    operations.def type) is a TypeError naming the option, even where
+    resolve would refuse the operand dtypes: the kind check comes first.
+    (User-defined OptionSpecs declare no kind yet: issue 21, step 4.)"""
+    ints, bools = sw.tensor([1, 2]), sw.tensor([True])
+    for call, option in [(lambda: sw.elu(ints, alpha="a"), "alpha"),
+                         (lambda: sw.reduce_sum(bools, keepdims="x"), "keepdims"),
+                         (lambda: sw.cumsum(bools, axis="x"), "axis"),
+                         (lambda: sw.operation.get_definition("elu")(ints, alpha="a"), "alpha")]:
+        with pytest.raises(TypeError, match=f"option '{option}'"):
+            call()
