@@ -28,6 +28,9 @@ set(STRIDEWEAVE_LAYER_LIBS_operation ICU::uc)
 # The formats layer parses safetensors' JSON header with nlohmann-json
 # (header-only).
 set(STRIDEWEAVE_LAYER_LIBS_formats nlohmann_json::nlohmann_json)
+# The library layer's seeded random tensors vectorise Philox with Highway
+# (src/library/philox_batch.cpp).
+set(STRIDEWEAVE_LAYER_LIBS_library hwy::hwy)
 
 file(STRINGS ${PROJECT_SOURCE_DIR}/cmake/layers.txt strideweave_layer_lines)
 set(strideweave_section "")

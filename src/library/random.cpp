@@ -21,6 +21,8 @@
 #include <strideweave/errors.h>
 #include <strideweave/ops/structured.h>
 
+#include "library/philox_batch.h"
+
 namespace strideweave::random {
 
 namespace {
@@ -57,17 +59,23 @@ std::uint64_t draws_for(std::int64_t elements, std::uint64_t per_draw) {
   return (static_cast<std::uint64_t>(elements) + per_draw - 1) / per_draw;
 }
 
+// Lemire's rejection threshold for a range: 2**32 mod range (0 for 2**32).
+std::uint32_t lemire_threshold(std::uint64_t range) noexcept {
+  if (range == (std::uint64_t{1} << 32)) return 0;
+  const auto r = static_cast<std::uint32_t>(range);
+  return static_cast<std::uint32_t>(-r) % r;
+}
+
 // A uniform integer in [0, range) for 1 <= range <= 2**32, exactly, from
 // word `slot` of draw `counter`: Lemire's multiply-and-reject, a rejected
-// word replaced by the same slot of the next attempt's draw.
+// word replaced by the same slot of the next attempt's draw. `threshold` is
+// lemire_threshold(range).
 std::uint64_t bounded(std::uint64_t seed, std::uint64_t counter, unsigned slot, std::uint64_t range,
-                      const DrawWords& first_attempt) {
+                      std::uint32_t threshold, const DrawWords& first_attempt) {
   if (range == (std::uint64_t{1} << 32)) return first_attempt.w[slot];
-  const auto r = static_cast<std::uint32_t>(range);
-  const std::uint32_t threshold = static_cast<std::uint32_t>(-r) % r;  // 2**32 mod r
   std::uint32_t word = first_attempt.w[slot];
   for (std::uint32_t attempt = 1;; ++attempt) {
-    const std::uint64_t m = static_cast<std::uint64_t>(word) * r;
+    const std::uint64_t m = static_cast<std::uint64_t>(word) * range;
     if (static_cast<std::uint32_t>(m) >= threshold) return m >> 32;
     word = philox(seed, counter, attempt).w[slot];
   }
@@ -83,8 +91,9 @@ std::vector<std::int32_t> shuffled(std::uint64_t seed, std::uint64_t base, std::
     const std::uint64_t counter = base + static_cast<std::uint64_t>(step) / 4;
     if (step % 4 == 0) words = philox(seed, counter);
     const std::int64_t i = n - 1 - step;
+    const auto range = static_cast<std::uint64_t>(i) + 1;
     const auto j = static_cast<std::int64_t>(
-        bounded(seed, counter, static_cast<unsigned>(step % 4), static_cast<std::uint64_t>(i) + 1, words));
+        bounded(seed, counter, static_cast<unsigned>(step % 4), range, lemire_threshold(range), words));
     std::swap(p[static_cast<std::size_t>(i)], p[static_cast<std::size_t>(j)]);
   }
   return p;
@@ -93,15 +102,28 @@ std::vector<std::int32_t> shuffled(std::uint64_t seed, std::uint64_t base, std::
 // Calls f(k, slot, counter, words) for elements [first, first + count) of a
 // call whose element i takes word (or half) i % PerDraw of draw
 // base + i / PerDraw (`counter`, whose words are `words`); k = i - first.
+// The draws come kBatch at a time from the vectorised Philox
+// (philox_batch.h), equal word for word to philox().
 template <unsigned PerDraw, class F>
 void for_each_element(std::uint64_t seed, std::uint64_t base, std::int64_t first, std::int64_t count, F&& f) {
+  constexpr std::size_t kBatch = 64;
+  std::uint32_t w[4][kBatch];
   std::int64_t k = 0;
   while (k < count) {
     const auto i = static_cast<std::uint64_t>(first + k);
-    const std::uint64_t counter = base + i / PerDraw;
-    const DrawWords words = philox(seed, counter);
-    for (auto slot = static_cast<unsigned>(i % PerDraw); slot < PerDraw && k < count; ++slot, ++k)
-      f(k, slot, counter, words);
+    const std::uint64_t first_draw = base + i / PerDraw;
+    // The draws the rest of this range needs, at most kBatch of them.
+    const std::uint64_t last_element = static_cast<std::uint64_t>(first + count - 1);
+    const std::uint64_t needed = (base + last_element / PerDraw) - first_draw + 1;
+    const std::size_t n = needed < kBatch ? static_cast<std::size_t>(needed) : kBatch;
+    simd::philox_draws(seed, first_draw, n, w[0], w[1], w[2], w[3]);
+    for (std::size_t b = 0; b < n && k < count; ++b) {
+      const DrawWords words{{w[0][b], w[1][b], w[2][b], w[3][b]}};
+      const std::uint64_t counter = first_draw + b;
+      const auto at = static_cast<std::uint64_t>(first + k);
+      for (auto slot = static_cast<unsigned>(at % PerDraw); slot < PerDraw && k < count; ++slot, ++k)
+        f(k, slot, counter, words);
+    }
   }
 }
 
@@ -205,13 +227,14 @@ Tensor Generator::integers(std::int64_t low, std::int64_t high, const Shape& sha
     throw OverflowError("integers: [" + std::to_string(low) + ", " + std::to_string(high) +
                         ") leaves Int32 (high is exclusive: at most 2**31)");
   const auto range = static_cast<std::uint64_t>(high - low);
+  const std::uint32_t threshold = lemire_threshold(range);
   const std::uint64_t seed = seed_;
   return drawing(draws_for(shape.size(), 4), [&](std::uint64_t base) {
     return detail::fill_tensor<std::int32_t>(
         shape, dtype, carrier, [&](std::int64_t first, std::int64_t count, std::int32_t* out) {
           for_each_element<4>(seed, base, first, count,
                            [&](std::int64_t k, unsigned slot, std::uint64_t counter, const DrawWords& d) {
-                             const std::uint64_t r = bounded(seed, counter, slot, range, d);
+                             const std::uint64_t r = bounded(seed, counter, slot, range, threshold, d);
                              out[k] = static_cast<std::int32_t>(low + static_cast<std::int64_t>(r));
                            });
         });

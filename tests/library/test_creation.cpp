@@ -13,6 +13,7 @@
 #include <strideweave/threading.h>
 
 #include <Random123/philox.h>
+#include <hwy/targets.h>
 
 #include <algorithm>
 #include <cmath>
@@ -179,16 +180,25 @@ TEST(Creation_Issue21Step1, PhiloxKnownAnswers) {
 TEST(Creation_Issue21Step1, EveryElementIsItsDocumentedWord) {
   // Every element is the documented word of Random123's draw, across the
   // ranges the threads fill, from unaligned positions and past the
-  // counter's low word.
-  for (const std::uint64_t seed : {0ull, 0x243f6a8885a308d3ull, ~0ull})
-    for (const std::uint64_t position : {0ull, 13ull, 0xfffffff3ull}) {
-      sw::random::Generator g(seed, position);
-      const std::vector<float> u = floats(g.uniform(Shape::of({203})));
-      for (std::size_t k = 0; k < u.size(); ++k) {
-        const sw::random::DrawWords d = sw::random::draw_words(seed, position + k / 4);
-        ASSERT_EQ(u[k], static_cast<float>(d.w[k % 4] >> 8) / 16777216.0f) << seed << " " << position << " " << k;
+  // counter's low word, whichever Highway target runs the vectorised Philox
+  // (every target compiled in that this CPU runs, forced as
+  // test_cpu_determinism.cpp does).
+  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    for (const std::uint64_t seed : {0ull, 0x243f6a8885a308d3ull, ~0ull})
+      for (const std::uint64_t position : {0ull, 13ull, 0xfffffff3ull}) {
+        sw::random::Generator g(seed, position);
+        const std::vector<float> u = floats(g.uniform(Shape::of({203})));
+        for (std::size_t k = 0; k < u.size(); ++k) {
+          const sw::random::DrawWords d = sw::random::draw_words(seed, position + k / 4);
+          ASSERT_EQ(u[k], static_cast<float>(d.w[k % 4] >> 8) / 16777216.0f)
+              << hwy::TargetName(target) << " " << seed << " " << position << " " << k;
+        }
       }
-    }
+  }
+  hwy::SetSupportedTargetsForTest(0);  // the real CPU again
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
 }
 
 TEST(Creation_Issue21Step1, SameSeedSameValuesOnEveryCarrierAndThreadCount) {
