@@ -117,11 +117,11 @@ Tensor block_indices(const Shape& shape, std::int64_t axis, std::int64_t offset,
 }
 
 // The number of elements `axes` reduce in x.
-std::int64_t reduced_count(const Tensor& x, const Axes& axes) {
+std::int64_t reduced_count(const char* what, const Tensor& x, const Axes& axes) {
   if (!axes.list()) return x.size();
   std::int64_t n = 1;
   for (std::int64_t a : *axes.list())
-    n *= x.shape().extent(static_cast<std::size_t>(normalise_axis("mean", a, static_cast<std::int64_t>(x.rank()))));
+    n *= x.shape().extent(static_cast<std::size_t>(normalise_axis(what, a, static_cast<std::int64_t>(x.rank()))));
   return n;
 }
 
@@ -299,7 +299,7 @@ std::vector<Tensor> split(const Tensor& x, std::span<const std::int64_t> indices
 
 Tensor mean(const Tensor& x, Axes axes, bool keepdims) {
   const Tensor f = as_float32(x);
-  const std::int64_t n = reduced_count(f, axes);
+  const std::int64_t n = reduced_count("mean", f, axes);
   const Tensor sum = reduce_sum(f, axes, keepdims);
   return div(sum, scalar_like(sum, static_cast<float>(n)));
 }
@@ -307,7 +307,7 @@ Tensor mean(const Tensor& x, Axes axes, bool keepdims) {
 Tensor var(const Tensor& x, Axes axes, std::int64_t ddof, bool keepdims) {
   if (ddof < 0) throw ValueError(fmt::format("var: ddof must be >= 0, got {}", ddof));
   const Tensor f = as_float32(x);
-  const std::int64_t n = reduced_count(f, axes);
+  const std::int64_t n = reduced_count("var", f, axes);
   const Tensor centred = sub(f, mean(f, axes, /*keepdims=*/true));
   const Tensor sum = reduce_sum(elementwise_mul(centred, centred), axes, keepdims);
   return div(sum, scalar_like(sum, static_cast<float>(std::max<std::int64_t>(n - ddof, 0))));
