@@ -346,8 +346,10 @@ std::uint64_t hash_of(std::string_view op, const PlanKey& k) noexcept {
 }
 
 // Builds the key; false when the call is not keyed (more operands than the
-// key holds, or a tensor operand without a dtype: resolution raises).
-bool make_key(std::span<const PlanOperand> operands, const OperationExecutionOptions* options, PlanKey& key) {
+// key holds, a tensor operand without a dtype, or options of another
+// operation: resolution raises).
+bool make_key(std::string_view op, std::span<const PlanOperand> operands, const OperationExecutionOptions* options,
+              PlanKey& key) {
   if (operands.size() > kMaxKeyedOperands) return false;
   key.count = static_cast<std::uint8_t>(operands.size());
   for (std::size_t i = 0; i < operands.size(); ++i) {
@@ -372,6 +374,10 @@ bool make_key(std::span<const PlanOperand> operands, const OperationExecutionOpt
     }
   }
   if (options) {
+    // Options bound to another operation are a ValueError every time; they
+    // are not keyed (an empty set for matmul would otherwise match a
+    // reduce_sum call without options, and skip the error).
+    if (options->operation() != op) return false;
     key.accumulator = options->accumulator_dtype();
     if (const std::optional<Arithmetic> a = options->arithmetic()) key.arithmetic = static_cast<std::int8_t>(*a);
   }
@@ -420,7 +426,7 @@ const OperationPlan& cached_plan(std::string_view op, std::span<const PlanOperan
   }
   PlanCache& cache = *hot;
   PlanKey key;
-  if (!make_key(operands, options, key)) return scratch.emplace(resolve_operation_plan(op, operands, nullptr, options));
+  if (!make_key(op, operands, options, key)) return scratch.emplace(resolve_operation_plan(op, operands, nullptr, options));
   const std::uint64_t h = hash_of(op, key);
   std::size_t slot = h & (PlanCache::kSlots - 1);
   for (; cache.slots[slot] != 0; slot = (slot + 1) & (PlanCache::kSlots - 1)) {
