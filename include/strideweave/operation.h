@@ -117,23 +117,56 @@ class OperandSpec {
   bool accepts_weak_scalar_ = false;
 };
 
+// The values an option accepts (beyond the specification: issue 21, step 4;
+// docs/operations/options.md). String-valued (value_of): "any", "bool",
+// "int", "real", "ints", "str", "dtype".
+//   ANY      every value (the default: the specification's OptionSpec has no
+//            kind, and a spec without one behaves exactly as specified);
+//   BOOL     a bool (not an integer);
+//   INTEGER  a 64-bit integer (not a bool);
+//   REAL     a real number: a double, or an integer that a double holds
+//            exactly, which binding turns into that double;
+//   INTEGERS a list of integers, or one integer, which binding turns into a
+//            one-element list;
+//   TEXT     a string;
+//   DTYPE    a DType.
+// None fits any kind when the option's default is None.
+enum class OptionKind : std::uint8_t { ANY, BOOL, INTEGER, REAL, INTEGERS, TEXT, DTYPE };
+std::string_view value_of(OptionKind kind) noexcept;
+// The member of a value; ValueError for any other text.
+OptionKind option_kind(std::string_view value);
+
 // OptionSpec(name, default=REQUIRED): name a non-empty Python identifier
 // (as OperandSpec's). `doc` is a sentence for generated help (beyond the
-// specification; not part of equality).
+// specification; not part of equality). `kind` (beyond the specification)
+// declares the values the option accepts; a default must fit it (TypeError
+// otherwise, after the conversions `admit` makes).
 class OptionSpec {
  public:
   using Default = std::variant<Required, OptionValue>;
-  OptionSpec(std::string name, Default default_value = REQUIRED, std::string doc = {});
+  OptionSpec(std::string name, Default default_value = REQUIRED, std::string doc = {},
+             OptionKind kind = OptionKind::ANY);
   const std::string& name() const noexcept { return name_; }
   const Default& default_value() const noexcept { return default_; }
   bool required() const noexcept { return std::holds_alternative<Required>(default_); }
   const std::string& doc() const noexcept { return doc_; }
-  friend bool operator==(const OptionSpec& a, const OptionSpec& b) { return a.name_ == b.name_ && a.default_ == b.default_; }
+  OptionKind kind() const noexcept { return kind_; }
+  // `value` as this option holds it: unchanged, or converted as `kind`
+  // says (an exact integer to a real, one integer to a list). TypeError
+  // "<operation>: option '<name>' must be <what>, got <value>" when it does
+  // not fit; nothing else is checked (ranges are resolve's).
+  OptionValue admit(std::string_view operation, OptionValue value) const;
+  // "a real number", "a list of integers or None", ...
+  std::string accepted() const;
+  friend bool operator==(const OptionSpec& a, const OptionSpec& b) {
+    return a.name_ == b.name_ && a.default_ == b.default_ && a.kind_ == b.kind_;
+  }
 
  private:
   std::string name_;
   Default default_;
   std::string doc_;
+  OptionKind kind_;
 };
 
 // OperationSchema(operands, options=()): operands non-empty; names unique

@@ -126,6 +126,7 @@ py::object to_py(WeakScalarKind v);
 py::object to_py(SupportLevel v);
 py::object to_py(ExecutionAxis v);
 py::object to_py(operation::OperandKind v);
+py::object to_py(operation::OptionKind v);
 template <class E>
 E from_py(py::handle value, const char* what);
 

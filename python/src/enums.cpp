@@ -65,6 +65,7 @@ template WeakScalarKind from_py<WeakScalarKind>(py::handle, const char*);
 template SupportLevel from_py<SupportLevel>(py::handle, const char*);
 template ExecutionAxis from_py<ExecutionAxis>(py::handle, const char*);
 template operation::OperandKind from_py<operation::OperandKind>(py::handle, const char*);
+template operation::OptionKind from_py<operation::OptionKind>(py::handle, const char*);
 
 py::object to_py(OperandRole v) { return member(v); }
 py::object to_py(Arithmetic v) { return member(v); }
@@ -73,6 +74,7 @@ py::object to_py(WeakScalarKind v) { return member(v); }
 py::object to_py(SupportLevel v) { return member(v); }
 py::object to_py(ExecutionAxis v) { return member(v); }
 py::object to_py(operation::OperandKind v) { return member(v); }
+py::object to_py(operation::OptionKind v) { return member(v); }
 
 void bind_enums(py::module_& m) {
   {
@@ -136,6 +138,22 @@ void bind_enums(py::module_& m) {
               "The kind of one operand of an OperationSchema (operation-semantics.md): TENSOR='tensor', "
               "WEAK_SCALAR='weak_scalar', STRUCTURAL='structural'.",
               cpp, {"TENSOR", "WEAK_SCALAR", "STRUCTURAL"}, values);
+  }
+  {
+    // Beyond the specification (issue 21, step 4): the values an option
+    // accepts, string-valued like OperandKind.
+    using operation::OptionKind;
+    const std::vector<OptionKind> cpp = {OptionKind::ANY,      OptionKind::BOOL, OptionKind::INTEGER, OptionKind::REAL,
+                                         OptionKind::INTEGERS, OptionKind::TEXT, OptionKind::DTYPE};
+    std::vector<std::string> values;
+    for (OptionKind k : cpp) values.emplace_back(operation::value_of(k));
+    make_enum(m, "OptionKind",
+              "The values an OptionSpec accepts, checked when a call is bound (before resolve): ANY='any' "
+              "(everything; the default), BOOL='bool', INTEGER='int' (not a bool), REAL='real' (a float, or an "
+              "int a double holds exactly, bound as that float), INTEGERS='ints' (a sequence of ints, or one int "
+              "bound as a one-element tuple), TEXT='str', DTYPE='dtype'. None fits any kind when the option's "
+              "default is None.",
+              cpp, {"ANY", "BOOL", "INTEGER", "REAL", "INTEGERS", "TEXT", "DTYPE"}, values);
   }
 }
 

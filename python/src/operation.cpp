@@ -564,7 +564,9 @@ std::string operand_spec_repr(const op::OperandSpec& s) {
 }
 
 std::string option_spec_repr(const op::OptionSpec& s) {
-  return fmt::format("OptionSpec({}, default={})", repr_of(py::str(s.name())), repr_of(default_object(s)));
+  const std::string kind =
+      s.kind() == op::OptionKind::ANY ? std::string() : fmt::format(", kind={}", repr_of(to_py(s.kind())));
+  return fmt::format("OptionSpec({}, default={}{})", repr_of(py::str(s.name())), repr_of(default_object(s)), kind);
 }
 
 // The results of a definition call: one Tensor, or a tuple for several. A
@@ -872,19 +874,26 @@ that also take a weak scalar (mul, pow, clamp).)doc")
       .def("__repr__", &operand_spec_repr);
 
   py::class_<op::OptionSpec>(m, "OptionSpec", R"doc(
-OptionSpec(name, default=REQUIRED): one keyword option of an OperationSchema
-(operation-semantics.md). name a non-empty Python identifier (str; TypeError for
-another type, ValueError for a bad name); default REQUIRED (the option has no
-default) or an option value: None, bool, int, float, str, a DType, a list or
-tuple of ints (read back as a tuple), or any other object (kept and compared
-by identity). Immutable, equal by name and default, hashable.)doc")
-      .def(py::init([](py::handle name, py::handle default_value) {
+OptionSpec(name, default=REQUIRED, kind=OptionKind.ANY): one keyword option of
+an OperationSchema (operation-semantics.md). name a non-empty Python identifier
+(str; TypeError for another type, ValueError for a bad name); default REQUIRED
+(the option has no default) or an option value: None, bool, int, float, str, a
+DType, a list or tuple of ints (read back as a tuple), or any other object
+(kept and compared by identity). Beyond the specification, kind (an
+OptionKind) declares the values the option accepts: binding a call raises
+TypeError naming the option for a value that does not fit, before resolve
+runs, and the default must fit too. Immutable, equal by name, default and
+kind, hashable.)doc")
+      .def(py::init([](py::handle name, py::handle default_value, py::handle kind) {
              const std::string n = str_arg(name, "OptionSpec: name");
-             if (py::isinstance<op::Required>(default_value)) return op::OptionSpec(n, op::REQUIRED);
+             const op::OptionKind k = from_py<op::OptionKind>(kind, "OptionSpec: kind");
+             if (py::isinstance<op::Required>(default_value)) return op::OptionSpec(n, op::REQUIRED, {}, k);
              const std::string what = fmt::format("OptionSpec '{}': default", n);
-             return op::OptionSpec(n, option_value_arg(default_value, what.c_str()));
+             return op::OptionSpec(n, option_value_arg(default_value, what.c_str()), {}, k);
            }),
-           py::arg("name"), py::arg("default") = *required_marker)
+           py::arg("name"), py::arg("default") = *required_marker, py::arg("kind") = to_py(op::OptionKind::ANY))
+      .def_property_readonly("kind", [](const op::OptionSpec& s) { return to_py(s.kind()); },
+                             "The OptionKind of the values the option accepts (ANY unless declared).")
       .def_property_readonly("name", &op::OptionSpec::name)
       .def_property_readonly("default", &default_object, "The default value, or REQUIRED.")
       .def_property_readonly("required", &op::OptionSpec::required, "True when the default is REQUIRED.")

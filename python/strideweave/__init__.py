@@ -168,6 +168,7 @@ from .operation import (
     OperandSpec,
     OptionSpec,
     OperandKind,
+    OptionKind,  # beyond the specification (OptionSpec's kind=)
     REQUIRED,
     NON_DIFFERENTIABLE,
     ResultSpec,

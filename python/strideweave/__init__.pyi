@@ -773,8 +773,19 @@ class OperandSpec:
     def accepts_weak_scalar(self) -> bool: ...
     def __hash__(self) -> int: ...
 
+class OptionKind(enum.Enum):
+    ANY = "any"
+    BOOL = "bool"
+    INTEGER = "int"
+    REAL = "real"
+    INTEGERS = "ints"
+    TEXT = "str"
+    DTYPE = "dtype"
+
 class OptionSpec:
-    def __init__(self, name: str, default: _OptionValue | _RequiredMarker = ...) -> None: ...
+    def __init__(self, name: str, default: _OptionValue | _RequiredMarker = ..., kind: OptionKind = ...) -> None: ...
+    @property
+    def kind(self) -> OptionKind: ...
     @property
     def name(self) -> str: ...
     @property

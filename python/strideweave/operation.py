@@ -38,6 +38,9 @@ from ._core import (
     BoundOperationCall,
     VJPContext,
     ProviderContractError,
+    # beyond the specification: the values an option accepts (OptionSpec's
+    # kind=; docs/operations/options.md)
+    OptionKind,
     # beyond the specification: the C++ library's registry and resolution
     get_definition,
     registered_definitions,

@@ -8,6 +8,7 @@ from . import (
     NON_DIFFERENTIABLE as NON_DIFFERENTIABLE,
     REQUIRED as REQUIRED,
     OperandKind as OperandKind,
+    OptionKind as OptionKind,
     OperandSpec as OperandSpec,
     OperationDefinition as OperationDefinition,
     OperationPlan as _OperationPlan,

@@ -69,15 +69,18 @@ inline operation::OperandSpec tensor(const char* name, bool differentiable = fal
 inline operation::OperandSpec tensor_or_scalar(const char* name, bool differentiable = false) {
   return operation::OperandSpec::tensor_or_weak_scalar(name, differentiable);
 }
-inline operation::OptionSpec option(const char* name, operation::OptionValue default_value, const char* doc) {
-  return operation::OptionSpec(name, std::move(default_value), doc);
+// Every built-in option declares its kind (bind() checks values against it
+// before the lowering runs).
+inline operation::OptionSpec option(const char* name, operation::OptionKind kind, operation::OptionValue default_value,
+                                    const char* doc) {
+  return operation::OptionSpec(name, std::move(default_value), doc, kind);
 }
 // The option `name` of `operation` as its SW_OPTION row in
 // <strideweave/operations.def> declares it (default and doc); RuntimeError
 // when the list has no such row.
 operation::OptionSpec listed_option(std::string_view operation, std::string_view name);
-inline operation::OptionSpec required(const char* name, const char* doc) {
-  return operation::OptionSpec(name, operation::REQUIRED, doc);
+inline operation::OptionSpec required(const char* name, operation::OptionKind kind, const char* doc) {
+  return operation::OptionSpec(name, operation::REQUIRED, doc, kind);
 }
 
 inline BuiltinEntry entry(std::string name, std::vector<operation::OperandSpec> operands,

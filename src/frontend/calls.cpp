@@ -92,23 +92,34 @@ operation::OptionSpec listed_option(std::string_view operation, std::string_view
     std::string_view operation, name;
     operation::OptionValue value;
     const char* doc;
+    operation::OptionKind kind;
+  };
+  // The kind of a listed option is its C++ type's.
+  constexpr auto kind_of = []<class T>(const T&) {
+    if constexpr (std::is_same_v<T, bool>) return operation::OptionKind::BOOL;
+    else if constexpr (std::is_same_v<T, std::int64_t>) return operation::OptionKind::INTEGER;
+    else {
+      static_assert(std::is_same_v<T, double>, "operations.def: an SW_OPTION type is bool, std::int64_t or double");
+      return operation::OptionKind::REAL;
+    }
   };
   static const std::vector<Row> rows = {
 #define SW_OPTION(op, option_name, type, default_value, doc) \
-  {#op, #option_name, operation::OptionValue(type{default_value}), doc},
+  {#op, #option_name, operation::OptionValue(type{default_value}), doc, kind_of(type{default_value})},
 #include <strideweave/operations.def>
   };
   for (const Row& r : rows)
-    if (r.operation == operation && r.name == name) return operation::OptionSpec(std::string(name), r.value, r.doc);
+    if (r.operation == operation && r.name == name)
+      return operation::OptionSpec(std::string(name), r.value, r.doc, r.kind);
   throw RuntimeError(fmt::format("operations.def has no option '{}' of '{}'", name, operation));
 }
 
 operation::OptionSpec accumulator_option() {
-  return option("accumulator_dtype", operation::OptionValue(static_cast<const DType*>(nullptr)),
+  return option("accumulator_dtype", operation::OptionKind::DTYPE, operation::OptionValue(std::monostate{}),
                 "the accumulator of a FLOATING plan (policy R10): None (Float32) or a DType, Float32 or Float64");
 }
 operation::OptionSpec arithmetic_option() {
-  return option("arithmetic", operation::OptionValue(std::monostate{}),
+  return option("arithmetic", operation::OptionKind::TEXT, operation::OptionValue(std::monostate{}),
                 "the compute arithmetic: None (the plan's strict binary32), 'binary32' or 'binary32_fused' (each "
                 "product may be contracted with its accumulation step)");
 }

@@ -280,7 +280,7 @@ using namespace builtin_schema;
 namespace {
 
 operation::OptionSpec axes_option() {
-  return option("axes", std::monostate{},
+  return option("axes", operation::OptionKind::INTEGERS, std::monostate{},
                 "axes to reduce, each in [-rank, rank), no duplicates; None: every axis; [] reduces nothing");
 }
 
@@ -315,7 +315,7 @@ void add_reduction_builtins(std::vector<BuiltinEntry>& out) {
   }
   for (const char* name : {"argmax", "argmin"})
     out.push_back(entry(name, {tensor("x")},
-                        {option("axis", std::monostate{},
+                        {option("axis", operation::OptionKind::INTEGER, std::monostate{},
                                 "the one axis to reduce, in [-rank, rank); None: every element (flat logical "
                                 "ordinal)"),
                          listed_option(name, "keepdims")},
@@ -324,7 +324,7 @@ void add_reduction_builtins(std::vector<BuiltinEntry>& out) {
                                             bool_option(c, "keepdims"), Lower{});
                         }));
   out.push_back(entry("cumsum", {tensor("x", true)},
-                      {required("axis", "the axis to accumulate along, in [-rank, rank)")},
+                      {required("axis", operation::OptionKind::INTEGER, "the axis to accumulate along, in [-rank, rank)")},
                       [](const BoundCall& c) { return cumsum_call(c.tensor(0), int_option(c, "axis"), Lower{}); }));
 
   // sort and topk, and their internal plans (each one result) for tools and
@@ -350,7 +350,7 @@ void add_reduction_builtins(std::vector<BuiltinEntry>& out) {
     out.push_back(std::move(e));
   }
   const std::vector<operation::OptionSpec> topk_options = {
-      required("k", "how many elements to keep, in [0, extent of axis]"),
+      required("k", operation::OptionKind::INTEGER, "how many elements to keep, in [0, extent of axis]"),
       listed_option("topk", "axis"), listed_option("topk", "largest")};
   for (const char* name : {"_topk_values", "_topk_indices"})
     out.push_back(entry(name, {tensor("x", name[6] == 'v')}, topk_options,

@@ -266,12 +266,12 @@ void add_structured_builtins(std::vector<BuiltinEntry>& out) {
                       operation::BuiltinTraits{true, true, true}));
   out.push_back(entry(
       "conv_general", {tensor("input", true), tensor("weight", true)},
-      {option("stride", std::monostate{},
+      {option("stride", operation::OptionKind::INTEGERS, std::monostate{},
               "d positive integers, the step between windows per spatial axis; None: 1 on every spatial axis"),
-       option("padding", std::monostate{},
+       option("padding", operation::OptionKind::INTEGERS, std::monostate{},
               "d non-negative integers (symmetric) or 2d (lo_1, hi_1, ..., lo_d, hi_d); padded inputs are +0.0; "
               "None: 0 on every spatial axis"),
-       option("dilation", std::monostate{},
+       option("dilation", operation::OptionKind::INTEGERS, std::monostate{},
               "d positive integers, the step between kernel taps per spatial axis; None: 1 on every spatial axis"),
        listed_option("conv_general", "groups")},
       [](const BoundCall& c) {
@@ -280,13 +280,13 @@ void add_structured_builtins(std::vector<BuiltinEntry>& out) {
         return conv_general_call(c.tensor(0), c.tensor(1), conv, Lower{});
       }));
   const char* axis_doc = "the indexed axis, in [-rank, rank) (negative counts from the end)";
-  out.push_back(entry("gather", {tensor("data", true), tensor("indices")}, {required("axis", axis_doc)},
+  out.push_back(entry("gather", {tensor("data", true), tensor("indices")}, {required("axis", operation::OptionKind::INTEGER, axis_doc)},
                       [](const BoundCall& c) {
                         return gather_call(c.tensor(0), c.tensor(1), int_option(c, "axis"), Lower{});
                       }));
   for (const char* name : {"scatter", "scatter_add"})
     out.push_back(entry(name, {tensor("data", true), tensor("indices"), tensor("src", true)},
-                        {required("axis", axis_doc)}, [name](const BoundCall& c) {
+                        {required("axis", operation::OptionKind::INTEGER, axis_doc)}, [name](const BoundCall& c) {
                           return scatter_like(name, c.tensor(0), c.tensor(1), c.tensor(2), int_option(c, "axis"),
                                               Lower{});
                         }));

@@ -62,7 +62,8 @@ std::shared_ptr<const BoundOperationCall> bind(const OperationDefinition& defini
   for (const OptionSpec& s : schema.options()) {
     auto it = options.find(s.name());
     if (it != options.end()) {
-      bound.emplace(s.name(), std::move(it->second));
+      // Each given value against its declared kind, before resolve runs.
+      bound.emplace(s.name(), s.admit(op, std::move(it->second)));
     } else if (s.required()) {
       throw TypeError(fmt::format("{}: missing required option '{}'", op, s.name()));
     } else {

@@ -92,9 +92,98 @@ std::size_t OperandSpec::hash() const noexcept {
   return std::hash<std::string>{}(name_) ^ (static_cast<std::size_t>(kind_) << 1) ^ (differentiable_ ? 8u : 0u);
 }
 
-OptionSpec::OptionSpec(std::string name, Default default_value, std::string doc)
-    : name_(std::move(name)), default_(std::move(default_value)), doc_(std::move(doc)) {
+namespace {
+constexpr OptionKind all_option_kinds[] = {OptionKind::ANY,      OptionKind::BOOL, OptionKind::INTEGER, OptionKind::REAL,
+                                           OptionKind::INTEGERS, OptionKind::TEXT, OptionKind::DTYPE};
+
+bool is_none(const OptionValue& v) noexcept {
+  if (std::holds_alternative<std::monostate>(v)) return true;
+  const DType* const* d = std::get_if<const DType*>(&v);
+  return d && !*d;
+}
+}  // namespace
+
+std::string_view value_of(OptionKind kind) noexcept {
+  switch (kind) {
+    case OptionKind::ANY: return "any";
+    case OptionKind::BOOL: return "bool";
+    case OptionKind::INTEGER: return "int";
+    case OptionKind::REAL: return "real";
+    case OptionKind::INTEGERS: return "ints";
+    case OptionKind::TEXT: return "str";
+    case OptionKind::DTYPE: return "dtype";
+  }
+  return "any";
+}
+
+OptionKind option_kind(std::string_view value) {
+  for (OptionKind k : all_option_kinds)
+    if (value_of(k) == value) return k;
+  throw ValueError(
+      fmt::format("OptionKind: '{}' is not one of 'any', 'bool', 'int', 'real', 'ints', 'str', 'dtype'", value));
+}
+
+OptionSpec::OptionSpec(std::string name, Default default_value, std::string doc, OptionKind kind)
+    : name_(std::move(name)), default_(std::move(default_value)), doc_(std::move(doc)), kind_(kind) {
   if (!is_identifier(name_)) throw ValueError(fmt::format("OptionSpec: name '{}' is not a non-empty identifier", name_));
+  if (const OptionValue* d = std::get_if<OptionValue>(&default_); d && !is_none(*d))
+    default_ = admit("OptionSpec", std::move(*d));
+}
+
+std::string OptionSpec::accepted() const {
+  std::string what;
+  switch (kind_) {
+    case OptionKind::ANY: return "any value";
+    case OptionKind::BOOL: what = "a bool"; break;
+    case OptionKind::INTEGER: what = "an integer"; break;
+    case OptionKind::REAL: what = "a real number"; break;
+    case OptionKind::INTEGERS: what = "a list of integers"; break;
+    case OptionKind::TEXT: what = "a string"; break;
+    case OptionKind::DTYPE: what = "a DType"; break;
+  }
+  const OptionValue* d = std::get_if<OptionValue>(&default_);
+  if (d && is_none(*d)) what += " or None";
+  return what;
+}
+
+OptionValue OptionSpec::admit(std::string_view operation, OptionValue value) const {
+  if (kind_ == OptionKind::ANY) return value;
+  if (is_none(value)) {
+    const OptionValue* d = std::get_if<OptionValue>(&default_);
+    if (d && is_none(*d)) return value;
+  } else {
+    switch (kind_) {
+      case OptionKind::ANY: return value;
+      case OptionKind::BOOL:
+        if (std::holds_alternative<bool>(value)) return value;
+        break;
+      case OptionKind::INTEGER:
+        if (std::holds_alternative<std::int64_t>(value)) return value;
+        break;
+      case OptionKind::REAL:
+        if (std::holds_alternative<double>(value)) return value;
+        if (const std::int64_t* i = std::get_if<std::int64_t>(&value)) {
+          // Exact only: 2**53 + 1 has no double, and a silent rounding of an
+          // option is the kind of promotion the policy rules out.
+          const double d = static_cast<double>(*i);
+          if (d < 0x1p63 && static_cast<std::int64_t>(d) == *i) return d;
+          throw TypeError(fmt::format("{}: option '{}' must be {}, got {} (no double holds it exactly)", operation,
+                                      name_, accepted(), *i));
+        }
+        break;
+      case OptionKind::INTEGERS:
+        if (std::holds_alternative<std::vector<std::int64_t>>(value)) return value;
+        if (const std::int64_t* i = std::get_if<std::int64_t>(&value)) return std::vector<std::int64_t>{*i};
+        break;
+      case OptionKind::TEXT:
+        if (std::holds_alternative<std::string>(value)) return value;
+        break;
+      case OptionKind::DTYPE:
+        if (std::holds_alternative<const DType*>(value)) return value;
+        break;
+    }
+  }
+  throw TypeError(fmt::format("{}: option '{}' must be {}, got {}", operation, name_, accepted(), to_string(value)));
 }
 
 OperationSchema::OperationSchema(std::vector<OperandSpec> operands, std::vector<OptionSpec> options)
@@ -121,8 +210,8 @@ std::string OperationSchema::signature(std::string_view operation) const {
     parts.push_back(fmt::format("{}: {}{}", o.name(), value_of(o.kind()),
                                 o.kind() == OperandKind::TENSOR && o.accepts_weak_scalar() ? " | weak_scalar" : ""));
   for (const OptionSpec& o : options_)
-    parts.push_back(o.required() ? fmt::format("{}=REQUIRED", o.name())
-                                 : fmt::format("{}={}", o.name(), to_string(std::get<OptionValue>(o.default_value()))));
+    parts.push_back(fmt::format("{}{}={}", o.name(), o.kind() == OptionKind::ANY ? "" : fmt::format(": {}", value_of(o.kind())),
+                                o.required() ? std::string("REQUIRED") : to_string(std::get<OptionValue>(o.default_value()))));
   return fmt::format("{}({})", operation, fmt::join(parts, ", "));
 }
 
