@@ -565,6 +565,45 @@ TEST(CpuArithmetic, StridedOperandsGiveTheCompactBitsNanPayloadsIncluded) {
   EXPECT_EQ(bits(sum[2 * 8 + 0]), 0x7FC00001u);  // signalling 0x7F800001 + 0x7FC0BBCD
 }
 
+// A contiguous row beside a broadcast value (stride 0 along the row: a
+// matrix minus its per-column maximum, as softmax does) takes the vectorised
+// row functions (arithmetic.cpp); the bits are those of the same values
+// compact, NaN payloads and signed zeros included, on either side, and those
+// of Generic. Rows shorter than the vector path's minimum stay scalar.
+TEST(CpuArithmetic, BroadcastRowsGiveTheBitsOfTheSameValuesCompact) {
+  const std::uint32_t specials[] = {0x7FC0ABCDu, 0xFFC00001u, 0x80000000u, 0x00000000u, 0x7F800000u, 0x3F800000u};
+  for (std::int64_t rows : {3, 16, 37, 100}) {
+    const std::int64_t cols = 6;
+    std::vector<float> m(static_cast<std::size_t>(rows * cols)), c(static_cast<std::size_t>(cols));
+    for (std::size_t i = 0; i < m.size(); ++i)
+      m[i] = i % 11 == 0 ? from_bits(specials[i % 6]) : static_cast<float>(static_cast<int>(i % 9) - 4) * 0.37f;
+    for (std::size_t j = 0; j < c.size(); ++j) c[j] = from_bits(specials[j]);
+    const Tensor matrix = make_tensor<CPU>(m, Shape{rows, cols});  // axis 0 (rows) is contiguous
+    const Tensor column = make_tensor<CPU>(c, Shape{1, cols});
+    std::vector<float> full(m.size());  // column broadcast, compact
+    for (std::int64_t j = 0; j < cols; ++j)
+      for (std::int64_t i = 0; i < rows; ++i) full[static_cast<std::size_t>(j * rows + i)] = c[static_cast<std::size_t>(j)];
+    const Tensor spread = make_tensor<CPU>(full, Shape{rows, cols});
+    const Tensor gm = make_tensor<Generic>(m, Shape{rows, cols}), gc = make_tensor<Generic>(c, Shape{1, cols});
+    using Fn = Tensor (*)(const Tensor&, const Tensor&);
+    const std::pair<const char*, Fn> ops[] = {{"add", [](const Tensor& x, const Tensor& y) { return add(x, y); }},
+                                              {"sub", [](const Tensor& x, const Tensor& y) { return sub(x, y); }},
+                                              {"mul", [](const Tensor& x, const Tensor& y) { return mul(x, y); }},
+                                              {"div", [](const Tensor& x, const Tensor& y) { return div(x, y); }}};
+    for (const auto& [name, f] : ops) {
+      EXPECT_TRUE(same_bits(values_of(f(matrix, column)), values_of(f(matrix, spread)))) << name << " rows " << rows;
+      EXPECT_TRUE(same_bits(values_of(f(column, matrix)), values_of(f(spread, matrix)))) << name << " left, rows " << rows;
+      EXPECT_TRUE(same_bits(values_of(f(matrix, column)), values_of(f(gm, gc)))) << name << " Generic, rows " << rows;
+    }
+    // And accumulated into an output (issue 20 step 2's native path).
+    const NoGradGuard no_graph;
+    const Tensor by_row = make_tensor<CPU>(m, Shape{rows, cols}), by_full = make_tensor<CPU>(m, Shape{rows, cols});
+    (void)sub(matrix, column, accumulate_into(by_row));
+    (void)sub(matrix, spread, accumulate_into(by_full));
+    EXPECT_TRUE(same_bits(values_of(by_row), values_of(by_full))) << "accumulate, rows " << rows;
+  }
+}
+
 // ---------------------------------------------------------------- targets
 
 // Every Highway target this CPU can run gives the bits of the default one:
@@ -598,11 +637,22 @@ TEST(CpuSimdTargets, EveryTargetGivesTheBitsOfTheDefaultTarget) {
       sums.push_back(cpu_sum(cpu_vector(t), true));
     }
     r.push_back(sums);
+    // Columns of (x, y) as a matrix: the vectorised extremum per column
+    // (NaNs, infinities and signed zeros among them), and a broadcast row.
+    const std::int64_t half = static_cast<std::int64_t>(x.size()) / 2;
+    std::vector<float> xy(x.begin(), x.begin() + 2 * half);
+    xy[7] = -0.0f;
+    const Tensor matrix = make_tensor<CPU>(xy, Shape{half, 2});
+    r.push_back(values_of(reduce_max(matrix, Axes(0))));
+    r.push_back(values_of(reduce_min(matrix, Axes(0))));
+    r.push_back(values_of(sub(matrix, reduce_max(matrix, Axes(0), true))));
     return r;
   };
   const std::string default_target = simd::dispatched_target();
   const std::vector<std::vector<float>> want = run_all();
-  const char* names[] = {"exp", "add", "sub", "mul", "div", "mul scalar", "accumulate_into", "reduce_sum"};
+  const char* names[] = {"exp",        "add",        "sub",        "mul",       "div",
+                         "mul scalar", "accumulate_into", "reduce_sum", "reduce_max", "reduce_min",
+                         "broadcast sub"};
   std::vector<std::string> checked;
   for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
     const ForcedTarget forced(target);

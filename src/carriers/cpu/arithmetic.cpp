@@ -312,6 +312,30 @@ void elementwise_impl(const KernelCall& call) {
                   O* po = reinterpret_cast<O*>(p[0]);
                   const std::int64_t so = st[0] / std::int64_t{sizeof(O)};
                   const std::array<std::int64_t, K> s{(st[I + 1] / std::int64_t{sizeof(typename Ins::src)})...};
+                  if constexpr (kSimdPath<O, Op, Ins...>) {
+                    // A contiguous output row whose operands are each a
+                    // contiguous row or one broadcast value (a row of a
+                    // matrix minus a per-column value, softmax's sub and
+                    // div): the vectorised functions, bit for bit the loop
+                    // below (simd.h). Short rows stay scalar, where a
+                    // dispatched call would cost more than the row.
+                    constexpr std::int64_t kSimdRow = 16;
+                    const float* a = reinterpret_cast<const float*>(p[1]);
+                    const float* b = reinterpret_cast<const float*>(p[2]);
+                    if (so == 1 && n >= kSimdRow && (s[0] | s[1]) == 1 && (s[0] & ~1) == 0 && (s[1] & ~1) == 0) {
+                      constexpr simd::Binary kOp = SimdBinary<Op>::op;
+                      if constexpr (Acc) {
+                        if (s[0] == 0) simd::binary_f32_scalar_accumulate(kOp, b, *a, po, n, true);
+                        else if (s[1] == 0) simd::binary_f32_scalar_accumulate(kOp, a, *b, po, n, false);
+                        else simd::binary_f32_accumulate(kOp, a, b, po, n);
+                      } else {
+                        if (s[0] == 0) simd::binary_f32_scalar(kOp, b, *a, po, n, true);
+                        else if (s[1] == 0) simd::binary_f32_scalar(kOp, a, *b, po, n, false);
+                        else simd::binary_f32(kOp, a, b, po, n);
+                      }
+                      return;
+                    }
+                  }
                   if (so == 1 && ((Ins::scalar || s[I] == 1) && ...)) {
                     for (std::int64_t i = 0; i < n; ++i) store<Acc>(po + i, op(load<Ins>(p[I + 1], i)...), bad);
                   } else {

@@ -299,53 +299,6 @@ struct ArgFold {
   static Out finish(const State& s) noexcept { return static_cast<Out>(s.at); }
 };
 
-// MAXIMUM / MINIMUM of one contiguous run, with exactly MaxFold's /
-// MinFold's result (the first NaN, bit for bit, when there is one; +0 over
-// -0 for the maximum, -0 under +0 for the minimum), written so that the
-// compiler vectorises it: eight independent lanes keep the ordered-compare
-// select (maxps / minps: a NaN operand leaves the lane as it was), and the
-// NaNs and signed zeros seen are tracked apart, then settled at the end.
-// Any element may seed the lanes: the extreme of a set does not depend on
-// the order it is visited in, once NaN and zero signs are settled.
-template <bool Max>
-float extremum_of_run(const float* q, std::int64_t count) noexcept {
-  constexpr int kLanes = 8;
-  float w[kLanes];
-  std::uint32_t nan[kLanes] = {}, zero[kLanes] = {};  // zero: the preferred zero (Max: +0, Min: -0) seen
-  for (int l = 0; l < kLanes; ++l) w[l] = q[0];
-  constexpr std::uint32_t kPreferredZero = Max ? 0x00000000u : 0x80000000u;
-  std::int64_t i = 0;
-  for (; i + kLanes <= count; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      const float v = q[i + l];
-      std::uint32_t bits;
-      std::memcpy(&bits, &v, sizeof bits);
-      w[l] = (Max ? v > w[l] : v < w[l]) ? v : w[l];
-      nan[l] |= static_cast<std::uint32_t>(v != v);
-      zero[l] |= static_cast<std::uint32_t>(bits == kPreferredZero);
-    }
-  for (; i < count; ++i) {
-    const float v = q[i];
-    std::uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    w[0] = (Max ? v > w[0] : v < w[0]) ? v : w[0];
-    nan[0] |= static_cast<std::uint32_t>(v != v);
-    zero[0] |= static_cast<std::uint32_t>(bits == kPreferredZero);
-  }
-  std::uint32_t any_nan = 0, any_zero = 0;
-  float best = w[0];
-  for (int l = 0; l < kLanes; ++l) {
-    any_nan |= nan[l];
-    any_zero |= zero[l];
-    best = (Max ? w[l] > best : w[l] < best) ? w[l] : best;
-  }
-  if (any_nan)
-    for (std::int64_t k = 0; k < count; ++k)
-      if (q[k] != q[k]) return q[k];
-  if (best == 0.0f) return any_zero ? (Max ? 0.0f : -0.0f) : (Max ? -0.0f : 0.0f);
-  return best;
-}
-
 // Two layout cases, chosen once per call:
 // - block by block: each result element walks its block (best when the
 //   block is one contiguous run, or the kept axes are not contiguous);
@@ -368,7 +321,7 @@ void fold(const KernelCall& call) {
     if (block_is_run) {  // each block one contiguous run: the vectorised extremum
       const std::int64_t count = r.block.extents.empty() ? 1 : r.block.extents[0];
       for_each_result<float, O>(
-          r, call.output, [&](const float* base) { return extremum_of_run<std::is_same_v<Fold, MaxFold>>(base, count); });
+          r, call.output, [&](const float* base) { return simd::extremum_f32(base, count, std::is_same_v<Fold, MaxFold>); });
       return;
     }
   }

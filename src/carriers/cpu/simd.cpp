@@ -437,6 +437,56 @@ void PieceSumsWide(const float* x, std::int64_t n, std::int64_t first, std::int6
   }
 }
 
+// ---- extremum (simd.h): lanes keep the ordered-compare select (a NaN
+// element leaves its lane as it was); the NaNs and preferred zeros seen are
+// tracked apart and settled at the end.
+template <bool Max>
+HWY_INLINE float ExtremumRun(const float* x, std::int64_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(d));
+  constexpr std::uint32_t kPreferredZero = Max ? 0x00000000u : 0x80000000u;
+  auto w = hn::Set(d, x[0]);
+  auto nan = hn::Zero(du), zero = hn::Zero(du);
+  const auto preferred = hn::Set(du, kPreferredZero);
+  std::int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(d, x + i);
+    w = hn::IfThenElse(Max ? hn::Gt(v, w) : hn::Lt(v, w), v, w);
+    nan = hn::Or(nan, hn::VecFromMask(du, hn::RebindMask(du, hn::IsNaN(v))));
+    zero = hn::Or(zero, hn::VecFromMask(du, hn::Eq(hn::BitCast(du, v), preferred)));
+  }
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  HWY_ALIGN std::uint32_t nan_lanes[hn::MaxLanes(d)], zero_lanes[hn::MaxLanes(d)];
+  hn::Store(w, d, lanes);
+  hn::Store(nan, du, nan_lanes);
+  hn::Store(zero, du, zero_lanes);
+  float best = lanes[0];
+  bool any_nan = false, any_zero = false;
+  for (std::int64_t l = 0; l < N; ++l) {
+    best = (Max ? lanes[l] > best : lanes[l] < best) ? lanes[l] : best;
+    any_nan |= nan_lanes[l] != 0;
+    any_zero |= zero_lanes[l] != 0;
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    best = (Max ? v > best : v < best) ? v : best;
+    any_nan |= v != v;
+    any_zero |= bits == kPreferredZero;
+  }
+  if (any_nan)
+    for (std::int64_t k = 0; k < n; ++k)
+      if (x[k] != x[k]) return x[k];
+  if (best == 0.0f) return any_zero ? (Max ? 0.0f : -0.0f) : (Max ? -0.0f : 0.0f);
+  return best;
+}
+
+float ExtremumF32(const float* x, std::int64_t n, bool max) {
+  return max ? ExtremumRun<true>(x, n) : ExtremumRun<false>(x, n);
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -455,6 +505,7 @@ HWY_EXPORT(PieceSumF32);
 HWY_EXPORT(PieceSumWide);
 HWY_EXPORT(PieceSumsF32);
 HWY_EXPORT(PieceSumsWide);
+HWY_EXPORT(ExtremumF32);
 HWY_EXPORT(TargetName);
 
 namespace {
@@ -544,6 +595,8 @@ double sum_f32_wide(const float* x, std::int64_t n) {
                               HWY_DYNAMIC_DISPATCH(PieceSumsWide)(p, m, first, last, sums);
                             });
 }
+
+float extremum_f32(const float* x, std::int64_t n, bool max) { return HWY_DYNAMIC_DISPATCH(ExtremumF32)(x, n, max); }
 
 const char* dispatched_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 

@@ -80,6 +80,17 @@ STRIDEWEAVE_TEST_API void exp_f32(const float* x, float* out, std::int64_t n);
 // e**x for the next float up exceeds FLT_MAX by more than half an ulp.
 inline constexpr float kExpMaxFinite = 88.72283172607421875f;
 
+// ---- MAXIMUM / MINIMUM of a contiguous run (reduce_max, reduce_min)
+
+// The largest (max) or smallest element of x[0..n), n >= 1, with exactly the
+// sequential fold's result (reductions.cpp's MaxFold / MinFold): the first
+// NaN in x, bit for bit, when there is one; +0 over -0 for the maximum, -0
+// under +0 for the minimum; otherwise the extreme value. The extreme of a set
+// does not depend on the order it is visited in once NaNs and zero signs are
+// settled, so every target and lane count gives the same bits. Runs on the
+// calling thread.
+float extremum_f32(const float* x, std::int64_t n, bool max);
+
 // ---- FLOATING sum (docs/numerics.md, "The CPU summation order")
 //
 // The order is defined on a fixed virtual width, not on the vector width:
