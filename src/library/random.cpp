@@ -99,52 +99,17 @@ std::vector<std::int32_t> shuffled(std::uint64_t seed, std::uint64_t base, std::
   return p;
 }
 
-// Calls f(k, slot, counter, words) for elements [first, first + count) of a
-// call whose element i takes word (or half) i % PerDraw of draw
-// base + i / PerDraw (`counter`, whose words are `words`); k = i - first.
-// The draws come kBatch at a time from the vectorised Philox
-// (philox_batch.h), equal word for word to philox().
-template <unsigned PerDraw, class F>
-void for_each_element(std::uint64_t seed, std::uint64_t base, std::int64_t first, std::int64_t count, F&& f) {
-  constexpr std::size_t kBatch = 64;
-  std::uint32_t w[4][kBatch];
-  std::int64_t k = 0;
-  while (k < count) {
-    const auto i = static_cast<std::uint64_t>(first + k);
-    const std::uint64_t first_draw = base + i / PerDraw;
-    // The draws the rest of this range needs, at most kBatch of them.
-    const std::uint64_t last_element = static_cast<std::uint64_t>(first + count - 1);
-    const std::uint64_t needed = (base + last_element / PerDraw) - first_draw + 1;
-    const std::size_t n = needed < kBatch ? static_cast<std::size_t>(needed) : kBatch;
-    simd::philox_draws(seed, first_draw, n, w[0], w[1], w[2], w[3]);
-    for (std::size_t b = 0; b < n && k < count; ++b) {
-      const DrawWords words{{w[0][b], w[1][b], w[2][b], w[3][b]}};
-      const std::uint64_t counter = first_draw + b;
-      const auto at = static_cast<std::uint64_t>(first + k);
-      for (auto slot = static_cast<unsigned>(at % PerDraw); slot < PerDraw && k < count; ++slot, ++k)
-        f(k, slot, counter, words);
-    }
-  }
-}
-
 // The words of elements [first, first + count) of a four-a-draw call
 // (element i: word i % 4 of draw base + i / 4), in element order, into
-// `words`, from the vectorised draws.
+// `words` (count <= kWordChunk), from the vectorised draws.
+constexpr std::int64_t kWordChunk = 1024;
 void element_words(std::uint64_t seed, std::uint64_t base, std::int64_t first, std::int64_t count,
                    std::uint32_t* words) {
-  constexpr std::size_t kBatch = 64;
-  std::uint32_t w[4][kBatch];
-  std::int64_t k = 0;
-  while (k < count) {
-    const auto i = static_cast<std::uint64_t>(first + k);
-    const std::uint64_t first_draw = i / 4;
-    const std::uint64_t last_draw = static_cast<std::uint64_t>(first + count - 1) / 4;
-    const std::size_t n = std::min<std::uint64_t>(last_draw - first_draw + 1, kBatch);
-    simd::philox_draws(seed, base + first_draw, n, w[0], w[1], w[2], w[3]);
-    for (std::size_t b = 0; b < n && k < count; ++b)
-      for (auto slot = static_cast<unsigned>((first + k) % 4); slot < 4 && k < count; ++slot, ++k)
-        words[k] = w[slot][b];
-  }
+  std::uint32_t drawn[kWordChunk + 8];
+  const auto first_draw = static_cast<std::uint64_t>(first) / 4;
+  const auto last_draw = static_cast<std::uint64_t>(first + count - 1) / 4;
+  simd::philox_words(seed, base + first_draw, static_cast<std::size_t>(last_draw - first_draw + 1), drawn);
+  std::copy_n(drawn + first % 4, count, words);
 }
 
 void check_permutation_length(std::int64_t n) {
@@ -198,18 +163,13 @@ Tensor Generator::uniform(const Shape& shape, double low, double high, const Sim
   const std::uint64_t seed = seed_;
   return drawing(draws_for(shape.size(), 4), [&](std::uint64_t base) {
     return detail::fill_tensor<float>(shape, dtype, carrier, [&](std::int64_t first, std::int64_t count, float* out) {
-      // The words first, then a plain loop over them (which the compiler
-      // vectorises): the same formula per element.
-      constexpr std::int64_t kChunk = 1024;
-      std::uint32_t words[kChunk];
-      for (std::int64_t done = 0; done < count; done += kChunk) {
-        const std::int64_t n = std::min(kChunk, count - done);
+      // The words first, then the vectorised conversion: the same formula
+      // per element (philox_batch.h).
+      std::uint32_t words[kWordChunk];
+      for (std::int64_t done = 0; done < count; done += kWordChunk) {
+        const std::int64_t n = std::min(kWordChunk, count - done);
         element_words(seed, base, first + done, n, words);
-        for (std::int64_t k = 0; k < n; ++k) {
-          const double u = static_cast<double>(words[k] >> 8) / kTwoTo24;  // [0, 1), 24 bits
-          const auto v = static_cast<float>(static_cast<double>(lo) + width * u);
-          out[done + k] = std::min(std::max(v, lo), below_hi);
-        }
+        simd::uniform_from_words(words, static_cast<std::size_t>(n), lo, width, below_hi, out + done);
       }
     });
   });
@@ -224,21 +184,19 @@ Tensor Generator::normal(const Shape& shape, double mean, double stddev, const S
   const std::uint64_t seed = seed_;
   return drawing(draws_for(shape.size(), 2), [&](std::uint64_t base) {
     return detail::fill_tensor<float>(shape, dtype, carrier, [&](std::int64_t first, std::int64_t count, float* out) {
-      double pair[2] = {0.0, 0.0};  // this range's current draw's two values
-      for_each_element<2>(seed, base, first, count, [&](std::int64_t k, unsigned slot, std::uint64_t, const DrawWords& d) {
-        // Box-Muller on 53-bit uniforms u1 in (0, 1], u2 in [0, 1): the
-        // pair's cosine for slot 0, its sine for slot 1.
-        if (slot == 0 || k == 0) {
-          const std::uint64_t a = (static_cast<std::uint64_t>(d.w[0]) << 32 | d.w[1]) >> 11;
-          const std::uint64_t b = (static_cast<std::uint64_t>(d.w[2]) << 32 | d.w[3]) >> 11;
-          const double radius = std::sqrt(-2.0 * std::log((static_cast<double>(a) + 1.0) / kTwoTo53));
-          const double angle = 2.0 * std::numbers::pi * (static_cast<double>(b) / kTwoTo53);
-          pair[0] = radius * std::cos(angle);
-          pair[1] = radius * std::sin(angle);
-        }
-        const double z = pair[slot];
-        out[k] = detail::round_to_float32(mean + stddev * z);
-      });
+      // Element i is half i % 2 of draw base + i / 2: the pairs of the
+      // draws this range touches, then its elements among them.
+      constexpr std::int64_t kPairChunk = 512;  // draws
+      float values[2 * kPairChunk + 2];
+      for (std::int64_t done = 0; done < count;) {
+        const std::int64_t at = first + done;
+        const std::int64_t draws = std::min<std::int64_t>(kPairChunk, (first + count - 1) / 2 - at / 2 + 1);
+        simd::normal_pairs(seed, base + static_cast<std::uint64_t>(at / 2), static_cast<std::size_t>(draws), mean,
+                           stddev, values);
+        const std::int64_t n = std::min(2 * draws - at % 2, count - done);
+        std::copy_n(values + at % 2, n, out + done);
+        done += n;
+      }
     });
   });
 }
@@ -260,11 +218,26 @@ Tensor Generator::integers(std::int64_t low, std::int64_t high, const Shape& sha
   return drawing(draws_for(shape.size(), 4), [&](std::uint64_t base) {
     return detail::fill_tensor<std::int32_t>(
         shape, dtype, carrier, [&](std::int64_t first, std::int64_t count, std::int32_t* out) {
-          for_each_element<4>(seed, base, first, count,
-                           [&](std::int64_t k, unsigned slot, std::uint64_t counter, const DrawWords& d) {
-                             const std::uint64_t r = bounded(seed, counter, slot, range, threshold, d);
-                             out[k] = static_cast<std::int32_t>(low + static_cast<std::int64_t>(r));
-                           });
+          std::uint32_t words[kWordChunk];
+          for (std::int64_t done = 0; done < count; done += kWordChunk) {
+            const std::int64_t n = std::min(kWordChunk, count - done);
+            element_words(seed, base, first + done, n, words);
+            std::int32_t* o = out + done;
+            if (!simd::bounded_from_words(words, static_cast<std::size_t>(n), range, threshold,
+                                          static_cast<std::int32_t>(low), o))
+              continue;
+            // A rejected word (rare: threshold / 2**32 of them) is redrawn
+            // from the same slot of the next attempts' draws.
+            for (std::int64_t k = 0; k < n; ++k) {
+              if (static_cast<std::uint32_t>(static_cast<std::uint64_t>(words[k]) * range) >= threshold) continue;
+              const auto i = static_cast<std::uint64_t>(first + done + k);
+              DrawWords first_attempt{};
+              first_attempt.w[i % 4] = words[k];
+              const std::uint64_t r =
+                  bounded(seed, base + i / 4, static_cast<unsigned>(i % 4), range, threshold, first_attempt);
+              o[k] = static_cast<std::int32_t>(low + static_cast<std::int64_t>(r));
+            }
+          }
         });
   });
 }

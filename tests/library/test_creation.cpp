@@ -16,6 +16,10 @@
 #include <hwy/targets.h>
 
 #include <algorithm>
+#include <bit>
+#include <limits>
+#include <string>
+#include <utility>
 #include <cmath>
 #include <numeric>
 #include <set>
@@ -199,6 +203,98 @@ TEST(Creation_Issue21Step1, EveryElementIsItsDocumentedWord) {
   }
   hwy::SetSupportedTargetsForTest(0);  // the real CPU again
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+}
+
+namespace {
+
+// The documented integer of element i (word i % 4 of draw position + i / 4,
+// Lemire's rejection redrawing the same slot of attempt 1, 2, ...).
+std::int32_t documented_integer(std::uint64_t seed, std::uint64_t position, std::uint64_t i, std::int64_t low,
+                                std::uint64_t range) {
+  const std::uint32_t threshold = range == (1ull << 32) ? 0 : static_cast<std::uint32_t>((1ull << 32) % range);
+  for (std::uint32_t attempt = 0;; ++attempt) {
+    const std::uint64_t m =
+        static_cast<std::uint64_t>(sw::random::draw_words(seed, position + i / 4, attempt).w[i % 4]) * range;
+    if (static_cast<std::uint32_t>(m) >= threshold) return static_cast<std::int32_t>(low + static_cast<std::int64_t>(m >> 32));
+  }
+}
+
+// Box-Muller of element i (half i % 2 of draw position + i / 2) in long
+// double: the value the binary64 kernels approximate.
+long double documented_normal(std::uint64_t seed, std::uint64_t position, std::uint64_t i, double mean,
+                              double stddev) {
+  const sw::random::DrawWords d = sw::random::draw_words(seed, position + i / 2);
+  const std::uint64_t a = (static_cast<std::uint64_t>(d.w[0]) << 32 | d.w[1]) >> 11;
+  const std::uint64_t b = (static_cast<std::uint64_t>(d.w[2]) << 32 | d.w[3]) >> 11;
+  const long double u1 = (static_cast<long double>(a) + 1) / 9007199254740992.0L;
+  const long double t = 2 * 3.14159265358979323846264338327950288L * (static_cast<long double>(b) / 9007199254740992.0L);
+  const long double r = std::sqrt(-2 * std::log(u1));
+  return mean + stddev * r * (i % 2 == 0 ? std::cos(t) : std::sin(t));
+}
+
+}  // namespace
+
+// normal and integers through their vector kernels (philox_batch.h), on
+// every Highway target this CPU runs: integers are exactly the documented
+// Lemire draw (a range that rejects about half its words included), normal
+// values are within one binary32 ulp of the long-double Box-Muller and the
+// same bits on every target (the kernels use no fused or target-specific
+// operation), overflow past FLT_MAX included.
+TEST(Creation_Issue21Step1, IntegersAndNormalsAreTheirDocumentedValuesOnEveryTarget) {
+  std::vector<std::vector<float>> normals_by_target;
+  std::vector<std::string> names;
+  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    names.push_back(hwy::TargetName(target));
+    std::vector<float> all;
+    for (const std::uint64_t position : {0ull, 13ull, 0xfffffff3ull}) {
+      const std::uint64_t seed = 0x243f6a8885a308d3ull ^ position;
+      for (const auto& [low, range] : {std::pair<std::int64_t, std::uint64_t>{-3, 7},
+                                       std::pair<std::int64_t, std::uint64_t>{INT32_MIN, (1ull << 31) + 1},
+                                       std::pair<std::int64_t, std::uint64_t>{INT32_MIN, 1ull << 32}}) {
+        sw::random::Generator g(seed, position);
+        const std::vector<std::int32_t> k = ints(g.integers(low, low + static_cast<std::int64_t>(range), Shape::of({1031})));
+        for (std::size_t i = 0; i < k.size(); ++i)
+          ASSERT_EQ(k[i], documented_integer(seed, position, i, low, range))
+              << names.back() << " range " << range << " element " << i;
+      }
+      for (const auto& [mean, stddev] : {std::pair{0.0, 1.0}, std::pair{-2.5, 0.125}, std::pair{3.0e38, 1.0e38}}) {
+        sw::random::Generator g(seed, position);
+        const std::vector<float> n = floats(g.normal(Shape::of({1031}), mean, stddev));
+        std::size_t exact = 0;
+        for (std::size_t i = 0; i < n.size(); ++i) {
+          const long double want = documented_normal(seed, position, i, mean, stddev);
+          const float rounded = std::fabs(want) >= 3.4028235677973366e38L
+                                    ? std::copysign(std::numeric_limits<float>::infinity(), static_cast<float>(want))
+                                    : static_cast<float>(want);
+          exact += n[i] == rounded;
+          if (std::isinf(rounded) || std::isinf(n[i])) {
+            // At the overflow boundary one ulp of binary32 is the step to infinity.
+            EXPECT_TRUE(n[i] == rounded || n[i] == std::nextafter(rounded, 0.0f) ||
+                        rounded == std::nextafter(n[i], 0.0f))
+                << names.back() << " element " << i;
+          } else {
+            EXPECT_LE(std::fabs(static_cast<long double>(n[i]) - rounded),
+                      std::fabs(static_cast<long double>(std::nextafter(rounded, INFINITY)) - rounded))
+                << names.back() << " element " << i << " mean " << mean;
+          }
+        }
+        EXPECT_GE(exact, n.size() * 99 / 100) << names.back() << " mean " << mean;
+        all.insert(all.end(), n.begin(), n.end());
+      }
+    }
+    normals_by_target.push_back(std::move(all));
+  }
+  hwy::SetSupportedTargetsForTest(0);  // the real CPU again
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  ASSERT_GE(normals_by_target.size(), 2u);
+  for (std::size_t t = 1; t < normals_by_target.size(); ++t) {
+    ASSERT_EQ(normals_by_target[t].size(), normals_by_target[0].size());
+    for (std::size_t i = 0; i < normals_by_target[t].size(); ++i)
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(normals_by_target[t][i]), std::bit_cast<std::uint32_t>(normals_by_target[0][i]))
+          << names[t] << " vs " << names[0] << " value " << i;
+  }
 }
 
 TEST(Creation_Issue21Step1, SameSeedSameValuesOnEveryCarrierAndThreadCount) {
