@@ -67,6 +67,12 @@ foreach(layer IN LISTS STRIDEWEAVE_LAYERS)
   # Only what the public headers declare is exported (include/strideweave/export.h).
   set_target_properties(strideweave_layer_${layer} PROPERTIES POSITION_INDEPENDENT_CODE ON
     CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  # The library's own calls to its exported functions (Tensor::layout,
+  # DType::Float32, ...) bind directly and may be inlined: nothing
+  # interposes them (no LD_PRELOAD replacement is supported), and the
+  # default, interposable binding made each one a PLT call (docs/building.md).
+  target_compile_options(strideweave_layer_${layer} PRIVATE
+    $<$<OR:$<CXX_COMPILER_ID:GNU>,$<CXX_COMPILER_ID:Clang>>:-fno-semantic-interposition>)
   if(STRIDEWEAVE_SHARED)
     target_compile_definitions(strideweave_layer_${layer} PRIVATE strideweave_EXPORTS)
   endif()

@@ -149,7 +149,16 @@ py::object tensor_object(Tensor&& tensor) {
   // pointer is the first inline word (no type-info walk).
   if (inst->simple_layout) inst->simple_value_holder[0] = held;
   else py::detail::values_and_holders(inst).begin()->value_ptr() = held;
-  info->init_instance(inst, nullptr);
+  // What class_<Tensor, TensorHolder>::init_instance does, with the type
+  // record already at hand: pybind11's version looks it up by typeid (a
+  // type_index hash) on every object it makes.
+  py::detail::value_and_holder v_h = inst->get_value_and_holder(info);
+  if (!v_h.instance_registered()) {
+    py::detail::register_instance(inst, v_h.value_ptr(), v_h.type);
+    v_h.set_instance_registered();
+  }
+  new (std::addressof(v_h.holder<TensorHolder>())) TensorHolder(held);
+  v_h.set_holder_constructed();
   remember(object.ptr(), held);
   return object;
 }

@@ -3,6 +3,8 @@
 // operations it must cover.
 #include <algorithm>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "autograd/graph.h"
 
@@ -36,8 +38,15 @@ bool differentiable(const OperationPlan& plan) {
 }  // namespace
 
 const VjpFn* find_vjp(std::string_view operation) {
-  const auto it = table().find(operation);
-  return it == table().end() ? nullptr : &it->second;
+  // Every recorded call looks its VJP up: a hash of the name, not the
+  // ordered map's string comparisons (keys view the table's own strings).
+  static const std::unordered_map<std::string_view, const VjpFn*> index = [] {
+    std::unordered_map<std::string_view, const VjpFn*> out;
+    for (const auto& [name, fn] : table()) out.emplace(name, &fn);
+    return out;
+  }();
+  const auto it = index.find(operation);
+  return it == index.end() ? nullptr : it->second;
 }
 
 std::vector<std::string> operations_with_vjp() {

@@ -300,7 +300,16 @@ Entry require_entry(CarrierClass cls, const OperationPlan& plan) {
     last_class = cls;
     last_entry = c;
   }
-  if (const OperationCapability* m = find_plan(*c, plan)) {
+  // The capability this thread found last for that class, when it matches
+  // this plan too (a capability mirrors exactly one plan, so a match is the
+  // search's answer): a loop calling one operation skips the search.
+  thread_local const ClassCapabilities* last_searched = nullptr;
+  thread_local const OperationCapability* last_found = nullptr;
+  const OperationCapability* m =
+      last_searched == c && last_found->matches(plan) ? last_found : find_plan(*c, plan);
+  if (m) {
+    last_searched = c;
+    last_found = m;
     const auto i = static_cast<std::size_t>(m - c->sorted.data());
     return Entry{m, &c->axes[i], &c->executors[i]};
   }

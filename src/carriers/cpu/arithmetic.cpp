@@ -274,7 +274,11 @@ void elementwise_impl(const KernelCall& call) {
       extents.assign(ext.begin(), ext.end());
     }
     if constexpr (kSimdPath<O, Op, Ins...>) {
-      if (one_run) {
+      // A run shorter than one vector (a tiny call: most of its cost is
+      // fixed) takes the scalar loop below, bit for bit the same (simd.h):
+      // no thread split, no dispatch, no padded tail copy.
+      constexpr std::int64_t kSimdRun = 16;
+      if (one_run && out.size() >= kSimdRun) {
         // Vectorised and split across threads inside simd::.
         using A = std::tuple_element_t<0, std::tuple<Ins...>>;
         using B = std::tuple_element_t<1, std::tuple<Ins...>>;

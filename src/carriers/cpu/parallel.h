@@ -29,6 +29,12 @@ void with_library_threads_impl(void (*fn)(void*), void* context);
 
 template <class Body>
 void parallel_for(std::int64_t n, std::int64_t grain, Body&& body) {
+  // Below two grains the calling thread runs it alone (above): called
+  // directly, with no out-of-line hop (a tiny call's share).
+  if (n < 2 * grain) {
+    if (n > 0) body(std::int64_t{0}, n);
+    return;
+  }
   parallel_for_ranges(
       n, grain,
       [](void* c, std::int64_t b, std::int64_t e) { (*static_cast<std::remove_reference_t<Body>*>(c))(b, e); },
