@@ -307,6 +307,34 @@ void tiled_body(float* y, const View2& x, const View2& w, const float* b, std::i
     }
 }
 
+// acme.add: the built-in add on two Float32 operands (any layouts, either
+// broadcast to the other's shape): element i of the compact result
+// is x[i] + y[i] in logical order, the single binary32 addition the plan
+// names, so it agrees with every shipped carrier bit for bit.
+ext::ProviderResult launch_add(const op::ResolvedInvocation& inv) {
+  const Shape& shape = inv.results()[0].shape();
+  // The invocation holds the call's operands; broadcasting is the built-in
+  // definition's (broadcast_to gives each one the result's shape as a view).
+  const auto as_result = [&](const Tensor& t) { return t.shape() == shape ? t : t.broadcast_to(shape); };
+  const Tensor x = as_result(std::get<Tensor>(inv.operands()[0]));
+  const Tensor y = as_result(std::get<Tensor>(inv.operands()[1]));
+  const std::int64_t n = shape.size();
+  std::shared_ptr<Device> out = ext::create<Device>(n, DType::Float32());
+  float* o = arena().data(out->block);
+  const Layout compact = Layout::compact(shape);
+  const auto compact_at_zero = [&](const Tensor& t) { return t.offset() == 0 && t.layout() == compact; };
+  if (compact_at_zero(x) && compact_at_zero(y)) {
+    const float* a = arena().data(block_of(*x.carrier()));
+    const float* b = arena().data(block_of(*y.carrier()));
+    for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
+  } else {
+    const float* a = arena().data(block_of(*x.carrier()));
+    const float* b = arena().data(block_of(*y.carrier()));
+    for (std::int64_t i = 0; i < n; ++i) o[i] = a[x.offset() + x.layout()(i)] + b[y.offset() + y.layout()(i)];
+  }
+  return ext::ProviderResult({Tensor(out, shape)});
+}
+
 std::shared_ptr<const op::OperationDefinition>& definition_slot() {
   static std::shared_ptr<const op::OperationDefinition> d;
   return d;
@@ -342,9 +370,19 @@ void register_once() {
         });
       },
       /*preference=*/0);
+  // The built-in add, through the same extension surface (issue 20: a typed
+  // add on an extension carrier takes the one pipeline; bench/run's
+  // add_1_acme_typed measures it beside CPU's typed add).
+  const OperationPlan add_plan = resolve_operation_plan("add", {DType::Float32(), DType::Float32()});
+  ext::KernelPattern add(
+      op::get_definition("add"), {OperationCapability::from_plan(add_plan)}, "acme.add",
+      [](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface&) -> ext::KernelPattern::Prepared {
+        return ext::PreparedKernel(queue(), [&inv]() -> ext::ResultSubmission { return launch_add(inv); });
+      },
+      /*preference=*/0);
   ext::register_carrier_definition(carrier_class<Device>(),
                                    ext::CarrierDefinition(device_storage(), ext::KernelProvider(queue())));
-  ext::register_kernel_pack(ext::KernelPack("acme", "1.0", carrier_class<Device>(), queue(), {tiled, generic}));
+  ext::register_kernel_pack(ext::KernelPack("acme", "1.0", carrier_class<Device>(), queue(), {tiled, generic, add}));
   // What `strideweave check --operation acme.fused_linear` checks: one
   // sample with odd m and n (acme.tiled declines), one with even ones; each
   // symbolic dimension has its own extent, so every one is emptied in turn.

@@ -8,7 +8,9 @@
 //   "acme.tiled" (preference 10, 2x2 register tiles: declines at run time
 //   when m or n is odd) and "acme.generic" (preference 0, every shape);
 // - acme.fused_linear(x, w, b) = relu(x @ w + b), x (m, k), w (k, n), b (n),
-//   Float32, with a reference and a VJP (gradients for x, w and b).
+//   Float32, with a reference and a VJP (gradients for x, w and b);
+// - a pattern "acme.add" for the built-in add on two Float32 tensors (its
+//   meaning, gradient and broadcasting are the built-in definition's).
 #pragma once
 
 #include <strideweave/strideweave.h>
