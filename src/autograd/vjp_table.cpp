@@ -45,8 +45,16 @@ const VjpFn* find_vjp(std::string_view operation) {
     for (const auto& [name, fn] : table()) out.emplace(name, &fn);
     return out;
   }();
+  // A loop records one operation over and over: the last name this thread
+  // found (a view of the table's own key) answers first.
+  thread_local std::string_view last_name;
+  thread_local const VjpFn* last_vjp = nullptr;
+  if (last_vjp && last_name == operation) return last_vjp;
   const auto it = index.find(operation);
-  return it == index.end() ? nullptr : it->second;
+  if (it == index.end()) return nullptr;
+  last_name = it->first;
+  last_vjp = it->second;
+  return last_vjp;
 }
 
 std::vector<std::string> operations_with_vjp() {
