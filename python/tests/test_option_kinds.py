@@ -5,34 +5,14 @@ the option before resolve runs (beyond operation-semantics.md: OptionSpec's
 kind=, docs/python.md "Option kinds"). A spec without a kind accepts every
 value, as the specification's OptionSpec does."""
 
-import itertools
-
 import numpy as np
 import pytest
 
 import strideweave as sw
 from strideweave import operation as op
+from option_support import echo_definition as echo
 
-F32 = sw.DType.Float32
 K = op.OptionKind
-_names = itertools.count()
-
-
-def echo(spec):
-    """A definition with one option whose resolve records the bound value and counts its calls."""
-    seen = {"resolves": 0}
-
-    def resolve(call):
-        seen["resolves"] += 1
-        seen.update(call.options)
-        x = call.operands[0]
-        plan = sw.OperationPlan(operation=call.definition.name, operands=(sw.OperandPlan(sw.OperandRole.TENSOR,
-                                x.dtype(), F32),), compute=sw.Arithmetic.BINARY32, accumulation=None,
-                                accumulator_dtype=None, output=F32)
-        return op.ResolvedInvocation(call, plan, [op.ResultSpec.compact(F32, x.shape)])
-
-    schema = op.OperationSchema([op.OperandSpec("x", op.OperandKind.TENSOR)], [spec])
-    return op.define_operation(f"pytest_kinds{next(_names)}.echo", schema, resolve, vjp=op.NON_DIFFERENTIABLE), seen
 
 
 def test_option_kind_is_a_string_valued_enum_also_at_the_top_level():

@@ -7,33 +7,13 @@ list for one and an object for the other, and the by-name path formatted its
 error text before converting. Both now go through option_value_arg, so the
 same Python value becomes the same option value on every path."""
 
-import itertools
-
 import numpy as np
 import pytest
 
 import strideweave as sw
 from strideweave import operation as op
+from option_support import echo_definition
 
-F32 = sw.DType.Float32
-TENSOR = op.OperandKind.TENSOR
-_names = itertools.count()
-
-
-def echo_definition():
-    """A definition whose resolve records the option values it was given."""
-    seen = {}
-
-    def resolve(call):
-        seen.update(call.options)
-        x = call.operands[0]
-        plan = sw.OperationPlan(operation=call.definition.name, operands=(sw.OperandPlan(sw.OperandRole.TENSOR,
-                                x.dtype(), F32),), compute=sw.Arithmetic.BINARY32, accumulation=None,
-                                accumulator_dtype=None, output=F32)
-        return op.ResolvedInvocation(call, plan, [op.ResultSpec.compact(F32, x.shape)])
-
-    schema = op.OperationSchema([op.OperandSpec("x", TENSOR)], [op.OptionSpec("v")])
-    return op.define_operation(f"pytest_options{next(_names)}.echo", schema, resolve, vjp=op.NON_DIFFERENTIABLE), seen
 
 
 @pytest.mark.parametrize("given, expected", [

@@ -530,6 +530,14 @@ TEST(CpuReduceSum, BroadcastBlocksGiveTheBitsOfTheirValuesCompact) {
 // and mul return the first one quieted on both paths (the strided loop's
 // scalar `a + b` used to return the second: the compiler had swapped the
 // operands). Generic gives the same bits.
+// The four vectorised binary operations, by name.
+using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
+const std::pair<const char*, BinaryFn> kBinaryOps[] = {
+    {"add", [](const Tensor& x, const Tensor& y) { return add(x, y); }},
+    {"sub", [](const Tensor& x, const Tensor& y) { return sub(x, y); }},
+    {"mul", [](const Tensor& x, const Tensor& y) { return mul(x, y); }},
+    {"div", [](const Tensor& x, const Tensor& y) { return div(x, y); }}};
+
 TEST(CpuArithmetic, StridedOperandsGiveTheCompactBitsNanPayloadsIncluded) {
   const std::uint32_t specials[] = {0x7FC0ABCDu, 0xFFC00001u, 0x7F800001u, 0x7FC00000u,
                                     0x3F800000u, 0x7F800000u, 0xFF800000u, 0x80000000u};
@@ -547,12 +555,7 @@ TEST(CpuArithmetic, StridedOperandsGiveTheCompactBitsNanPayloadsIncluded) {
   };
   const Tensor ca = cpu_vector(a), cb = cpu_vector(b), sa = every_other(a), sb = every_other(b);
   const Tensor ga = make_tensor<Generic>(a, Shape{n}), gb = make_tensor<Generic>(b, Shape{n});
-  using Fn = Tensor (*)(const Tensor&, const Tensor&);
-  const std::pair<const char*, Fn> ops[] = {{"add", [](const Tensor& x, const Tensor& y) { return add(x, y); }},
-                                            {"sub", [](const Tensor& x, const Tensor& y) { return sub(x, y); }},
-                                            {"mul", [](const Tensor& x, const Tensor& y) { return mul(x, y); }},
-                                            {"div", [](const Tensor& x, const Tensor& y) { return div(x, y); }}};
-  for (const auto& [name, f] : ops) {
+  for (const auto& [name, f] : kBinaryOps) {
     const std::vector<float> want = values_of(f(ca, cb));
     EXPECT_TRUE(same_bits(values_of(f(sa, sb)), want)) << name << " strided";
     EXPECT_TRUE(same_bits(values_of(f(sa, cb)), want)) << name << " strided a";
@@ -585,12 +588,7 @@ TEST(CpuArithmetic, BroadcastRowsGiveTheBitsOfTheSameValuesCompact) {
       for (std::int64_t i = 0; i < rows; ++i) full[static_cast<std::size_t>(j * rows + i)] = c[static_cast<std::size_t>(j)];
     const Tensor spread = make_tensor<CPU>(full, Shape{rows, cols});
     const Tensor gm = make_tensor<Generic>(m, Shape{rows, cols}), gc = make_tensor<Generic>(c, Shape{1, cols});
-    using Fn = Tensor (*)(const Tensor&, const Tensor&);
-    const std::pair<const char*, Fn> ops[] = {{"add", [](const Tensor& x, const Tensor& y) { return add(x, y); }},
-                                              {"sub", [](const Tensor& x, const Tensor& y) { return sub(x, y); }},
-                                              {"mul", [](const Tensor& x, const Tensor& y) { return mul(x, y); }},
-                                              {"div", [](const Tensor& x, const Tensor& y) { return div(x, y); }}};
-    for (const auto& [name, f] : ops) {
+    for (const auto& [name, f] : kBinaryOps) {
       EXPECT_TRUE(same_bits(values_of(f(matrix, column)), values_of(f(matrix, spread)))) << name << " rows " << rows;
       EXPECT_TRUE(same_bits(values_of(f(column, matrix)), values_of(f(spread, matrix)))) << name << " left, rows " << rows;
       EXPECT_TRUE(same_bits(values_of(f(matrix, column)), values_of(f(gm, gc)))) << name << " Generic, rows " << rows;
