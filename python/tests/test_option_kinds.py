@@ -109,3 +109,9 @@ def test_builtins_say_the_same_through_every_path():
         x.carrier.dispatch_op("gelu").forward(x, options={"approximate": 1})
     # An integer is a real number: bound as a float.
     assert sw.elu(x, alpha=1).tolist() == sw.elu(x, alpha=1.0).tolist()
+    # Only the kind check catches an integer no double holds (the built-in's
+    # own reader would round it): the binding refuses it on every path.
+    with pytest.raises(TypeError, match=r"elu: option 'alpha' must be a real number, got 9007199254740993"):
+        sw.elu(x, alpha=2**53 + 1)
+    with pytest.raises(TypeError, match=r"elu: option 'alpha' must be a real number"):
+        op.resolve_call(op.get_definition("elu"), x, alpha=2**53 + 1)

@@ -219,17 +219,20 @@ HWY_INLINE hn::Vec<DD> LnVec(DD dd, hn::Vec<DD> x) {
 }
 
 // sin t and cos t for t in [0, 2 pi]: t = n pi/2 + r, |r| <= pi/4 (plus a
-// rounding), with pi/2 in two parts (the first, 33 bits, times n <= 4 is
-// exact, and t - n pio2_1 is exact by Sterbenz), then fdlibm's k_sin and
-// k_cos on r and the quadrant's swap and signs.
+// rounding), with pi/2 in three parts as fdlibm's e_rem_pio2 (pio2_1 and
+// pio2_2 have 33 bits, so their products with n <= 4 are exact, and each
+// subtraction is exact by Sterbenz where r is small; the third part keeps r
+// accurate near the multiples of pi/2, where sin or cos is r itself), then
+// fdlibm's k_sin and k_cos on r and the quadrant's swap and signs.
 template <class DD>
 HWY_INLINE void SinCosVec(DD dd, hn::Vec<DD> t, hn::Vec<DD>& sin_t, hn::Vec<DD>& cos_t) {
   const hn::RebindToUnsigned<DD> du;
   const auto shifter = hn::Set(dd, 0x1.8p52);
   const auto nd = hn::Add(hn::Mul(t, hn::Set(dd, 6.36619772367581382433e-01)), shifter);  // round(t 2/pi) in the low bits
   const auto n = hn::Sub(nd, shifter);
-  const auto r = hn::Sub(hn::Sub(t, hn::Mul(n, hn::Set(dd, 1.57079632673412561417e+00))),
-                         hn::Mul(n, hn::Set(dd, 6.07710050650619224932e-11)));
+  const auto r = hn::Sub(hn::Sub(hn::Sub(t, hn::Mul(n, hn::Set(dd, 1.57079632673412561417e+00))),
+                                 hn::Mul(n, hn::Set(dd, 6.07710050630396597660e-11))),
+                         hn::Mul(n, hn::Set(dd, 2.02226624879595063154e-21)));
   const auto z = hn::Mul(r, r);
   // k_sin (y = 0): r + r z (S1 + z (S2 + z (S3 + z (S4 + z (S5 + z S6))))).
   const auto sr = hn::Add(hn::Set(dd, 8.33333333332248946124e-03),

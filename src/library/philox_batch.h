@@ -41,7 +41,8 @@ bool bounded_from_words(const std::uint32_t* words, std::size_t n, std::uint64_t
 // u2 = b / 2**53 from words 2:3 (a, b the top 53 bits of each pair), in
 // binary64, rounded once to binary32 (beyond FLT_MAX + half an ulp: +-inf).
 // ln, sin and cos are this file's own binary64 kernels (fdlibm's
-// polynomials), the same on every target; each is within 1 binary64 ulp.
+// polynomials, pi/2 in three parts), the same on every target; each is
+// within about 1 binary64 ulp.
 void normal_pairs(std::uint64_t seed, std::uint64_t first_counter, std::size_t count, double mean, double stddev,
                   float* out) noexcept;
 

@@ -329,6 +329,26 @@ TEST(Creation_Issue21Step1, SameSeedSameValuesOnEveryCarrierAndThreadCount) {
   EXPECT_NE(floats(a.uniform(s)), u1);
 }
 
+// The CPU pool splits a fill into static ranges: at three threads a
+// 3 * 2**16 + 5 element tensor starts its second and third ranges at
+// elements 65537 and 131075, in the middle of a draw (four elements a draw:
+// 65537 % 4 == 1; two a draw: 65537 is odd). Every value is the one a
+// single thread writes.
+TEST(Creation_Issue21Step1, RangesThatStartInsideADrawGiveTheSingleThreadValues) {
+  const int threads = sw::num_threads();
+  const Shape s = Shape::of({3 * 65536 + 5});
+  sw::set_num_threads(1);
+  sw::random::Generator one(11);
+  const std::vector<float> u1 = floats(one.uniform(s)), n1 = floats(one.normal(s, 0.5, 3.0));
+  const std::vector<std::int32_t> i1 = ints(one.integers(-7, 1000, s));
+  sw::set_num_threads(3);
+  sw::random::Generator three(11);
+  EXPECT_EQ(floats(three.uniform(s)), u1);
+  EXPECT_EQ(floats(three.normal(s, 0.5, 3.0)), n1);
+  EXPECT_EQ(ints(three.integers(-7, 1000, s)), i1);
+  sw::set_num_threads(threads);
+}
+
 TEST(Creation_Issue21Step1, DistributionsHaveTheirRangeAndMoments) {
   sw::random::Generator g(7);
   const std::vector<float> u = floats(g.uniform(Shape::of({100000}), -2.0, 3.0));

@@ -162,6 +162,11 @@ TEST(OptionKinds_Issue21Step4, EveryBuiltInOptionDeclaresAKind) {
   EXPECT_THROW_EXACTLY(
       call_operation("gelu", std::vector<CallOperand>{x}, CallOptions{{"approximate", OptionValue(std::int64_t{1})}}),
       TypeError);
+  // Only the kind check catches an integer no double holds (elu's own
+  // reader would round it).
+  EXPECT_THROW_EXACTLY(call_operation("elu", std::vector<CallOperand>{x},
+                                      CallOptions{{"alpha", OptionValue((std::int64_t{1} << 53) + 1)}}),
+                       TypeError);
 }
 
 }  // namespace
