@@ -894,6 +894,19 @@ kind, hashable.)doc")
            py::arg("name"), py::arg("default") = *required_marker, py::arg("kind") = to_py(op::OptionKind::ANY))
       .def_property_readonly("kind", [](const op::OptionSpec& s) { return to_py(s.kind()); },
                              "The OptionKind of the values the option accepts (ANY unless declared).")
+      .def(
+          "admit",
+          [](const op::OptionSpec& s, const std::string& operation, py::handle value) {
+            const std::string what = fmt::format("{}: option '{}'", operation, s.name());
+            return option_object(s.admit(operation, option_value_arg(value, what.c_str())));
+          },
+          py::arg("operation"), py::arg("value"),
+          "The value as a call of `operation` binds it (an exact int as a float for REAL, one int as a "
+          "one-element tuple for INTEGERS), or TypeError naming the operation and the option when it does not "
+          "fit the kind.")
+      .def("accepted", &op::OptionSpec::accepted,
+           "The phrase binding errors use for what the option accepts ('a real number', 'a list of integers or "
+           "None', ...).")
       .def_property_readonly("name", &op::OptionSpec::name)
       .def_property_readonly("default", &default_object, "The default value, or REQUIRED.")
       .def_property_readonly("required", &op::OptionSpec::required, "True when the default is REQUIRED.")

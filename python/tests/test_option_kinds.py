@@ -75,6 +75,16 @@ def test_each_kind_refuses_what_does_not_fit(kind, default, given):
     assert seen["resolves"] == 0
 
 
+def test_admit_and_accepted_are_the_binding_check_itself():
+    spec = op.OptionSpec("axes", None, kind=K.INTEGERS)
+    assert spec.accepted() == "a list of integers or None"
+    assert spec.admit("mine", 3) == (3,) and spec.admit("mine", None) is None
+    with pytest.raises(TypeError, match=r"mine: option 'axes' must be a list of integers or None, got 'x'"):
+        spec.admit("mine", "x")
+    assert op.OptionSpec("scale", 1.0, kind=K.REAL).admit("mine", 2) == 2.0
+    assert op.OptionSpec("v").accepted() == "any value"
+
+
 def test_a_default_must_fit_its_kind():
     with pytest.raises(TypeError, match=r"OptionSpec: option 'v' must be an integer, got 'x'"):
         op.OptionSpec("v", "x", kind=K.INTEGER)
