@@ -142,3 +142,79 @@ def test_pickle_round_trips(dtype, shape, data):
     for t in (sw.tensor(a), sw.tensor(a, carrier=sw.Generic)):
         back = pickle.loads(pickle.dumps(t))
         assert back.tolist() == t.tolist() and back.shape == t.shape and back.carrier_type() is t.carrier_type()
+
+
+@PROFILE
+@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=6), st.data())
+def test_split_is_numpys(shape, data):
+    a = data.draw(array_of(np.int32, shape))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    extent = shape[axis]
+    if data.draw(st.booleans()):
+        sections = data.draw(st.sampled_from([d for d in range(1, extent + 1) if extent % d == 0] or [1]))
+    else:
+        sections = sorted(data.draw(st.lists(st.integers(-extent - 2, extent + 2), max_size=4)))
+    parts = sw.split(sw.tensor(a), sections, axis)
+    expected = np.split(a, sections, axis)
+    assert [p.tolist() for p in parts] == [e.tolist() for e in expected]
+
+
+@PROFILE
+@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5), st.data())
+def test_std_and_log_softmax_are_numpys(shape, data):
+    a = data.draw(array_of(np.float32, shape))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    ddof = data.draw(st.integers(0, 1))
+    keepdims = data.draw(st.booleans())
+    t, wide = sw.tensor(a), a.astype(np.float64)
+    if shape[axis] > ddof:
+        np.testing.assert_allclose(np.asarray(sw.std(t, axis, ddof=ddof, keepdims=keepdims)),
+                                   np.std(wide, axis, ddof=ddof, keepdims=keepdims), rtol=1e-3, atol=1e-2)
+    shifted = wide - wide.max(axis=axis, keepdims=True)
+    expected = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    np.testing.assert_allclose(np.asarray(sw.log_softmax(t, axis)), expected, rtol=1e-4, atol=1e-4)
+
+
+@PROFILE
+@given(st.sampled_from([np.float32, np.int32, np.bool_]), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0,
+                                                                           max_side=4),
+       st.sampled_from([sw.CPU, sw.Generic]), st.data())
+def test_like_fills_ones_and_empty_are_numpys(dtype, shape, carrier, data):
+    like = sw.tensor(data.draw(array_of(dtype, shape)), carrier=carrier)
+    kind = SW[np.dtype(dtype)]
+    assert sw.ones(shape, dtype=kind).tolist() == np.ones(shape, dtype).tolist()
+    assert sw.zeros_like(like).tolist() == np.zeros(shape, dtype).tolist()
+    assert sw.ones_like(like).tolist() == np.ones(shape, dtype).tolist()
+    fill = True if dtype is np.bool_ else 1  # a Bool fill takes a bool, as literals do (docs/creation.md)
+    assert sw.full_like(like, fill).tolist() == np.full(shape, fill, dtype).tolist()
+    for made in (sw.empty(shape, dtype=kind), sw.empty_like(like)):
+        assert made.shape == shape and made.dtype() is kind
+    assert sw.empty_like(like).carrier_type() is carrier and sw.ones_like(like).carrier_type() is carrier
+
+
+@PROFILE
+@given(st.sampled_from([np.float32, np.int32, np.bool_]), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0,
+                                                                           max_side=4),
+       st.sampled_from([sw.CPU, sw.Generic]), st.sampled_from([sw.CPU, sw.Generic]), st.data())
+def test_clone_copy_to_transpose_and_ndim_keep_values(dtype, shape, source, target, data):
+    a = data.draw(array_of(dtype, shape))
+    t = sw.tensor(a, carrier=source)
+    c = sw.clone(t)
+    assert c.tolist() == a.tolist() and c.carrier is not t.carrier and c.carrier_type() is source
+    moved = sw.copy_to(t, target)
+    assert moved.tolist() == a.tolist() and moved.carrier_type() is target
+    assert t.tolist() == a.tolist() and not t.carrier.is_released()  # non-destructive
+    assert sw.transpose(t).tolist() == a.T.tolist() and t.ndim == a.ndim
+
+
+@PROFILE
+@given(st.sampled_from([np.float32, np.int32]), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
+       st.data())
+def test_from_dlpack_is_a_zero_copy_view_of_numpy(dtype, shape, data):
+    # (numpy 1.24's own __dlpack__ refuses bool arrays.)
+    a = data.draw(array_of(dtype, shape))
+    t = sw.from_dlpack(a)
+    assert t.tolist() == a.tolist() and t.shape == a.shape
+    if a.size and a.flags.writeable:
+        a.flat[0] = a.flat[-1]
+        assert t.tolist() == a.tolist()  # the same memory
