@@ -116,23 +116,36 @@ class Device final : public ext::DefinedCarrier {
   ~Device() override {
     if (block) arena().free(block);  // per-instance resources are RAII (docs/extension.md)
   }
+  // The block's handle, and its address and size as the allocation returned
+  // them (a device carrier keeps its device pointer: no arena lookup, and no
+  // arena lock, per access).
   std::uint64_t block = 0;
+  float* memory = nullptr;
+  std::int64_t slots = 0;
 };
 
-std::uint64_t block_of(const Carrier& c) { return static_cast<const Device&>(c).block; }
+const Device& device_of(const Carrier& c) { return static_cast<const Device&>(c); }
+float* memory_of(const Carrier& c) { return device_of(c).memory; }
 
 ext::StorageProvider device_storage() {
   return ext::StorageProvider(
       [](const Carrier&, const DType& d) { return &d == &DType::Float32(); },
-      [](const Carrier& c) { return arena().size(block_of(c)); },
-      [](Carrier& c, std::int64_t slots) { static_cast<Device&>(c).block = arena().allocate(slots); },
+      [](const Carrier& c) { return device_of(c).slots; },
+      [](Carrier& c, std::int64_t slots) {
+        auto& d = static_cast<Device&>(c);
+        d.block = arena().allocate(slots);
+        d.memory = arena().data(d.block);
+        d.slots = slots;
+      },
       [](Carrier& c) {
         auto& d = static_cast<Device&>(c);
         arena().free(d.block);
         d.block = 0;
+        d.memory = nullptr;
+        d.slots = 0;
       },
-      [](const Carrier& c, std::int64_t i) { return Value::from_float32(arena().data(block_of(c))[i]); },
-      [](Carrier& c, std::int64_t i, const Value& v) { arena().data(block_of(c))[i] = v.f; },
+      [](const Carrier& c, std::int64_t i) { return Value::from_float32(memory_of(c)[i]); },
+      [](Carrier& c, std::int64_t i, const Value& v) { memory_of(c)[i] = v.f; },
       // The arena's blocks are plain host memory, so the framework may move
       // values in and out without a route of acme's own ...
       /*elementwise_fallback=*/true)
@@ -142,7 +155,7 @@ ext::StorageProvider device_storage() {
       // callbacks instead (one bulk copy per run: moves in from CPU through
       // the fallback) and declare its device -> CPU TransferRoute on its
       // definition (a definition's routes start at its class, R2.3).
-      .with_ranges(nullptr, nullptr, [](const Carrier& c) -> void* { return arena().data(block_of(c)); });
+      .with_ranges(nullptr, nullptr, [](const Carrier& c) -> void* { return memory_of(c); });
 }
 
 // acme's launch queue: the kernel execution interface of the provider and the pack.
@@ -258,7 +271,7 @@ std::int64_t stride_of(const Tensor& t, std::size_t axis) {
   return t.shape().extent(axis) > 1 ? t.layout().mode_index(axis, 1) - t.layout().mode_index(axis, 0) : 0;
 }
 View2 view2(const Tensor& t) {
-  return {arena().data(block_of(*t.carrier())) + t.offset(), stride_of(t, 0), stride_of(t, 1)};
+  return {memory_of(*t.carrier()) + t.offset(), stride_of(t, 0), stride_of(t, 1)};
 }
 
 // Allocates the compact (m, n) result on the device and runs `body` on its slots.
@@ -269,10 +282,10 @@ ext::ProviderResult launch(const op::ResolvedInvocation& inv, Body body) {
   const Tensor& w = std::get<Tensor>(inv.operands()[1]);
   const Tensor& b = std::get<Tensor>(inv.operands()[2]);
   const View2 xv = view2(x), wv = view2(w);
-  const float* bb = arena().data(block_of(*b.carrier())) + b.offset();
+  const float* bb = memory_of(*b.carrier()) + b.offset();
   const std::int64_t bs = stride_of(b, 0);
   std::shared_ptr<Device> out = ext::create<Device>(m * n, DType::Float32());
-  body(arena().data(out->block), xv, wv, bb, bs, m, k, n);
+  body(out->memory, xv, wv, bb, bs, m, k, n);
   return ext::ProviderResult({Tensor(out, Shape::of({m, n}))});
 }
 
@@ -320,16 +333,16 @@ ext::ProviderResult launch_add(const op::ResolvedInvocation& inv) {
   const Tensor y = as_result(std::get<Tensor>(inv.operands()[1]));
   const std::int64_t n = shape.size();
   std::shared_ptr<Device> out = ext::create<Device>(n, DType::Float32());
-  float* o = arena().data(out->block);
+  float* o = out->memory;
   const Layout compact = Layout::compact(shape);
   const auto compact_at_zero = [&](const Tensor& t) { return t.offset() == 0 && t.layout() == compact; };
   if (compact_at_zero(x) && compact_at_zero(y)) {
-    const float* a = arena().data(block_of(*x.carrier()));
-    const float* b = arena().data(block_of(*y.carrier()));
+    const float* a = memory_of(*x.carrier());
+    const float* b = memory_of(*y.carrier());
     for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
   } else {
-    const float* a = arena().data(block_of(*x.carrier()));
-    const float* b = arena().data(block_of(*y.carrier()));
+    const float* a = memory_of(*x.carrier());
+    const float* b = memory_of(*y.carrier());
     for (std::int64_t i = 0; i < n; ++i) o[i] = a[x.offset() + x.layout()(i)] + b[y.offset() + y.layout()(i)];
   }
   return ext::ProviderResult({Tensor(out, shape)});
@@ -412,7 +425,7 @@ std::shared_ptr<const op::OperationDefinition> fused_linear() {
 Tensor device_tensor(const std::vector<float>& values, const Shape& shape) {
   register_acme();
   std::shared_ptr<Device> d = ext::create<Device>(static_cast<std::int64_t>(values.size()), DType::Float32());
-  std::copy(values.begin(), values.end(), arena().data(d->block));
+  std::copy(values.begin(), values.end(), d->memory);
   return Tensor(d, shape);
 }
 
