@@ -568,6 +568,26 @@ TEST(CpuArithmetic, StridedOperandsGiveTheCompactBitsNanPayloadsIncluded) {
   EXPECT_EQ(bits(sum[2 * 8 + 0]), 0x7FC00001u);  // signalling 0x7F800001 + 0x7FC0BBCD
 }
 
+// Long operands at every offset from a vector boundary: the loop peels the
+// elements before the first aligned address (simd.cpp, AlignmentPeel) and
+// every element keeps Generic's bits, NaN payloads included.
+TEST(CpuArithmetic, MisalignedLongOperandsGiveGenericsBits) {
+  const std::int64_t n = 5003, room = n + 32;
+  std::vector<float> a(static_cast<std::size_t>(room)), b(static_cast<std::size_t>(room));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = i % 97 == 0 ? from_bits(0x7FC0ABCDu) : static_cast<float>(static_cast<int>(i % 13) - 6) * 0.731f;
+    b[i] = i % 89 == 0 ? from_bits(0xFFC00001u) : static_cast<float>(static_cast<int>(i % 7) - 3) * 1.37f + 0.5f;
+  }
+  const Tensor ca = make_tensor<CPU>(a, Shape{room}), cb = make_tensor<CPU>(b, Shape{room});
+  const Tensor ga = make_tensor<Generic>(a, Shape{room}), gb = make_tensor<Generic>(b, Shape{room});
+  for (std::int64_t offset = 0; offset < 17; ++offset)
+    for (const auto& [name, f] : kBinaryOps) {
+      const Tensor x = ca.slice(0, offset, offset + n), y = cb.slice(0, offset + 1, offset + 1 + n);
+      const Tensor gx = ga.slice(0, offset, offset + n), gy = gb.slice(0, offset + 1, offset + 1 + n);
+      EXPECT_TRUE(same_bits(values_of(f(x, y)), values_of(f(gx, gy)))) << name << " at offset " << offset;
+    }
+}
+
 // A contiguous row beside a broadcast value (stride 0 along the row: a
 // matrix minus its per-column maximum, as softmax does) takes the vectorised
 // row functions (arithmetic.cpp); the bits are those of the same values

@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "carriers/cpu/parallel.h"
@@ -181,11 +182,40 @@ struct ScalarIn {
 // out[i] = op(a[i], b[i]). The tail goes through the same vector
 // instruction on zero-padded copies, so every element gets the same
 // instruction (the padding lanes are discarded).
+template <class A>
+HWY_INLINE const float* ArrayPointer(const A& a) {
+  if constexpr (std::is_same_v<A, ArrayIn>) return a.p;
+  else return nullptr;
+}
+
+// The elements before the first operand's first vector-aligned address: a
+// long array whose operands sit off the vector boundary (numpy's 16-byte
+// alignment) otherwise splits every full-width load across two cache lines
+// (about 5% of a memory-bound 1M add on AVX-512). The peeled elements take
+// the tail's path (the same instruction on a padded copy), so no value
+// changes. Short arrays are not peeled (they are not memory-bound).
+template <class D, class A, class B>
+HWY_INLINE std::int64_t AlignmentPeel(D d, const A& a, const B& b, std::int64_t n) {
+  constexpr std::int64_t kPeelFrom = 4096;
+  if (n < kPeelFrom) return 0;
+  const float* p = ArrayPointer(a) ? ArrayPointer(a) : ArrayPointer(b);
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  if (!p || address % sizeof(float) != 0) return 0;
+  const std::uintptr_t bytes = hn::Lanes(d) * sizeof(float);
+  return static_cast<std::int64_t>(((bytes - address % bytes) % bytes) / sizeof(float));
+}
+
 template <class Op, class A, class B>
 HWY_INLINE void BinaryLoop(Op op, A a, B b, float* out, std::int64_t n) {
   const hn::ScalableTag<float> d;
   const auto N = static_cast<std::int64_t>(hn::Lanes(d));
-  std::int64_t i = 0;
+  std::int64_t i = AlignmentPeel(d, a, b, n);
+  if (i > 0) {
+    const auto r = static_cast<std::size_t>(i);
+    HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)];
+    hn::Store(op(a.load_tail(d, 0, r), b.load_tail(d, 0, r)), d, buf);
+    std::memcpy(out, buf, r * sizeof(float));
+  }
   for (; i + 4 * N <= n; i += 4 * N) {
     const auto r0 = op(a.load(d, i), b.load(d, i));
     const auto r1 = op(a.load(d, i + N), b.load(d, i + N));
