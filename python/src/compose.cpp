@@ -57,7 +57,7 @@ ReshapeOrder order_arg(const std::string& order) {
 
 py::list tensors_object(const std::vector<Tensor>& parts) {
   py::list out;
-  for (const Tensor& p : parts) out.append(py::cast(p));
+  for (const Tensor& p : parts) out.append(tensor_object(Tensor(p)));
   return out;
 }
 

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 namespace strideweave::python {
@@ -250,6 +251,52 @@ py::capsule to_dlpack_capsule(const Tensor& t, py::handle max_version, py::handl
   return py::reinterpret_steal<py::capsule>(capsule);
 }
 
+// ---- strided host memory as a CPU tensor (asarray, from_dlpack)
+
+// Element strides of an exporter's array and the slots they reach: the
+// extents and non-negative element strides as given (none: row-major
+// compact), the cosize (0 for an empty array), products checked against
+// 64-bit overflow. The caller checked the strides' signs and units.
+struct HostArrayLayout {
+  std::vector<std::int64_t> extents, strides;
+  std::int64_t cosize = 0;
+};
+HostArrayLayout host_array_layout(const char* what, std::vector<std::int64_t> extents,
+                                  std::optional<std::vector<std::int64_t>> strides) {
+  HostArrayLayout out;
+  const auto overflow = [what] {
+    return ValueError(fmt::format("{}: the producer's shape and strides overflow 64 bits", what));
+  };
+  std::int64_t compact = 1, cosize = 1;
+  bool empty = false;
+  out.strides.resize(extents.size());
+  for (std::size_t k = extents.size(); k-- > 0;) {
+    if (extents[k] < 0) throw ValueError(fmt::format("{}: the producer's shape has a negative extent", what));
+    out.strides[k] = strides ? (*strides)[k] : compact;
+    if (__builtin_mul_overflow(compact, std::max<std::int64_t>(extents[k], 1), &compact)) throw overflow();
+    if (extents[k] == 0) empty = true;
+    std::int64_t reach = 0;
+    if (__builtin_mul_overflow(std::max<std::int64_t>(extents[k] - 1, 0), out.strides[k], &reach) ||
+        __builtin_add_overflow(cosize, reach, &cosize))
+      throw overflow();
+  }
+  out.extents = std::move(extents);
+  out.cosize = empty ? 0 : cosize;
+  return out;
+}
+
+// A CPU tensor over `data` (null for an empty array) laid out as `layout`;
+// its carrier keeps `owner` (which releases the exporter's memory when it
+// dies) alive. Owner has a `std::shared_ptr<CPU> cpu` it drops first.
+template <class Owner>
+Tensor wrap_host_array(const std::shared_ptr<Owner>& owner, void* data, HostArrayLayout layout,
+                       const SimpleDType& dtype, bool writable) {
+  static char empty_storage alignas(64)[64];
+  owner->cpu = CPU::wrap(data ? data : empty_storage, layout.cosize, dtype, writable);
+  std::shared_ptr<Carrier> carrier(owner, owner->cpu.get());
+  return Tensor(std::move(carrier), 0, Layout(Shape::of(layout.extents), Stride::of(layout.strides)));
+}
+
 // ---- asarray
 
 // The exporter's buffer, released (with the GIL) when the carrier dies.
@@ -295,36 +342,22 @@ Tensor asarray(py::handle obj) {
   }
   const Py_buffer& v = wrapped->view;
   const SimpleDType& dtype = dtype_of_format(v.format, v.itemsize);
-  std::vector<std::int64_t> extents, strides;
-  std::int64_t cosize = 1;
-  bool empty = false;
-  for (int i = 0; i < v.ndim; ++i) {
-    const std::int64_t e = v.shape[i];
-    const std::int64_t s = v.strides ? v.strides[i] : 0;
-    if (s < 0)
-      throw ValueError("asarray: a negative stride has no strideweave layout (strides are non-negative); use "
-                       "numpy.ascontiguousarray first");
-    if (s % v.itemsize != 0)
-      throw ValueError(fmt::format("asarray: the stride {} is not a multiple of the element size {}", s, v.itemsize));
-    extents.push_back(e);
-    strides.push_back(s / v.itemsize);
-    if (e == 0) empty = true;
-    cosize += (e - 1) * (s / v.itemsize);
-  }
-  if (!v.strides && v.ndim > 0) {  // C-contiguous without strides
-    std::int64_t s = 1;
-    for (int i = v.ndim; i-- > 0;) {
-      strides[static_cast<std::size_t>(i)] = s;
-      s *= extents[static_cast<std::size_t>(i)];
+  std::vector<std::int64_t> extents(v.shape, v.shape + v.ndim);
+  std::optional<std::vector<std::int64_t>> strides;  // none: C-contiguous
+  if (v.strides) {
+    strides.emplace();
+    for (int i = 0; i < v.ndim; ++i) {
+      const std::int64_t s = v.strides[i];
+      if (s < 0)
+        throw ValueError("asarray: a negative stride has no strideweave layout (strides are non-negative); use "
+                         "numpy.ascontiguousarray first");
+      if (s % v.itemsize != 0)
+        throw ValueError(fmt::format("asarray: the stride {} is not a multiple of the element size {}", s, v.itemsize));
+      strides->push_back(s / v.itemsize);
     }
-    cosize = s;
   }
-  if (empty) cosize = 0;
-  static char empty_storage alignas(64)[64];
-  void* pointer = v.buf ? v.buf : empty_storage;
-  wrapped->cpu = CPU::wrap(pointer, cosize, dtype, writable && !v.readonly);
-  std::shared_ptr<Carrier> carrier(wrapped, wrapped->cpu.get());
-  return Tensor(std::move(carrier), 0, Layout(Shape::of(extents), Stride::of(strides)));
+  return wrap_host_array(wrapped, v.buf, host_array_layout("asarray", std::move(extents), std::move(strides)), dtype,
+                         writable && !v.readonly);
 }
 
 // ---- from_dlpack
@@ -383,34 +416,20 @@ Tensor from_dlpack(py::handle obj) {
   if (t.byte_offset % static_cast<std::uint64_t>(itemsize) != 0)
     throw ValueError("from_dlpack: the byte offset is not a multiple of the element size");
   if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) throw ValueError("from_dlpack: the producer's shape is malformed");
-  std::vector<std::int64_t> extents(static_cast<std::size_t>(t.ndim)), strides(static_cast<std::size_t>(t.ndim));
-  std::int64_t cosize = 1, compact = 1;
-  bool empty = false;
-  const auto overflow = [] { return ValueError("from_dlpack: the producer's shape and strides overflow 64 bits"); };
-  for (int i = t.ndim; i-- > 0;) {
-    const auto k = static_cast<std::size_t>(i);
-    extents[k] = t.shape[i];
-    if (extents[k] < 0) throw ValueError("from_dlpack: the producer's shape has a negative extent");
-    strides[k] = t.strides ? t.strides[i] : compact;  // no strides: row-major compact
-    if (strides[k] < 0)
-      throw ValueError("from_dlpack: a negative stride has no strideweave layout (strides are non-negative)");
-    if (__builtin_mul_overflow(compact, std::max<std::int64_t>(extents[k], 1), &compact)) throw overflow();
-    if (extents[k] == 0) empty = true;
-    std::int64_t reach = 0;
-    if (__builtin_mul_overflow(std::max<std::int64_t>(extents[k] - 1, 0), strides[k], &reach) ||
-        __builtin_add_overflow(cosize, reach, &cosize))
-      throw overflow();
+  std::optional<std::vector<std::int64_t>> strides;  // none: row-major compact
+  if (t.strides) {
+    strides.emplace(t.strides, t.strides + t.ndim);
+    for (std::int64_t s : *strides)
+      if (s < 0)
+        throw ValueError("from_dlpack: a negative stride has no strideweave layout (strides are non-negative)");
   }
-  if (empty) cosize = 0;
+  HostArrayLayout layout =
+      host_array_layout("from_dlpack", std::vector<std::int64_t>(t.shape, t.shape + t.ndim), std::move(strides));
   auto wrapped = std::make_shared<WrappedDlpack>();
-  static char empty_storage alignas(64)[64];
-  char* base = t.data ? static_cast<char*>(t.data) + t.byte_offset : empty_storage;
   // DLPack 0.6 has no read-only flag: the memory is writable, as numpy's
   // and torch's own from_dlpack take it.
-  Layout layout(Shape::of(extents), Stride::of(strides));
-  wrapped->cpu = CPU::wrap(base, cosize, dtype, true);
-  std::shared_ptr<Carrier> carrier(wrapped, wrapped->cpu.get());
-  Tensor tensor(carrier, 0, std::move(layout));
+  Tensor tensor = wrap_host_array(wrapped, t.data ? static_cast<char*>(t.data) + t.byte_offset : nullptr,
+                                  std::move(layout), dtype, true);
   // Every check passed: take the capsule's ownership (from here nothing throws).
   if (PyCapsule_SetName(capsule.ptr(), "used_dltensor") != 0) throw py::error_already_set();
   wrapped->managed = managed;

@@ -39,6 +39,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 #include <set>
 
@@ -139,7 +140,20 @@ std::string int_hint(const WeakScalar& s) {
 // carriers").
 // The comparisons: no weak-scalar form; as operators, a number beside a
 // tensor becomes the tensor's own dtype when exactly representable.
-bool is_comparison(const Typed& op) { return op.name == "eq" || op.name == "ne" || op.name == "lt" || op.name == "le"; }
+// They are the rows of operations.def whose policy rule is `comparison`.
+bool is_comparison(const Typed& op) {
+  static const std::vector<std::string_view> names = [] {
+    const std::pair<std::string_view, std::string_view> rows[] = {
+#define SW_OPERATION(id, form, policy, gradcheck, conformance, ulps) {#id, #policy},
+#include <strideweave/operations.def>
+    };
+    std::vector<std::string_view> out;
+    for (const auto& [name, policy] : rows)
+      if (policy == "comparison") out.push_back(name);
+    return out;
+  }();
+  return std::find(names.begin(), names.end(), op.name) != names.end();
+}
 
 // operator_form: called as an operator (a < b, a.__lt__(b)), not as the
 // function strideweave.lt(a, b), whose numbers keep their own dtype.

@@ -26,12 +26,6 @@ namespace {
 
 bool recording(const Tensor& x) { return is_grad_enabled() && x.is_differentiable(); }
 
-std::int64_t normalise_axis(const char* what, std::int64_t axis, std::int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    throw ValueError(fmt::format("{}: axis {} is out of range for rank {}", what, axis, rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
 std::vector<std::int64_t> extents_of(const Shape& s) { return {s.extents().begin(), s.extents().end()}; }
 
 // The reversed axis order of a rank-`rank` tensor.
@@ -121,7 +115,7 @@ std::int64_t reduced_count(const char* what, const Tensor& x, const Axes& axes) 
   if (!axes.list()) return x.size();
   std::int64_t n = 1;
   for (std::int64_t a : *axes.list())
-    n *= x.shape().extent(static_cast<std::size_t>(normalise_axis(what, a, static_cast<std::int64_t>(x.rank()))));
+    n *= x.shape().extent(static_cast<std::size_t>(normalize_axis(a, x.rank(), what)));
   return n;
 }
 
@@ -204,7 +198,7 @@ Tensor concatenate(std::span<const Tensor> tensors, std::int64_t axis) {
   const Tensor& first = tensors.front();
   const auto rank = static_cast<std::int64_t>(first.rank());
   if (rank == 0) throw ValueError("concatenate: a rank-0 tensor has no axis to join along");
-  const std::int64_t a = normalise_axis("concatenate", axis, rank);
+  const std::int64_t a = normalize_axis(axis, static_cast<std::size_t>(rank), "concatenate");
   std::vector<std::int64_t> out = extents_of(first.shape());
   out[static_cast<std::size_t>(a)] = 0;
   bool record = false;
@@ -267,7 +261,7 @@ Tensor stack(std::span<const Tensor> tensors, std::int64_t axis) {
 }
 
 std::vector<Tensor> split(const Tensor& x, std::int64_t sections, std::int64_t axis) {
-  const std::int64_t a = normalise_axis("split", axis, static_cast<std::int64_t>(x.rank()));
+  const std::int64_t a = normalize_axis(axis, x.rank(), "split");
   const std::int64_t extent = x.shape().extent(static_cast<std::size_t>(a));
   if (sections <= 0) throw ValueError(fmt::format("split: sections must be >= 1, got {}", sections));
   if (extent % sections != 0)
@@ -279,7 +273,7 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t sections, std::int64_t a
 }
 
 std::vector<Tensor> split(const Tensor& x, std::span<const std::int64_t> indices, std::int64_t axis) {
-  const std::int64_t a = normalise_axis("split", axis, static_cast<std::int64_t>(x.rank()));
+  const std::int64_t a = normalize_axis(axis, x.rank(), "split");
   const std::int64_t extent = x.shape().extent(static_cast<std::size_t>(a));
   // numpy.split: part k is x[points[k-1]:points[k]] along the axis, with 0
   // and the extent at the ends, each point normalised on its own as a Python

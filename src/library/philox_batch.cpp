@@ -274,12 +274,20 @@ HWY_INLINE hn::Vec<DF> ScaledToFloat(DD dd, DF df, hn::Vec<DD> v) {
   return hn::IfThenElse(hn::Eq(flag, hn::Set(df, 1.0f)), inf, f);
 }
 
-// The word as a binary64, exactly (an unsigned 32-bit value).
+// A full 32-bit word as a binary64, exactly: promoted as a signed int32,
+// plus 2**32 where that was negative (no unsigned promotion to binary64 on
+// every target).
 template <class DD, class VU>
 HWY_INLINE hn::Vec<DD> WordToDouble(DD dd, VU word) {
   const hn::Rebind<std::int32_t, DD> di;
   const auto d = hn::PromoteTo(dd, hn::BitCast(di, word));
   return hn::Add(d, hn::IfThenElseZero(hn::Lt(d, hn::Zero(dd)), hn::Set(dd, 0x1p32)));
+}
+// A word shifted right by 11 (below 2**21, so a non-negative int32) as a binary64.
+template <class DD, class VU>
+HWY_INLINE hn::Vec<DD> LowBitsToDouble(DD dd, VU word) {
+  const hn::Rebind<std::int32_t, DD> di;
+  return hn::PromoteTo(dd, hn::BitCast(di, hn::ShiftRight<11>(word)));
 }
 
 void NormalPairs(std::uint64_t seed, std::uint64_t first_counter, std::size_t count, double mean, double stddev,
@@ -305,9 +313,9 @@ void NormalPairs(std::uint64_t seed, std::uint64_t first_counter, std::size_t co
       // a = w0 * 2**21 + (w1 >> 11) and b likewise: the top 53 bits of each
       // word pair, exact in binary64.
       const auto a = hn::Add(hn::Mul(WordToDouble(dd, hn::Load(dh, w[0] + h)), hn::Set(dd, 0x1p21)),
-                             WordToDouble(dd, hn::ShiftRight<11>(hn::Load(dh, w[1] + h))));
+                             LowBitsToDouble(dd, hn::Load(dh, w[1] + h)));
       const auto b = hn::Add(hn::Mul(WordToDouble(dd, hn::Load(dh, w[2] + h)), hn::Set(dd, 0x1p21)),
-                             WordToDouble(dd, hn::ShiftRight<11>(hn::Load(dh, w[3] + h))));
+                             LowBitsToDouble(dd, hn::Load(dh, w[3] + h)));
       const auto u1 = hn::Mul(hn::Add(a, hn::Set(dd, 1.0)), tiny);  // (0, 1]
       const auto radius = hn::Sqrt(hn::Mul(hn::Set(dd, -2.0), LnVec(dd, u1)));
       hn::Vec<decltype(dd)> sin_t, cos_t;

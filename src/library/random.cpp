@@ -3,8 +3,9 @@
 // The bit generator is Random123's Philox4x32-10 (a Debian package,
 // librandom123-dev): counter-based, so draw k is computed from (seed, k)
 // alone and a tensor's values cannot depend on how the work is split. What
-// is written here is only the mapping from words to values (uniform floats,
-// Box-Muller normals, Lemire's bounded integers, Fisher-Yates), which no
+// is written here (and, vectorised, in philox_batch.cpp) is only the mapping
+// from words to values (uniform floats, Box-Muller normals, Lemire's
+// bounded integers, Fisher-Yates), which no
 // packaged library offers for a counter-based generator with these exact,
 // documented formulas.
 #include <strideweave/random.h>
@@ -14,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numbers>
 #include <string>
 #include <vector>
 
@@ -45,9 +45,6 @@ DrawWords draw_words(std::uint64_t seed, std::uint64_t counter, std::uint32_t at
 }
 
 namespace {
-
-constexpr double kTwoTo24 = 16777216.0;
-constexpr double kTwoTo53 = 9007199254740992.0;
 
 void require_dtype(const char* what, const SimpleDType& dtype, const SimpleDType& only) {
   if (&dtype != &only)
