@@ -531,12 +531,13 @@ TEST(CpuReduceSum, BroadcastBlocksGiveTheBitsOfTheirValuesCompact) {
 // scalar `a + b` used to return the second: the compiler had swapped the
 // operands). Generic gives the same bits.
 // The four vectorised binary operations, by name.
-using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
+// Each takes an optional caller output (Output{} for a fresh result).
+using BinaryFn = Tensor (*)(const Tensor&, const Tensor&, const Output&);
 const std::pair<const char*, BinaryFn> kBinaryOps[] = {
-    {"add", [](const Tensor& x, const Tensor& y) { return add(x, y); }},
-    {"sub", [](const Tensor& x, const Tensor& y) { return sub(x, y); }},
-    {"mul", [](const Tensor& x, const Tensor& y) { return mul(x, y); }},
-    {"div", [](const Tensor& x, const Tensor& y) { return div(x, y); }}};
+    {"add", [](const Tensor& x, const Tensor& y, const Output& out) { return add(x, y, out); }},
+    {"sub", [](const Tensor& x, const Tensor& y, const Output& out) { return sub(x, y, out); }},
+    {"mul", [](const Tensor& x, const Tensor& y, const Output& out) { return mul(x, y, out); }},
+    {"div", [](const Tensor& x, const Tensor& y, const Output& out) { return div(x, y, out); }}};
 
 TEST(CpuArithmetic, StridedOperandsGiveTheCompactBitsNanPayloadsIncluded) {
   const std::uint32_t specials[] = {0x7FC0ABCDu, 0xFFC00001u, 0x7F800001u, 0x7FC00000u,
@@ -556,10 +557,10 @@ TEST(CpuArithmetic, StridedOperandsGiveTheCompactBitsNanPayloadsIncluded) {
   const Tensor ca = cpu_vector(a), cb = cpu_vector(b), sa = every_other(a), sb = every_other(b);
   const Tensor ga = make_tensor<Generic>(a, Shape{n}), gb = make_tensor<Generic>(b, Shape{n});
   for (const auto& [name, f] : kBinaryOps) {
-    const std::vector<float> want = values_of(f(ca, cb));
-    EXPECT_TRUE(same_bits(values_of(f(sa, sb)), want)) << name << " strided";
-    EXPECT_TRUE(same_bits(values_of(f(sa, cb)), want)) << name << " strided a";
-    EXPECT_TRUE(same_bits(values_of(f(ga, gb)), want)) << name << " Generic";
+    const std::vector<float> want = values_of(f(ca, cb, Output{}));
+    EXPECT_TRUE(same_bits(values_of(f(sa, sb, Output{})), want)) << name << " strided";
+    EXPECT_TRUE(same_bits(values_of(f(sa, cb, Output{})), want)) << name << " strided a";
+    EXPECT_TRUE(same_bits(values_of(f(ga, gb, Output{})), want)) << name << " Generic";
   }
   // The first NaN, quieted.
   const std::vector<float> sum = values_of(add(sa, sb));
@@ -568,9 +569,11 @@ TEST(CpuArithmetic, StridedOperandsGiveTheCompactBitsNanPayloadsIncluded) {
   EXPECT_EQ(bits(sum[2 * 8 + 0]), 0x7FC00001u);  // signalling 0x7F800001 + 0x7FC0BBCD
 }
 
-// Long operands at every offset from a vector boundary: the loop peels the
-// elements before the first aligned address (simd.cpp, AlignmentPeel) and
-// every element keeps Generic's bits, NaN payloads included.
+// Long operands and outputs at every offset from a vector boundary: the
+// loop peels the elements before the output's first aligned address
+// (simd.cpp, AlignmentPeel) and every element keeps Generic's bits, NaN
+// payloads included, whether the result is fresh (aligned) or written into
+// a caller's misaligned view.
 TEST(CpuArithmetic, MisalignedLongOperandsGiveGenericsBits) {
   const std::int64_t n = 5003, room = n + 32;
   std::vector<float> a(static_cast<std::size_t>(room)), b(static_cast<std::size_t>(room));
@@ -584,7 +587,12 @@ TEST(CpuArithmetic, MisalignedLongOperandsGiveGenericsBits) {
     for (const auto& [name, f] : kBinaryOps) {
       const Tensor x = ca.slice(0, offset, offset + n), y = cb.slice(0, offset + 1, offset + 1 + n);
       const Tensor gx = ga.slice(0, offset, offset + n), gy = gb.slice(0, offset + 1, offset + 1 + n);
-      EXPECT_TRUE(same_bits(values_of(f(x, y)), values_of(f(gx, gy)))) << name << " at offset " << offset;
+      const std::vector<float> want = values_of(f(gx, gy, Output{}));
+      EXPECT_TRUE(same_bits(values_of(f(x, y, Output{})), want)) << name << " at offset " << offset;
+      const Tensor out = make_tensor<CPU>(std::vector<float>(static_cast<std::size_t>(room)), Shape{room});
+      const Tensor view = out.slice(0, offset + 2, offset + 2 + n);
+      f(x, y, into(view));
+      EXPECT_TRUE(same_bits(values_of(view), want)) << name << " into an output at offset " << offset + 2;
     }
 }
 
@@ -609,9 +617,9 @@ TEST(CpuArithmetic, BroadcastRowsGiveTheBitsOfTheSameValuesCompact) {
     const Tensor spread = make_tensor<CPU>(full, Shape{rows, cols});
     const Tensor gm = make_tensor<Generic>(m, Shape{rows, cols}), gc = make_tensor<Generic>(c, Shape{1, cols});
     for (const auto& [name, f] : kBinaryOps) {
-      EXPECT_TRUE(same_bits(values_of(f(matrix, column)), values_of(f(matrix, spread)))) << name << " rows " << rows;
-      EXPECT_TRUE(same_bits(values_of(f(column, matrix)), values_of(f(spread, matrix)))) << name << " left, rows " << rows;
-      EXPECT_TRUE(same_bits(values_of(f(matrix, column)), values_of(f(gm, gc)))) << name << " Generic, rows " << rows;
+      EXPECT_TRUE(same_bits(values_of(f(matrix, column, Output{})), values_of(f(matrix, spread, Output{})))) << name << " rows " << rows;
+      EXPECT_TRUE(same_bits(values_of(f(column, matrix, Output{})), values_of(f(spread, matrix, Output{})))) << name << " left, rows " << rows;
+      EXPECT_TRUE(same_bits(values_of(f(matrix, column, Output{})), values_of(f(gm, gc, Output{})))) << name << " Generic, rows " << rows;
     }
     // And accumulated into an output (issue 20 step 2's native path).
     const NoGradGuard no_graph;
@@ -670,9 +678,11 @@ TEST(CpuSimdTargets, EveryTargetGivesTheBitsOfTheDefaultTarget) {
     r.push_back(values_of(reduce_max(matrix, Axes(0))));
     r.push_back(values_of(reduce_min(matrix, Axes(0))));
     r.push_back(values_of(sub(matrix, reduce_max(matrix, Axes(0), true))));
-    // Long operands off the vector boundary: the peel's length depends on
-    // the target's vector width (simd.cpp, AlignmentPeel).
-    r.push_back(values_of(add(long_x.slice(0, 3, 3 + 5000), long_y.slice(0, 1, 1 + 5000))));
+    // Long operands and an output off the vector boundary: the peel's
+    // length depends on the target's vector width (simd.cpp, AlignmentPeel).
+    const Tensor misaligned_out = cpu_vector(std::vector<float>(5010)).slice(0, 5, 5 + 5000);
+    add(long_x.slice(0, 3, 3 + 5000), long_y.slice(0, 1, 1 + 5000), into(misaligned_out));
+    r.push_back(values_of(misaligned_out));
     return r;
   };
   const std::string default_target = simd::dispatched_target();
