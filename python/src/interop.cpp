@@ -470,7 +470,7 @@ void bind_interop(py::module_& m) {
         return py::make_tuple(d.first, d.second);
       }, "(1, 0): kDLCPU, device 0, for any CPU tensor. BufferError for a tensor that is not on CPU.");
 
-  m.def("from_dlpack", [](py::handle obj) { return from_dlpack(obj); }, py::arg("obj"), R"doc(
+  m.def("from_dlpack", [](py::handle obj) { return tensor_object(from_dlpack(obj)); }, py::arg("obj"), R"doc(
 from_dlpack(obj): a CPU tensor over the memory of obj's DLPack capsule
 (obj.__dlpack__(): numpy arrays, torch tensors on the CPU, ...) without a
 copy; the producer's memory lives as long as the tensor. float32, int32 and
@@ -481,8 +481,8 @@ BufferError.)doc");
         if (is_tensor(obj)) return py::reinterpret_borrow<py::object>(obj);
         // The buffer protocol first (numpy: byte order, read-only flags);
         // then DLPack (torch tensors, other producers without a buffer).
-        if (PyObject_CheckBuffer(obj.ptr()) || !py::hasattr(obj, "__dlpack__")) return py::cast(asarray(obj));
-        return py::cast(from_dlpack(obj));
+        if (PyObject_CheckBuffer(obj.ptr()) || !py::hasattr(obj, "__dlpack__")) return tensor_object(asarray(obj));
+        return tensor_object(from_dlpack(obj));
       }, py::arg("obj"), R"doc(
 asarray(obj): a CPU tensor over the memory of `obj` (a numpy array, any
 object exporting the buffer protocol, or any object with __dlpack__ such as
