@@ -315,6 +315,48 @@ class Layout {
   // coalesces to (1):(0), an empty one to (0):(1).
   Layout coalesce() const;
 
+  // ---- layout algebra (CuTe's; docs/layout.md, "Layout algebra")
+  //
+  // Each treats a layout as the function from its whole-layout integer key
+  // (first mode fastest) to an index, and needs positive extents (a layout
+  // with a zero extent -> ValueError). The results are exact: no operation
+  // reaches outside its operand's domain (ValueError instead, where CuTe
+  // would extend the last mode), so each identity below holds for every
+  // result. A divisibility condition that fails is a ValueError naming it.
+  //
+  // compose(b): the layout R with b's profile (each leaf of b becomes a mode
+  // of the same extent) and R(i) == (*this)(b(i)) for every i < b.size().
+  // b's image must lie in this layout's domain: b.cosize() <= size().
+  Layout compose(const Layout& b) const;
+  // By-mode composition with a tiler: mode i of the result is mode i of this
+  // layout composed with tiler[i]; modes past the tiler are kept. More
+  // tiler entries than modes -> ValueError.
+  Layout compose(std::span<const Layout> tiler) const;
+  // complement(cotarget): the layout R, sorted by stride and coalesced, of
+  // the indices this layout's image leaves out: (this, R) is injective and
+  // R repeats the image until it covers [0, cotarget) (R's last mode has
+  // extent ceil(cotarget / reach), reach being the span of the image). Needs
+  // leaves that, sorted by stride, each start at a multiple of the span of
+  // those before (ValueError otherwise: the layout is not injective, or its
+  // leaves interleave); stride-0 leaves are ignored. Without an argument,
+  // cotarget = cosize().
+  Layout complement(std::optional<std::int64_t> cotarget = std::nullopt) const;
+  // logical_divide(b) = compose((b, b.complement(size()))): a rank-2 layout
+  // whose mode 0 walks one tile (b's shape) and mode 1 the tiles. b must
+  // tile this layout's domain exactly (ValueError otherwise).
+  Layout logical_divide(const Layout& b) const;
+  // By-mode: mode i becomes the rank-2 nested mode (tile, rest) of mode i
+  // divided by tiler[i]; modes past the tiler are kept.
+  Layout logical_divide(std::span<const Layout> tiler) const;
+  // zipped_divide: the by-mode division regrouped as ((tiles...), (rests...,
+  // kept modes...)): mode 0 is the tile, mode 1 enumerates the tiles.
+  Layout zipped_divide(std::span<const Layout> tiler) const;
+  // tiled_divide: ((tiles...), rest_0, rest_1, ..., kept modes...).
+  Layout tiled_divide(std::span<const Layout> tiler) const;
+  // logical_product(b) = (this, complement(size() * b.cosize()).compose(b)):
+  // mode 0 is this layout, mode 1 repeats it in b's arrangement.
+  Layout logical_product(const Layout& b) const;
+
   std::string to_string() const;  // "(2,3):(1,2)"
   friend bool operator==(const Layout& a, const Layout& b) noexcept {
     return a.shape_ == b.shape_ && a.stride_ == b.stride_;

@@ -119,6 +119,26 @@ std::optional<std::vector<std::int64_t>> optional_axes(py::handle axes, const ch
   return integers_arg(axes, what);
 }
 
+// A tiler for the by-mode algebra: a sequence (not a string) of Layouts,
+// an int n standing for Layout((n,), (1,)) (CuTe's shape tilers).
+std::vector<Layout> tiler_arg(py::handle value, const char* what) {
+  if (PyUnicode_Check(value.ptr()) || py::isinstance<Layout>(value) || !py::isinstance<py::sequence>(value))
+    throw TypeError(fmt::format("{}: a tiler is a sequence of Layouts (or ints), got {}", what,
+                                py::repr(value).cast<std::string>()));
+  std::vector<Layout> out;
+  for (py::handle v : value) {
+    if (py::isinstance<Layout>(v)) {
+      out.push_back(v.cast<const Layout&>());
+    } else if (!PyBool_Check(v.ptr()) && PyIndex_Check(v.ptr())) {
+      out.emplace_back(Shape::of({integer_arg(v, what)}), Stride::of({1}));
+    } else {
+      throw TypeError(fmt::format("{}: a tiler entry is a Layout or an int, got {}", what,
+                                  py::repr(v).cast<std::string>()));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 py::object int_tuple_object(const IntTuple& t) {
@@ -240,6 +260,38 @@ leaf coordinates). Out of domain -> ValueError. Immutable and hashable.)doc")
       .def("unsqueeze", &Layout::unsqueeze, py::arg("axis"), "With an extent-1, stride-0 mode inserted at `axis`.")
       .def("flatten", &Layout::flatten, "Every leaf as a top-level mode (same indices).")
       .def("coalesce", &Layout::coalesce, "The fewest modes with the same index function (merged where strides chain).")
+      // The layout algebra (docs/layout.md, "Layout algebra").
+      .def("compose", [](const Layout& a, py::handle b) {
+             if (py::isinstance<Layout>(b)) return a.compose(b.cast<const Layout&>());
+             return a.compose(tiler_arg(b, "Layout.compose"));
+           }, py::arg("b"), R"doc(
+compose(b): the layout R with R(i) == self(b(i)) for every i < b.size, with
+b's profile (each leaf of b becomes a mode of the same extent). b is a Layout,
+or a tiler: a sequence of Layouts (an int n meaning Layout((n,), (1,))) that
+composes mode by mode. b must stay inside self's domain, and CuTe's
+divisibility conditions must hold (ValueError naming the one that fails).)doc")
+      .def("complement", &Layout::complement, py::arg("cotarget") = py::none(), R"doc(
+complement(cotarget=None): the layout R, sorted by stride and coalesced, of
+the indices self's image leaves out: (self, R) is injective and reaches
+cotarget (default: self.cosize). ValueError for a layout whose leaves overlap
+or interleave.)doc")
+      .def("logical_divide", [](const Layout& a, py::handle b) {
+             if (py::isinstance<Layout>(b)) return a.logical_divide(b.cast<const Layout&>());
+             return a.logical_divide(tiler_arg(b, "Layout.logical_divide"));
+           }, py::arg("tiler"), R"doc(
+logical_divide(tiler): self composed with (tile, rest): mode 0 walks one
+tile, mode 1 the tiles. A tiler sequence divides mode by mode (each mode i
+becomes the nested mode (tile_i, rest_i)). The tile must divide the domain
+exactly (ValueError).)doc")
+      .def("zipped_divide", [](const Layout& a, py::handle tiler) {
+             return a.zipped_divide(tiler_arg(tiler, "Layout.zipped_divide"));
+           }, py::arg("tiler"), "The by-mode division as ((tile_0, tile_1, ...), (rest_0, rest_1, ..., kept modes)).")
+      .def("tiled_divide", [](const Layout& a, py::handle tiler) {
+             return a.tiled_divide(tiler_arg(tiler, "Layout.tiled_divide"));
+           }, py::arg("tiler"), "The by-mode division as ((tile_0, tile_1, ...), rest_0, rest_1, ..., kept modes).")
+      .def("logical_product", &Layout::logical_product, py::arg("b"), R"doc(
+logical_product(b): (self, self.complement(self.size * b.cosize).compose(b)):
+mode 0 is self, mode 1 repeats it in b's arrangement.)doc")
       .def("__eq__", [](const Layout& a, py::handle b) { return py::isinstance<Layout>(b) && a == b.cast<const Layout&>(); })
       .def("__hash__", &Layout::hash)
       .def("__repr__", [](const Layout& l) {
