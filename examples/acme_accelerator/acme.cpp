@@ -8,11 +8,13 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <unordered_map>
+#include <vector>
 
 namespace acme {
 
@@ -29,79 +31,67 @@ namespace op = strideweave::operation;
 // of 2 MiB or more is 2 MiB aligned and backed by huge pages where the
 // system allows it (as a device's memory is mapped in large pages). Like a
 // device's caching allocator, a freed block is kept (up to kCachedBytes in
-// all) and handed out again, zero-filled, for the next allocation of its
-// size, so releasing a carrier does not return pages to the system.
+// all, on a free list per size) and handed out again, zero-filled, for the
+// next allocation of its size, so releasing a carrier does not return pages
+// to the system. A Device owns its Block (RAII) and hands it back when it
+// dies or is released.
 class Arena {
  public:
   static constexpr std::size_t kCachedBytes = std::size_t{512} << 20;
   static constexpr std::size_t kHuge = std::size_t{2} << 20;
 
-  std::uint64_t allocate(std::int64_t slots) {
-    const std::size_t count = static_cast<std::size_t>(slots);
-    Block block;
-    {
-      std::lock_guard lock(mutex_);
-      for (auto it = cached_.begin(); it != cached_.end(); ++it)
-        if (it->count == count) {
-          block = std::move(*it);
-          cached_.erase(it);
-          cached_bytes_ -= count * sizeof(float);
-          break;
-        }
-    }
-    if (!block.memory) block = Block::make(count);
-    std::fill_n(block.memory.get(), count, 0.0f);
-    std::lock_guard lock(mutex_);
-    const std::uint64_t id = next_++;
-    blocks_.emplace(id, std::move(block));
-    return id;
-  }
-  void free(std::uint64_t id) {
-    std::lock_guard lock(mutex_);
-    auto it = blocks_.find(id);
-    if (it == blocks_.end()) return;
-    const std::size_t bytes = it->second.count * sizeof(float);
-    if (bytes > 0 && cached_bytes_ + bytes <= kCachedBytes) {
-      cached_bytes_ += bytes;
-      cached_.push_back(std::move(it->second));
-    }
-    blocks_.erase(it);
-  }
-  float* data(std::uint64_t id) {
-    std::lock_guard lock(mutex_);
-    return blocks_.at(id).memory.get();
-  }
-  std::int64_t size(std::uint64_t id) {
-    std::lock_guard lock(mutex_);
-    auto it = blocks_.find(id);
-    return it == blocks_.end() ? 0 : static_cast<std::int64_t>(it->second.count);
-  }
-  std::size_t live() {
-    std::lock_guard lock(mutex_);
-    return blocks_.size();
-  }
-
- private:
   struct FreeBlock {
     void operator()(float* p) const noexcept { std::free(p); }
   };
   struct Block {
     std::unique_ptr<float[], FreeBlock> memory;
     std::size_t count = 0;
-    static Block make(std::size_t count) {
-      const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(float);
-      const std::size_t align = bytes >= kHuge ? kHuge : 64;
-      void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
-      if (!p) throw std::bad_alloc();
-      if (bytes >= kHuge) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: no huge pages is fine
-      return Block{std::unique_ptr<float[], FreeBlock>(static_cast<float*>(p)), count};
-    }
   };
+
+  Block allocate(std::int64_t slots) {
+    const std::size_t count = static_cast<std::size_t>(slots);
+    Block block;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = cached_.find(count);
+      if (it != cached_.end() && !it->second.empty()) {
+        block = std::move(it->second.back());
+        it->second.pop_back();
+        cached_bytes_ -= count * sizeof(float);
+      }
+    }
+    if (!block.memory) block = make(count);
+    std::fill_n(block.memory.get(), count, 0.0f);
+    live_.fetch_add(1, std::memory_order_relaxed);
+    return block;
+  }
+  void free(Block block) noexcept {
+    if (!block.memory) return;
+    live_.fetch_sub(1, std::memory_order_relaxed);
+    const std::size_t bytes = block.count * sizeof(float);
+    std::lock_guard lock(mutex_);
+    if (bytes == 0 || cached_bytes_ + bytes > kCachedBytes) return;  // `block` frees its memory
+    try {
+      cached_[block.count].push_back(std::move(block));
+      cached_bytes_ += bytes;
+    } catch (...) {  // no room to keep it: it is freed instead
+    }
+  }
+  std::size_t live() const noexcept { return live_.load(std::memory_order_relaxed); }
+
+ private:
+  static Block make(std::size_t count) {
+    const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(float);
+    const std::size_t align = bytes >= kHuge ? kHuge : 64;
+    void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+    if (!p) throw std::bad_alloc();
+    if (bytes >= kHuge) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: no huge pages is fine
+    return Block{std::unique_ptr<float[], FreeBlock>(static_cast<float*>(p)), count};
+  }
   std::mutex mutex_;
-  std::unordered_map<std::uint64_t, Block> blocks_;
-  std::vector<Block> cached_;
+  std::unordered_map<std::size_t, std::vector<Block>> cached_;  // by slot count
   std::size_t cached_bytes_ = 0;
-  std::uint64_t next_ = 1;
+  std::atomic<std::size_t> live_{0};
 };
 Arena& arena() {
   static Arena* a = new Arena();  // outlives every Device
@@ -113,13 +103,11 @@ Arena& arena() {
 class Device final : public ext::DefinedCarrier {
  public:
   explicit Device(ext::Construction key) : DefinedCarrier(std::move(key)) {}
-  ~Device() override {
-    if (block) arena().free(block);  // per-instance resources are RAII (docs/extension.md)
-  }
-  // The block's handle, and its address and size as the allocation returned
-  // them (a device carrier keeps its device pointer: no arena lookup, and no
-  // arena lock, per access).
-  std::uint64_t block = 0;
+  ~Device() override { arena().free(std::move(block)); }  // per-instance resources are RAII (docs/extension.md)
+  // The block, and its address and size as the allocation returned them (a
+  // device carrier keeps its device pointer: no arena lookup, and no arena
+  // lock, per access).
+  Arena::Block block;
   float* memory = nullptr;
   std::int64_t slots = 0;
 };
@@ -134,13 +122,13 @@ ext::StorageProvider device_storage() {
       [](Carrier& c, std::int64_t slots) {
         auto& d = static_cast<Device&>(c);
         d.block = arena().allocate(slots);
-        d.memory = arena().data(d.block);
+        d.memory = d.block.memory.get();
         d.slots = slots;
       },
       [](Carrier& c) {
         auto& d = static_cast<Device&>(c);
-        arena().free(d.block);
-        d.block = 0;
+        arena().free(std::move(d.block));
+        d.block = Arena::Block{};
         d.memory = nullptr;
         d.slots = 0;
       },

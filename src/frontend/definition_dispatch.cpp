@@ -135,7 +135,20 @@ std::vector<Tensor> dispatch_definition(const OperationDefinition& definition, s
 std::shared_ptr<const operation::BoundOperationCall> bind_builtin(std::string_view name,
                                                                   std::vector<CallOperand> operands,
                                                                   operation::OptionMap options) {
-  return operation::bind(*operation::get_definition(name), std::move(operands), std::move(options));
+  // A built-in name's definition is registered at bootstrap and never
+  // replaced, so each thread keeps the last one it looked up (a typed
+  // function called in a loop looks up one name) instead of hashing the
+  // name under the registry's lock on every call.
+  thread_local std::string last_name;
+  thread_local const operation::OperationDefinition* last = nullptr;
+  if (!last || name != last_name) {
+    const std::shared_ptr<const OperationDefinition> found = operation::get_definition(name);
+    if (!found->is_builtin())
+      throw RuntimeError(fmt::format("bind_builtin: '{}' is not a built-in operation", name));
+    last_name.assign(name);
+    last = found.get();  // built-in records live as long as the registry (the process)
+  }
+  return operation::bind(*last, std::move(operands), std::move(options));
 }
 
 Tensor call_builtin_definition(std::string_view name, std::vector<CallOperand> operands, operation::OptionMap options,

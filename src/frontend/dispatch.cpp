@@ -249,7 +249,8 @@ Tensor execute(const storage::Admission& admission, const OperationPlan& plan,
       const operation::BoundOperationCall& call = route->bound ? *route->bound : *(bound = route->bind(route->closure));
       route->taken = true;
       return run_builtin_on_definition(call, route->invocation_plan ? *route->invocation_plan : plan,
-                                       published_shape(result_shape, squeeze), prototype, out, record.target);
+                                       published_shape(result_shape, squeeze), prototype, admission, out,
+                                       record.target);
     }
   }
   const KernelFn& kernel = *static_cast<const KernelFn*>(admission.executor.target);

@@ -260,23 +260,28 @@ struct Call {
   std::shared_ptr<Operation> target;  // dispatch_op's Operation, when the call came through one
 };
 
+// The dispatch record's executor for the plan (capability_registry::Executor,
+// KernelPatterns): the candidates whose pattern matches the plan statically
+// (R11.3), in preference order, frozen when the class was sealed; so the
+// gate's one lookup also chose what may run, and nothing is matched again
+// per call.
 std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
-                                    const extension::detail::ClassDefinition& record, PipelineTrace* trace) {
+                                    const extension::detail::ClassDefinition& record,
+                                    const std::vector<const extension::detail::Candidate*>& matched,
+                                    PipelineTrace* trace) {
   const ResolvedInvocation& invocation = *call.invocation;
   const Who who{&invocation, &prototype};
-  const extension::detail::SealedKernels& sealed = extension::detail::sealed_kernels(record);
   const OperationPlan& plan = invocation.plan();
-  // R11.3: the static match, before any prepare (opcheck may pin one pattern).
+  // A pattern serves the definition it was declared for (a name names one
+  // registered definition, but a call may bind an unregistered one); opcheck
+  // may pin one pattern, the others then skipped as if absent.
   const std::string* const pinned = pinned_kernel_id;
-  const auto matches = [&](const extension::detail::Candidate& c) {
-    return c.pattern->operation_ptr().get() == &invocation.definition() && c.pattern->matching_plan(plan) &&
-           (!pinned || c.pattern->kernel_id() == *pinned);
+  const auto runs = [&](const extension::detail::Candidate* c) {
+    return c->pattern->operation_ptr().get() == &invocation.definition() &&
+           (!pinned || c->pattern->kernel_id() == *pinned);
   };
-  // The first match is found once; later candidates are matched only when
-  // reached (an earlier one declined), so a call whose first matching
-  // candidate runs matches each candidate once.
-  const auto first = std::find_if(sealed.candidates.begin(), sealed.candidates.end(), matches);
-  if (first == sealed.candidates.end())
+  const auto first = std::find_if(matched.begin(), matched.end(), runs);
+  if (first == matched.end())
     throw UnsupportedOperationPlan(fmt::format("{} has no kernel pattern for the plan {}.", prototype.class_name(),
                                                plan.to_string()),
                                    plan);
@@ -284,17 +289,18 @@ std::vector<Tensor> run_independent(const Call& call, const Carrier& prototype,
   // terminal.
   if (trace) {
     trace->route = "kernel patterns";
-    for (auto it = first; it != sealed.candidates.end(); ++it)
-      if (it == first || matches(*it))
-        trace->candidates.push_back(CandidateTrace{it->pattern->kernel_id(), it->source, it->pattern->preference(),
-                                                   CandidateTrace::Outcome::NotReached, {}});
+    for (auto it = first; it != matched.end(); ++it)
+      if (runs(*it))
+        trace->candidates.push_back(CandidateTrace{(*it)->pattern->kernel_id(), (*it)->source,
+                                                   (*it)->pattern->preference(), CandidateTrace::Outcome::NotReached,
+                                                   {}});
   }
   ProviderScope scope(invocation);  // before the first provider callback (prepare must not mutate)
   std::string reasons;
   std::size_t k = 0;  // the position among the matched candidates
-  for (auto it = first; it != sealed.candidates.end(); ++it) {
-    if (it != first && !matches(*it)) continue;
-    const auto* c = &*it;
+  for (auto it = first; it != matched.end(); ++it) {
+    if (!runs(*it)) continue;
+    const extension::detail::Candidate* c = *it;
     const std::size_t position = k++;
     extension::KernelPattern::Prepared prepared = c->pattern->prepare()(invocation, *c->interface);
     if (const auto* no = std::get_if<extension::Unsupported>(&prepared)) {
@@ -356,21 +362,31 @@ std::vector<Tensor> run_composite(const Call& call, const Carrier& prototype,
 }  // namespace
 
 namespace {
-std::vector<Tensor> run_gated(const Call& call, const Carrier& prototype, PipelineTrace* trace) {
+// What the gate's admission chose: an independent class's matched kernel
+// patterns (the record is the executor's owner), or a dependent class's
+// composite provider (the record is found by class).
+std::vector<Tensor> run_gated(const Call& call, const Carrier& prototype, const storage::Admission& admission,
+                              PipelineTrace* trace) {
   const GraphConstructionOff providers_record_nothing;  // call.graph was decided at entry
+  using capability_registry::ExecutorKind;
+  const capability_registry::Executor& executor = admission.executor;
+  if (executor.kind == ExecutorKind::KernelPatterns) {
+    const auto& record = *static_cast<const extension::detail::ClassDefinition*>(executor.owner);
+    const auto& matched = *static_cast<const std::vector<const extension::detail::Candidate*>*>(executor.target);
+    return run_independent(call, prototype, record, matched, trace);
+  }
   const extension::detail::ClassDefinition* record = extension::detail::find_definition_fast(prototype.exact_class());
-  if (!record)
+  if (executor.kind != ExecutorKind::CompositeProvider || !record || !record->dependent)
     throw RuntimeError(fmt::format("{}: {} has no carrier definition", call.invocation->operation(),
                                    prototype.class_name()));
-  return record->dependent ? run_composite(call, prototype, *record, trace)
-                           : run_independent(call, prototype, *record, trace);
+  return run_composite(call, prototype, *record, trace);
 }
 }  // namespace
 
 std::vector<Tensor> run_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
                                           const Carrier& prototype, PipelineTrace* trace) {
-  storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan before any work
-  return run_gated(Call{invocation, graph_would_attach(*invocation), nullptr}, prototype, trace);
+  const storage::Admission admission = storage::gate(prototype, invocation->plan());  // before any work
+  return run_gated(Call{invocation, graph_would_attach(*invocation), nullptr}, prototype, admission, trace);
 }
 
 bool graph_would_attach(const ResolvedInvocation& invocation) {
@@ -393,24 +409,24 @@ bool graph_would_attach(const ResolvedInvocation& invocation) {
 namespace {
 // execute_definition_backed after its gate.
 std::vector<Tensor> execute_admitted(const std::shared_ptr<const ResolvedInvocation>& invocation,
-                                     const Carrier& prototype, const Output& out, PipelineTrace* trace,
-                                     const std::shared_ptr<Operation>& target) {
+                                     const Carrier& prototype, const storage::Admission& admission, const Output& out,
+                                     PipelineTrace* trace, const std::shared_ptr<Operation>& target) {
   if (out) {
     const bool graph = graph_would_attach(*invocation);
     admit_definition_output(*invocation, prototype, out, graph);
     const GraphConstructionOff storage_callbacks_record_nothing;  // the write into `out` too
-    const std::vector<Tensor> results = run_gated(Call{invocation, false, nullptr}, prototype, trace);
+    const std::vector<Tensor> results = run_gated(Call{invocation, false, nullptr}, prototype, admission, trace);
     return {write_definition_output(*invocation, results.front(), out)};
   }
-  return run_gated(Call{invocation, graph_would_attach(*invocation), target}, prototype, trace);
+  return run_gated(Call{invocation, graph_would_attach(*invocation), target}, prototype, admission, trace);
 }
 }  // namespace
 
 std::vector<Tensor> execute_definition_backed(const std::shared_ptr<const ResolvedInvocation>& invocation,
                                               const Carrier& prototype, const Output& out, PipelineTrace* trace,
                                               const std::shared_ptr<Operation>& target) {
-  storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
-  return execute_admitted(invocation, prototype, out, trace, target);
+  const storage::Admission admission = storage::gate(prototype, invocation->plan());  // UnsupportedOperationPlan first
+  return execute_admitted(invocation, prototype, admission, out, trace, target);
 }
 
 std::vector<Tensor> execute_by_dispatch_hook(const std::shared_ptr<const ResolvedInvocation>& invocation,
@@ -455,26 +471,45 @@ operation::ResolvedInvocation builtin_invocation(const operation::BoundOperation
                                                  const OperationPlan& invocation_plan, const Shape& published) {
   const std::span<const operation::OperandSpec> specs = call.definition().schema().operands();
   const bool saves = std::any_of(specs.begin(), specs.end(), [](const auto& o) { return o.differentiable(); });
-  std::vector<std::size_t> saved;
+  std::array<std::size_t, 3> saved{};
+  std::size_t count = 0;
+  bool more = false;  // more than three Tensor operands: the general form
   if (saves)
     for (std::size_t i = 0; i < call.operands().size(); ++i)
-      if (std::holds_alternative<Tensor>(call.operands()[i])) saved.push_back(i);
-  std::vector<ResultSpec> results{ResultSpec::compact(invocation_plan.output(), published)};
-  return ResolvedInvocation(call, invocation_plan, std::move(results), {}, std::move(saved), call.definition().name());
+      if (std::holds_alternative<Tensor>(call.operands()[i])) {
+        if (count < saved.size()) saved[count] = i;
+        more = more || count == saved.size();
+        ++count;
+      }
+  const ResultSpec result = ResultSpec::compact(invocation_plan.output(), published);
+  const std::string& name = call.definition().name();
+  // The braced forms keep the one result inline (no vector per call).
+  if (!more) {
+    switch (count) {
+      case 0: return ResolvedInvocation(call, invocation_plan, {result}, {}, {}, name);
+      case 1: return ResolvedInvocation(call, invocation_plan, {result}, {}, {saved[0]}, name);
+      case 2: return ResolvedInvocation(call, invocation_plan, {result}, {}, {saved[0], saved[1]}, name);
+      default: return ResolvedInvocation(call, invocation_plan, {result}, {}, {saved[0], saved[1], saved[2]}, name);
+    }
+  }
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < call.operands().size(); ++i)
+    if (std::holds_alternative<Tensor>(call.operands()[i])) all.push_back(i);
+  return ResolvedInvocation(call, invocation_plan, std::vector<ResultSpec>{result}, {}, std::move(all), name);
 }
 
 Tensor run_builtin_on_definition(const operation::BoundOperationCall& call, const OperationPlan& invocation_plan,
-                                 const Shape& published, const Carrier& prototype, const Output& out,
-                                 const std::shared_ptr<Operation>& target) {
+                                 const Shape& published, const Carrier& prototype, const storage::Admission& admission,
+                                 const Output& out, const std::shared_ptr<Operation>& target) {
   const auto invocation =
       std::make_shared<const ResolvedInvocation>(builtin_invocation(call, invocation_plan, published));
-  return std::move(execute_admitted(invocation, prototype, out, nullptr, target).front());
+  return std::move(execute_admitted(invocation, prototype, admission, out, nullptr, target).front());
 }
 
 std::vector<Tensor> run_definition_backed_without_node(const std::shared_ptr<const ResolvedInvocation>& invocation,
                                                        const Carrier& prototype) {
-  storage::gate(prototype, invocation->plan());
-  return run_gated(Call{invocation, false, nullptr}, prototype, nullptr);
+  const storage::Admission admission = storage::gate(prototype, invocation->plan());
+  return run_gated(Call{invocation, false, nullptr}, prototype, admission, nullptr);
 }
 
 }  // namespace strideweave::frontend

@@ -10,6 +10,10 @@
 
 #include <vector>
 
+namespace strideweave::storage {
+struct Admission;  // storage/gate.h
+}
+
 namespace strideweave::frontend {
 
 // Executes an admitted invocation (bound, resolved, live, alias rule
@@ -104,8 +108,8 @@ operation::ResolvedInvocation builtin_invocation(const operation::BoundOperation
 // provider): builtin_invocation, then the pipeline as
 // execute_definition_backed without a second gate.
 Tensor run_builtin_on_definition(const operation::BoundOperationCall& call, const OperationPlan& invocation_plan,
-                                 const Shape& published, const Carrier& prototype, const Output& out,
-                                 const std::shared_ptr<Operation>& target);
+                                 const Shape& published, const Carrier& prototype, const storage::Admission& admission,
+                                 const Output& out, const std::shared_ptr<Operation>& target);
 
 // The built-in VJPs' forward re-run (src/builtins/definitions.cpp) on a
 // definition-backed carrier: the built-in's definition through the pipeline
