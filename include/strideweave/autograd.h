@@ -22,9 +22,12 @@
 // them, and no carrier supplies its own gradient mathematics.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <span>
 #include <string>
@@ -257,12 +260,23 @@ class Operation : public std::enable_shared_from_this<Operation> {
   Kind kind_ = Kind::none;
   bool released_ = false;
   std::size_t result_count_ = 1;
+  // The node's short lists (inputs, versions, kernel operands, outputs) take
+  // their memory from this buffer inside the Operation's own allocation, so
+  // recording a call of up to three operands allocates one block for the
+  // node instead of five; a longer list takes the rest from the heap. The
+  // resource only hands memory out (monotonic): a list that is cleared or
+  // regrown keeps what it used until the node dies, which bounds it by the
+  // few lists a node ever fills. Declared before the lists: built first,
+  // destroyed last.
+  alignas(std::max_align_t) std::array<std::byte, 320> list_buffer_;
+  std::pmr::monotonic_buffer_resource list_memory_{list_buffer_.data(), list_buffer_.size(),
+                                                   std::pmr::new_delete_resource()};
   // Per occurrence, the caller's handles: a differentiable input is an edge
   // of the graph (its state receives the gradient).
-  std::vector<Tensor> inputs_;
+  std::pmr::vector<Tensor> inputs_{&list_memory_};
   // One carrier version per saved input (a Tensor has one carrier), then one
   // per result the VJP reads.
-  std::vector<CarrierVersion> versions_;
+  std::pmr::vector<CarrierVersion> versions_{&list_memory_};
   // kernel, view, move: the kernel-level record.
   std::optional<OperationPlan> plan_;
   Attributes attributes_;
@@ -270,13 +284,13 @@ class Operation : public std::enable_shared_from_this<Operation> {
   // front end made of them (whose own view Operations lead back to the
   // inputs: backward follows them to carry each gradient to its input's
   // shape), and materialised scalars.
-  std::vector<KernelOperand> kernel_operands_;
+  std::pmr::vector<KernelOperand> kernel_operands_{&list_memory_};
   std::optional<Shape> kernel_shape_;           // when the published result squeezed axes away
   const autograd::VjpFn* vjp_ = nullptr;
   // definition: the invocation and the declared saved operands.
   std::shared_ptr<const operation::ResolvedInvocation> invocation_;
   std::vector<Tensor> saved_operands_;
-  std::vector<Tensor> outputs_;
+  std::pmr::vector<Tensor> outputs_{&list_memory_};
 };
 
 namespace autograd {

@@ -109,7 +109,8 @@ std::vector<std::optional<Tensor>> OperationAccess::apply_definition(
     const Tensor* t = std::get_if<Tensor>(&inv.operands()[i]);
     needs_grad[i] = specs[i].differentiable() && t && t->is_differentiable();
   }
-  const operation::VJPContext context(node.invocation_, node.outputs_, node.saved_operands_, {}, {}, needs_grad);
+  const operation::VJPContext context(node.invocation_, std::vector<Tensor>(node.outputs_.begin(), node.outputs_.end()),
+                                      node.saved_operands_, {}, {}, needs_grad);
   const std::vector<std::optional<Tensor>> returned = vjp(context, cotangents);
 
   // Validation, all before any gradient is used (operation-semantics.md):
