@@ -262,13 +262,13 @@ class Operation : public std::enable_shared_from_this<Operation> {
   std::size_t result_count_ = 1;
   // The node's short lists (inputs, versions, kernel operands, outputs) take
   // their memory from this buffer inside the Operation's own allocation, so
-  // recording a call of up to three operands allocates one block for the
-  // node instead of five; a longer list takes the rest from the heap. The
-  // resource only hands memory out (monotonic): a list that is cleared or
-  // regrown keeps what it used until the node dies, which bounds it by the
-  // few lists a node ever fills. Declared before the lists: built first,
-  // destroyed last.
-  alignas(std::max_align_t) std::array<std::byte, 320> list_buffer_;
+  // recording a kernel call of up to three operands allocates one block for
+  // the node instead of five (three operands fill the 256 bytes); longer
+  // lists take the rest from the heap. The resource only hands memory out
+  // (monotonic): a list that is cleared keeps what it used until the node
+  // dies, and the lists are reserved once, so nothing regrows. Declared
+  // before the lists: built first, destroyed last.
+  std::array<std::byte, 256> list_buffer_;
   std::pmr::monotonic_buffer_resource list_memory_{list_buffer_.data(), list_buffer_.size(),
                                                    std::pmr::new_delete_resource()};
   // Per occurrence, the caller's handles: a differentiable input is an edge

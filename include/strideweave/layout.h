@@ -342,8 +342,10 @@ class Layout {
   // cotarget = cosize().
   Layout complement(std::optional<std::int64_t> cotarget = std::nullopt) const;
   // logical_divide(b) = compose((b, b.complement(size()))): a rank-2 layout
-  // whose mode 0 walks one tile (b's shape) and mode 1 the tiles. b must
-  // tile this layout's domain exactly (ValueError otherwise).
+  // whose mode 0 walks one tile (b's shape) and mode 1 the tiles, a
+  // reordering of this layout's indices. b must visit distinct indices (no
+  // stride-0 leaf) and tile this layout's domain exactly (ValueError
+  // otherwise).
   Layout logical_divide(const Layout& b) const;
   // By-mode: mode i becomes the rank-2 nested mode (tile, rest) of mode i
   // divided by tiler[i]; modes past the tiler are kept.

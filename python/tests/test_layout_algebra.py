@@ -97,6 +97,8 @@ def test_refusals_are_typed():
     raises_exactly(ValueError, L((2, 2), (1, 1)).complement, 8)
     raises_exactly(ValueError, a.complement, 0)
     raises_exactly(ValueError, L((6,), (1,)).logical_divide, L((4,), (1,)))
+    raises_exactly(ValueError, L((2, 2), (1, 2)).logical_divide, L((2,), (0,)))  # repeats indices
+    assert L((4,), (1,)).complement(2**63 - 1).size == (2**63 - 1) // 4 + 1  # exact near the limit
     raises_exactly(ValueError, a.logical_divide, [2, 3, 1])
     raises_exactly(ValueError, L((0, 3), (1, 1)).compose, L((1,), (0,)))
     raises_exactly(TypeError, a.zipped_divide, L((2,), (1,)))

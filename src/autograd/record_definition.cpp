@@ -55,7 +55,13 @@ std::shared_ptr<Operation> OperationAccess::make_definition(std::shared_ptr<cons
   node->plan_ = inv.plan();
   node->result_count_ = results.size();
   // core-concepts 6.2: every positional Tensor argument, per occurrence;
-  // their versions are taken at attach(), after publication.
+  // their versions are taken at attach(), after publication. Each list is
+  // reserved at its final length (the node's buffer is monotonic).
+  const auto tensors = static_cast<std::size_t>(std::count_if(
+      inv.operands().begin(), inv.operands().end(), [](const auto& o) { return std::holds_alternative<Tensor>(o); }));
+  node->inputs_.reserve(tensors);
+  node->versions_.reserve(tensors + results.size());
+  node->outputs_.reserve(results.size());
   for (const operation::CallOperand& o : inv.operands())
     if (const Tensor* t = std::get_if<Tensor>(&o)) {
       node->inputs_.push_back(*t);
@@ -74,7 +80,13 @@ std::shared_ptr<Operation> OperationAccess::make_definition(std::shared_ptr<cons
     set_metadata(*node, inv.operation(), dispatch_class_of(inv, results));
     return node;
   }
+  // The target's lists use its own memory: moving into them copies the
+  // elements, so they are reserved first (the one step that can fail), and
+  // the moves below then neither allocate nor throw.
   Operation& t = *target;
+  t.inputs_.reserve(node->inputs_.size());
+  t.versions_.reserve(node->versions_.size());
+  t.outputs_.reserve(node->outputs_.size());
   t.kind_ = node->kind_;
   t.plan_ = std::move(node->plan_);
   t.result_count_ = node->result_count_;

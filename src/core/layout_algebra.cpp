@@ -159,9 +159,12 @@ std::vector<Mode> compose_leaf(const std::vector<Mode>& a, std::int64_t s, std::
 // d * (min(s, P/d) - 1).
 void require_carry_free(const Layout& self, const std::vector<Mode>& a, const Layout& b) {
   const std::vector<std::int64_t> e = leaves_of(b.shape().modes()), d = leaves_of(b.stride().modes());
+  // No product or sum below can overflow: the boundaries are below size(A),
+  // and each remainder term is at most d_i * (e_i - 1), so their sum is at
+  // most b.cosize() - 1 < size(A) (the caller checked b.cosize() <= size(A)).
   std::int64_t boundary = 1;
   for (std::size_t k = 0; k + 1 < a.size(); ++k) {
-    boundary *= a[k].extent;  // below size(A): no overflow
+    boundary *= a[k].extent;
     std::int64_t remainders = 0;
     for (std::size_t i = 0; i < e.size(); ++i) {
       if (e[i] == 1 || d[i] == 0 || d[i] % boundary == 0) continue;
@@ -264,7 +267,7 @@ Layout Layout::complement(std::optional<std::int64_t> cotarget) const {
     strides.push_back(reach);
     reach = checked_mul(m.extent, m.stride, "Layout.complement");
   }
-  extents.push_back((target + reach - 1) / reach);
+  extents.push_back(target / reach + (target % reach != 0));  // ceil, without overflow near INT64_MAX
   strides.push_back(reach);
   return Layout(Shape::of(extents), Stride::of(strides)).coalesce();
 }
@@ -272,12 +275,21 @@ Layout Layout::complement(std::optional<std::int64_t> cotarget) const {
 Layout Layout::logical_divide(const Layout& b) const {
   require_positive(*this, "Layout.logical_divide", "the layout");
   require_positive(b, "Layout.logical_divide", "the tile");
+  // A division reorders the domain, so the tile visits distinct indices: a
+  // broadcast (stride-0) leaf would repeat them (complement ignores such
+  // leaves, and its own checks refuse every other overlap).
+  const std::vector<std::int64_t> e = leaves_of(b.shape().modes()), s = leaves_of(b.stride().modes());
+  for (std::size_t i = 0; i < e.size(); ++i)
+    if (e[i] > 1 && s[i] == 0)
+      throw ValueError(fmt::format("Layout.logical_divide: the tile {} repeats indices (a stride-0 leaf of extent "
+                                   "{}); a tile visits each index once",
+                                   b.to_string(), e[i]));
   const Layout rest = b.complement(size());
   std::vector<IntTuple> shape(2, IntTuple(1)), stride(2, IntTuple(0));
   whole_as_mode(b, &shape[0], &stride[0]);
   whole_as_mode(rest, &shape[1], &stride[1]);
   const Layout tiler = from_modes(std::move(shape), std::move(stride));
-  if (tiler.cosize() > size())
+  if (tiler.cosize() > size() || tiler.size() != size())
     throw ValueError(fmt::format("Layout.logical_divide: the tile {} does not tile the domain [0, {}) of {} exactly "
                                  "(tile and rest reach {})",
                                  b.to_string(), size(), to_string(), tiler.cosize()));

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -170,6 +171,21 @@ TEST(LayoutAlgebra_Compose, EveryResultIsTheFunctionComposition) {
   EXPECT_GT(refused, 0u);
 }
 
+// A layout that coalesces to one mode is linear on its domain, so no
+// divisibility condition or carry applies: every b inside the domain
+// composes (this also guards the refusals above against being spurious).
+TEST(LayoutAlgebra_Compose, OneModeLayoutsComposeWithEverythingInTheirDomain) {
+  std::size_t composed = 0;
+  for (const Layout& a : {L(Shape{24}, Stride{3}), Layout::compact(Shape::of({4, 6})), L(Shape{2, 12}, Stride{5, 10})})
+    for (const Layout& b : small_layouts({0, 1, 2, 3})) {
+      if (b.cosize() > a.size()) continue;
+      const Layout r = a.compose(b);  // never refused
+      ++composed;
+      for (std::int64_t k = 0; k < b.size(); ++k) ASSERT_EQ(r(k), a(b(k))) << a.to_string() << " o " << b.to_string();
+    }
+  EXPECT_GT(composed, 1000u);
+}
+
 TEST(LayoutAlgebra_Complement, ConcatenationIsInjectiveAndCoversTheCotarget) {
   std::size_t complemented = 0;
   for (const Layout& a : small_layouts({0, 1, 2, 4, 6, 12})) {
@@ -267,7 +283,8 @@ TEST(LayoutAlgebra_Refusals, TypedErrorsNameTheCondition) {
     EXPECT_NE(std::string(e.what()).find("stride divisibility"), std::string::npos) << e.what();
   }
   // Leaves whose terms carry across a boundary between the layout's modes
-  // (2:1 and 3:1 reach 5 > 4): CuTe's by-mode distribution would give a
+  // (4:1 and 3:1 reach 3 + 2 = 5 >= 4; key 4 = 3 + 1 lies in the second
+  // mode, its terms in the first): CuTe's by-mode distribution would give a
   // layout that is not the composition.
   try {
     (void)L(Shape{4, 3}, Stride{0, 1}).compose(L(Shape{4, 3}, Stride{1, 1}));
@@ -281,8 +298,14 @@ TEST(LayoutAlgebra_Refusals, TypedErrorsNameTheCondition) {
   // Zero extents.
   EXPECT_THROW((void)L(Shape{0, 3}, Stride{1, 1}).compose(L(Shape{1}, Stride{0})), ValueError);
   EXPECT_THROW((void)a.compose(L(Shape{0}, Stride{1})), ValueError);
-  // A tile that does not divide the domain; a tiler longer than the rank.
+  // A tile that does not divide the domain, or that repeats indices; a
+  // tiler longer than the rank.
   EXPECT_THROW((void)L(Shape{6}, Stride{1}).logical_divide(L(Shape{4}, Stride{1})), ValueError);
+  EXPECT_THROW((void)L(Shape{2, 2}, Stride{1, 2}).logical_divide(L(Shape{2}, Stride{0})), ValueError);
+  EXPECT_THROW((void)L(Shape{4}, Stride{1}).logical_divide(L(Shape{2, 2}, Stride{0, 1})), ValueError);
+  // A cotarget near the int64 limit is exact, not an overflow.
+  EXPECT_EQ(L(Shape{4}, Stride{1}).complement(std::numeric_limits<std::int64_t>::max()).shape().extent(0),
+            std::numeric_limits<std::int64_t>::max() / 4 + 1);
   const Layout three[] = {L(Shape{2}, Stride{1}), L(Shape{3}, Stride{1}), L(Shape{1}, Stride{0})};
   EXPECT_THROW((void)a.logical_divide(three), ValueError);
   EXPECT_THROW((void)a.zipped_divide(std::span<const Layout>()), ValueError);
