@@ -27,17 +27,10 @@ struct Mode {
   std::int64_t stride;
 };
 
-// The leaves of a Shape's or Stride's modes, depth first.
-std::vector<std::int64_t> leaves_of(std::span<const IntTuple> modes) {
-  std::vector<std::int64_t> out;
-  for (const IntTuple& m : modes) {
-    const std::vector<std::int64_t> l = m.leaves();
-    out.insert(out.end(), l.begin(), l.end());
-  }
-  return out;
-}
-
 IntTuple tuple_of(std::span<const IntTuple> modes) { return IntTuple::tuple({modes.begin(), modes.end()}); }
+
+// The leaves of a Shape's or Stride's modes, depth first.
+std::vector<std::int64_t> leaves_of(std::span<const IntTuple> modes) { return tuple_of(modes).leaves(); }
 
 void require_positive(const Layout& l, const char* what, const char* operand) {
   if (l.size() == 0)

@@ -48,12 +48,7 @@ std::vector<Layout> small_layouts(const std::vector<std::int64_t>& strides) {
 }
 
 std::vector<std::int64_t> leaves_of(std::span<const IntTuple> modes) {
-  std::vector<std::int64_t> out;
-  for (const IntTuple& m : modes) {
-    const std::vector<std::int64_t> l = m.leaves();
-    out.insert(out.end(), l.begin(), l.end());
-  }
-  return out;
+  return IntTuple::tuple({modes.begin(), modes.end()}).leaves();
 }
 
 bool injective(const Layout& l) {
