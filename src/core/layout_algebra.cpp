@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 namespace strideweave {
@@ -27,10 +28,15 @@ struct Mode {
   std::int64_t stride;
 };
 
-IntTuple tuple_of(std::span<const IntTuple> modes) { return IntTuple::tuple({modes.begin(), modes.end()}); }
-
-// The leaves of a Shape's or Stride's modes, depth first.
-std::vector<std::int64_t> leaves_of(std::span<const IntTuple> modes) { return tuple_of(modes).leaves(); }
+// A layout's leaves in depth-first order (the modes of Layout::flatten).
+std::vector<Mode> leaf_modes(const Layout& l) {
+  const Layout flat = l.flatten();
+  const std::span<const std::int64_t> extents = flat.shape().extents();
+  const std::vector<std::int64_t> strides = *flat.flat_strides();
+  std::vector<Mode> out(extents.size());
+  for (std::size_t i = 0; i < extents.size(); ++i) out[i] = Mode{extents[i], strides[i]};
+  return out;
+}
 
 void require_positive(const Layout& l, const char* what, const char* operand) {
   if (l.size() == 0)
@@ -40,16 +46,24 @@ void require_positive(const Layout& l, const char* what, const char* operand) {
 
 // The layout's leaves after coalesce (same function, fewest modes; a size-1
 // layout is the one mode (1):(0)).
-std::vector<Mode> coalesced_modes(const Layout& l) {
-  const Layout c = l.coalesce();
-  const std::vector<std::int64_t> e = leaves_of(c.shape().modes()), s = leaves_of(c.stride().modes());
-  std::vector<Mode> out(e.size());
-  for (std::size_t i = 0; i < e.size(); ++i) out[i] = Mode{e[i], s[i]};
-  return out;
+std::vector<Mode> coalesced_modes(const Layout& l) { return leaf_modes(l.coalesce()); }
+
+// Modes as one mode of a Shape and of a Stride: none -> the leaf 1:0, one
+// -> that mode itself, more -> a tuple of them.
+void group(std::vector<IntTuple> shape, std::vector<IntTuple> stride, IntTuple* out_shape, IntTuple* out_stride) {
+  if (shape.empty()) {
+    *out_shape = IntTuple(1);
+    *out_stride = IntTuple(0);
+  } else if (shape.size() == 1) {
+    *out_shape = std::move(shape[0]);
+    *out_stride = std::move(stride[0]);
+  } else {
+    *out_shape = IntTuple::tuple(std::move(shape));
+    *out_stride = IntTuple::tuple(std::move(stride));
+  }
 }
 
-// The leaves (extent > 1) of a flat list as one mode of a Shape and of a
-// Stride: none -> the leaf 1:0, one -> that leaf, more -> a tuple.
+// The leaves (extent > 1) of a flat list as one mode.
 void as_mode(const std::vector<Mode>& modes, IntTuple* shape, IntTuple* stride) {
   std::vector<IntTuple> e, s;
   for (const Mode& m : modes)
@@ -57,31 +71,14 @@ void as_mode(const std::vector<Mode>& modes, IntTuple* shape, IntTuple* stride) 
       e.emplace_back(m.extent);
       s.emplace_back(m.stride);
     }
-  if (e.empty()) {
-    *shape = IntTuple(1);
-    *stride = IntTuple(0);
-  } else if (e.size() == 1) {
-    *shape = e[0];
-    *stride = s[0];
-  } else {
-    *shape = IntTuple::tuple(std::move(e));
-    *stride = IntTuple::tuple(std::move(s));
-  }
+  group(std::move(e), std::move(s), shape, stride);
 }
 
-// A whole layout as one mode: its one mode, the leaf 1:0 (rank 0), or the
+// A whole layout as one mode: the leaf 1:0 (rank 0), its one mode, or the
 // tuple of its modes.
 void whole_as_mode(const Layout& l, IntTuple* shape, IntTuple* stride) {
-  if (l.rank() == 0) {
-    *shape = IntTuple(1);
-    *stride = IntTuple(0);
-  } else if (l.rank() == 1) {
-    *shape = l.shape().mode(0);
-    *stride = l.stride().mode(0);
-  } else {
-    *shape = tuple_of(l.shape().modes());
-    *stride = tuple_of(l.stride().modes());
-  }
+  group({l.shape().modes().begin(), l.shape().modes().end()}, {l.stride().modes().begin(), l.stride().modes().end()},
+        shape, stride);
 }
 
 Layout mode_layout(const Layout& l, std::size_t i) {
@@ -151,7 +148,7 @@ std::vector<Mode> compose_leaf(const std::vector<Mode>& a, std::int64_t s, std::
 // has d a multiple or a divisor of P, so its largest remainder is 0 or
 // d * (min(s, P/d) - 1).
 void require_carry_free(const Layout& self, const std::vector<Mode>& a, const Layout& b) {
-  const std::vector<std::int64_t> e = leaves_of(b.shape().modes()), d = leaves_of(b.stride().modes());
+  const std::vector<Mode> leaves = leaf_modes(b);
   // No product or sum below can overflow: the boundaries are below size(A),
   // and each remainder term is at most d_i * (e_i - 1), so their sum is at
   // most b.cosize() - 1 < size(A) (the caller checked b.cosize() <= size(A)).
@@ -159,10 +156,10 @@ void require_carry_free(const Layout& self, const std::vector<Mode>& a, const La
   for (std::size_t k = 0; k + 1 < a.size(); ++k) {
     boundary *= a[k].extent;
     std::int64_t remainders = 0;
-    for (std::size_t i = 0; i < e.size(); ++i) {
-      if (e[i] == 1 || d[i] == 0 || d[i] % boundary == 0) continue;
-      // boundary % d[i] == 0 here (compose_leaf's conditions); d[i] < boundary.
-      remainders += d[i] * (std::min(e[i], boundary / d[i]) - 1);
+    for (const auto [e, d] : leaves) {
+      if (e == 1 || d == 0 || d % boundary == 0) continue;
+      // boundary % d == 0 here (compose_leaf's conditions); d < boundary.
+      remainders += d * (std::min(e, boundary / d) - 1);
     }
     if (remainders >= boundary)
       throw ValueError(fmt::format("Layout.compose: the leaves of {} add across the boundary {} between modes of {} "
@@ -201,17 +198,6 @@ std::vector<Layout> divided_modes(const Layout& a, std::span<const Layout> tiler
   return out;
 }
 
-// The given modes as one mode: one stays itself, several become a tuple.
-void group(std::vector<IntTuple> shape, std::vector<IntTuple> stride, IntTuple* out_shape, IntTuple* out_stride) {
-  if (shape.size() == 1) {
-    *out_shape = std::move(shape[0]);
-    *out_stride = std::move(stride[0]);
-  } else {
-    *out_shape = IntTuple::tuple(std::move(shape));
-    *out_stride = IntTuple::tuple(std::move(stride));
-  }
-}
-
 }  // namespace
 
 Layout Layout::compose(const Layout& b) const {
@@ -242,10 +228,8 @@ Layout Layout::complement(std::optional<std::int64_t> cotarget) const {
   require_positive(*this, "Layout.complement", "the layout");
   const std::int64_t target = cotarget.value_or(cosize());
   if (target < 1) throw ValueError(fmt::format("Layout.complement: the cotarget {} is not positive", target));
-  const std::vector<std::int64_t> e = leaves_of(shape_.modes()), s = leaves_of(stride_.modes());
-  std::vector<Mode> leaves;
-  for (std::size_t i = 0; i < e.size(); ++i)
-    if (e[i] > 1 && s[i] > 0) leaves.push_back(Mode{e[i], s[i]});
+  std::vector<Mode> leaves = leaf_modes(*this);
+  std::erase_if(leaves, [](const Mode& m) { return m.extent == 1 || m.stride == 0; });
   std::sort(leaves.begin(), leaves.end(),
             [](const Mode& x, const Mode& y) { return x.stride != y.stride ? x.stride < y.stride : x.extent < y.extent; });
   std::vector<std::int64_t> extents, strides;
@@ -271,12 +255,11 @@ Layout Layout::logical_divide(const Layout& b) const {
   // A division reorders the domain, so the tile visits distinct indices: a
   // broadcast (stride-0) leaf would repeat them (complement ignores such
   // leaves, and its own checks refuse every other overlap).
-  const std::vector<std::int64_t> e = leaves_of(b.shape().modes()), s = leaves_of(b.stride().modes());
-  for (std::size_t i = 0; i < e.size(); ++i)
-    if (e[i] > 1 && s[i] == 0)
+  for (const Mode& m : leaf_modes(b))
+    if (m.extent > 1 && m.stride == 0)
       throw ValueError(fmt::format("Layout.logical_divide: the tile {} repeats indices (a stride-0 leaf of extent "
                                    "{}); a tile visits each index once",
-                                   b.to_string(), e[i]));
+                                   b.to_string(), m.extent));
   const Layout rest = b.complement(size());
   std::vector<IntTuple> shape(2, IntTuple(1)), stride(2, IntTuple(0));
   whole_as_mode(b, &shape[0], &stride[0]);
