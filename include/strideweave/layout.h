@@ -173,7 +173,11 @@ class Shape {
   // Product of all extents (1 for rank 0), overflow-checked at construction.
   std::int64_t size() const noexcept { return block_.size(); }
   // Every top-level mode is a leaf.
-  bool is_flat() const noexcept;
+  bool is_flat() const noexcept {
+    for (const IntTuple& m : modes())
+      if (!m.is_leaf()) return false;
+    return true;
+  }
   // As a tuple of modes.
   IntTuple as_tuple() const {
     const auto m = modes();

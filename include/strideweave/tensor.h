@@ -155,6 +155,34 @@ class Tensor {
   std::shared_ptr<detail::TensorImpl> impl_;
 };
 
+namespace detail {
+// Internal: the shared state behind a Tensor handle (one per tensor; every
+// handle of it points here). Defined in this header only so that the
+// accessors above are inline (a call out of line for each of carrier(),
+// offset() and layout() was a measurable share of a tiny operation); code
+// outside the library must not touch it. Autograd (src/autograd) attaches
+// its per-tensor state here.
+struct TensorImpl {
+  std::shared_ptr<Carrier> carrier;
+  std::int64_t offset = 0;
+  Layout layout;
+  void* binding_slot = nullptr;  // Tensor::binding_slot(): a language binding's word
+
+  // ---- autograd state (owned by src/autograd; docs/autograd.md) ----------
+  bool retains_grad = false;                 // a non-leaf after retain_grad(true)
+  std::shared_ptr<Operation> grad_fn;        // the Operation that produced this tensor (autograd_ctx)
+  std::optional<Tensor> grad;                // accumulated gradient
+  std::uint32_t grad_output = 0;             // which result of grad_fn this tensor is
+  // ---- end autograd state -------------------------------------------------
+};
+}  // namespace detail
+
+inline const std::shared_ptr<Carrier>& Tensor::carrier() const noexcept { return impl_->carrier; }
+inline std::int64_t Tensor::offset() const noexcept { return impl_->offset; }
+inline const Layout& Tensor::layout() const noexcept { return impl_->layout; }
+inline void* Tensor::binding_slot() const noexcept { return impl_->binding_slot; }
+inline void Tensor::set_binding_slot(void* value) const noexcept { impl_->binding_slot = value; }
+
 // The values of `tensor` as nested lists (axis 0 the outermost; a bare
 // value for rank 0), each value as Value::to_string() writes it. When
 // `summarize_above` >= 0 and the tensor has more elements than that, every

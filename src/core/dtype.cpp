@@ -186,10 +186,14 @@ const PlanarCompoundDType& PlanarCompoundDType::create(std::string name, std::ve
 }
 
 std::optional<ElementKind> stored_element_kind(const DType& dtype) noexcept {
-  if (&dtype == &DType::Float32()) return ElementKind::Float32;
-  if (&dtype == &DType::Int32()) return ElementKind::Int32;
-  if (&dtype == &DType::Bool()) return ElementKind::Bool;
-  return std::nullopt;
+  // Only the built-ins of dtypes.def carry an element kind (a created
+  // SimpleDType has none); Float64 is an accumulator, never stored. Read
+  // from the descriptor: comparing against DType::Float32() and the others
+  // was three out-of-line calls on every allocation.
+  if (!dtype.is_simple()) return std::nullopt;
+  const std::optional<ElementKind> kind = static_cast<const SimpleDType&>(dtype).element_kind();
+  if (!kind || *kind == ElementKind::Float64) return std::nullopt;
+  return kind;
 }
 
 const SimpleDType& dtype_of(ElementKind kind) noexcept {

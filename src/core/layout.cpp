@@ -352,11 +352,6 @@ void Shape::init() {
   block_.set_size(checked_product(all, "Shape"));
 }
 
-bool Shape::is_flat() const noexcept {
-  const auto m = modes();
-  return std::all_of(m.begin(), m.end(), [](const IntTuple& t) { return t.is_leaf(); });
-}
-
 std::string Shape::to_string() const { return join_modes(modes()); }
 
 std::size_t Shape::hash() const noexcept { return hash_modes(modes(), 0x5bd1e9955bd1e995ULL); }

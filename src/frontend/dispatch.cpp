@@ -389,7 +389,17 @@ struct CachedPlan {
   std::string op;
   PlanKey key;
   OperationPlan plan;
+  storage::GateMemo gate;  // the plan's last admission (gate_memo_of)
 };
+
+// Whether a cached operation name is `op`: names are a few bytes, compared
+// inline (std::string's comparison calls memcmp out of line).
+bool same_name(const std::string& cached, std::string_view op) noexcept {
+  if (cached.size() != op.size()) return false;
+  for (std::size_t i = 0; i < op.size(); ++i)
+    if (cached[i] != op[i]) return false;
+  return true;
+}
 
 // One thread's remembered plans: at most kCapacity entries in a node-stable
 // deque (returned references stay valid), found through an open-addressing
@@ -405,42 +415,71 @@ struct PlanCache {
 
 }  // namespace
 
-const OperationPlan& cached_plan(std::string_view op, std::span<const PlanOperand> operands,
-                                 const OperationExecutionOptions* options, std::optional<OperationPlan>& scratch) {
+namespace {
+// The calling thread's plan cache, or null after its destruction at thread
+// exit; and the entry it returned last (null when it last returned a
+// scratch plan).
+thread_local PlanCache* hot_cache = nullptr;
+thread_local bool cache_gone = false;
+thread_local CachedPlan* last_returned = nullptr;
+
+PlanCache* thread_cache() {
   // One thread-local word on the hit path (a trivially constructed pointer:
   // no initialisation guard); the cache itself is built on first use. A call
   // made by another thread-local's destructor after the cache's own (thread
   // exit) resolves without remembering.
-  thread_local PlanCache* hot = nullptr;
-  thread_local bool gone = false;
-  if (!hot) {
-    if (gone) return scratch.emplace(resolve_operation_plan(op, operands, nullptr, options));
-    struct Owner {
-      PlanCache cache;
-      ~Owner() {
-        hot = nullptr;
-        gone = true;
-      }
-    };
-    thread_local Owner owner;  // destroyed at thread exit
-    hot = &owner.cache;
-  }
-  PlanCache& cache = *hot;
+  if (hot_cache || cache_gone) return hot_cache;
+  struct Owner {
+    PlanCache cache;
+    ~Owner() {
+      hot_cache = nullptr;
+      last_returned = nullptr;
+      cache_gone = true;
+    }
+  };
+  thread_local Owner owner;  // destroyed at thread exit
+  hot_cache = &owner.cache;
+  return hot_cache;
+}
+}  // namespace
+
+const OperationPlan& cached_plan(std::string_view op, std::span<const PlanOperand> operands,
+                                 const OperationExecutionOptions* options, std::optional<OperationPlan>& scratch) {
+  const auto unremembered = [&]() -> const OperationPlan& {
+    last_returned = nullptr;
+    return scratch.emplace(resolve_operation_plan(op, operands, nullptr, options));
+  };
+  PlanCache* cache = thread_cache();
   PlanKey key;
-  if (!make_key(op, operands, options, key)) return scratch.emplace(resolve_operation_plan(op, operands, nullptr, options));
+  if (!cache || !make_key(op, operands, options, key)) return unremembered();
+  // A loop calling one operation asks for the entry it was given last.
+  if (last_returned && last_returned->key == key && same_name(last_returned->op, op)) return last_returned->plan;
   const std::uint64_t h = hash_of(op, key);
   std::size_t slot = h & (PlanCache::kSlots - 1);
-  for (; cache.slots[slot] != 0; slot = (slot + 1) & (PlanCache::kSlots - 1)) {
-    if (cache.hashes[slot] != h) continue;
-    const CachedPlan& e = cache.entries[cache.slots[slot] - 1u];
-    if (e.key == key && e.op == op) return e.plan;
+  for (; cache->slots[slot] != 0; slot = (slot + 1) & (PlanCache::kSlots - 1)) {
+    if (cache->hashes[slot] != h) continue;
+    CachedPlan& e = cache->entries[cache->slots[slot] - 1u];
+    if (e.key == key && same_name(e.op, op)) {
+      last_returned = &e;
+      return e.plan;
+    }
   }
   OperationPlan plan = resolve_operation_plan(op, operands, nullptr, options);  // errors are never remembered
-  if (cache.entries.size() >= PlanCache::kCapacity) return scratch.emplace(std::move(plan));
-  cache.entries.push_back(CachedPlan{std::string(op), key, std::move(plan)});
-  cache.slots[slot] = static_cast<std::uint16_t>(cache.entries.size());  // the empty slot the probe ended on
-  cache.hashes[slot] = h;
-  return cache.entries.back().plan;
+  if (cache->entries.size() >= PlanCache::kCapacity) {
+    last_returned = nullptr;
+    return scratch.emplace(std::move(plan));
+  }
+  cache->entries.push_back(CachedPlan{std::string(op), key, std::move(plan), {}});
+  cache->slots[slot] = static_cast<std::uint16_t>(cache->entries.size());  // the empty slot the probe ended on
+  cache->hashes[slot] = h;
+  last_returned = &cache->entries.back();
+  return last_returned->plan;
+}
+
+storage::GateMemo* gate_memo_of(const OperationPlan& plan) noexcept {
+  // A cache entry lives (unchanged) as long as the thread, so the address
+  // identifies it; a scratch plan is never an entry's.
+  return last_returned && &last_returned->plan == &plan ? &last_returned->gate : nullptr;
 }
 
 Shape published_shape(const Shape& kernel_shape, std::span<const std::int64_t> squeeze) {
@@ -467,7 +506,8 @@ Tensor Execute::operator()(const OperationPlan& plan, const KernelOperands& oper
   // invocation plans, so it is gated on the call's plan in the call's
   // operand order (they differ only for mul(weak, tensor)).
   const bool invocation_order = route.invocation_plan && prototype.exact_class().traits().storage_provider;
-  const storage::Admission admission = storage::gate(prototype, invocation_order ? *route.invocation_plan : plan);
+  const storage::Admission admission = invocation_order ? storage::gate(prototype, *route.invocation_plan)
+                                                        : storage::gate(prototype, plan, gate_memo_of(plan));
   CallRecord record{inputs, target};
   Tensor result = execute(admission, plan, operands, attributes, shape, prototype, out, &route, record, squeeze);
   if (route.taken) return result;  // the definition's published result (its node attached there)

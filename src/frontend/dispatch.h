@@ -41,6 +41,9 @@ void require_output_placement(std::string_view operation, const Carrier& output,
 // refers to `scratch` once the per-thread table is full (256 entries).
 const OperationPlan& cached_plan(std::string_view op, std::span<const PlanOperand> operands,
                                  const OperationExecutionOptions* options, std::optional<OperationPlan>& scratch);
+// The gate memo of `plan` when it is the entry cached_plan returned last on
+// this thread (storage::GateMemo), else null.
+storage::GateMemo* gate_memo_of(const OperationPlan& plan) noexcept;
 inline const OperationPlan& cached_plan(std::string_view op, std::initializer_list<PlanOperand> operands,
                                         std::optional<OperationPlan>& scratch,
                                         const OperationExecutionOptions* options = nullptr) {

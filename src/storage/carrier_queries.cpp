@@ -71,7 +71,9 @@ thread_local std::uint64_t gate_lookups = 0;
 
 std::uint64_t gate_lookups_on_this_thread() noexcept { return gate_lookups; }
 
-Admission gate(const Carrier& carrier, const OperationPlan& plan) {
+Admission gate(const Carrier& carrier, const OperationPlan& plan) { return gate(carrier, plan, nullptr); }
+
+Admission gate(const Carrier& carrier, const OperationPlan& plan, GateMemo* memo) {
   ++gate_lookups;
   // A dependent snapshot records plan shapes only: its entries answer the
   // default axes.
@@ -88,7 +90,12 @@ Admission gate(const Carrier& carrier, const OperationPlan& plan) {
       if (x.matches(plan)) return Admission{x, dependent_axes, executor};
     throw UnsupportedOperationPlan(*snapshot_reason(carrier, d.capability_snapshot(), plan), plan);
   }
+  if (memo && memo->cls == cls) return Admission{*memo->entry.capability, *memo->entry.axes, *memo->entry.executor};
   const capability_registry::Entry entry = capability_registry::require_entry(cls, plan);
+  if (memo) {
+    memo->cls = cls;
+    memo->entry = entry;
+  }
   return Admission{*entry.capability, *entry.axes, *entry.executor};
 }
 }  // namespace storage

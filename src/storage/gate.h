@@ -7,6 +7,7 @@
 #include <strideweave/export.h>
 
 #include <cstdint>
+#include <optional>
 
 #include "capability/registry.h"
 
@@ -29,6 +30,21 @@ struct Admission {
 // its class's composite provider when the class has a definition, else its
 // dispatch hook). The references live as long as `carrier`.
 STRIDEWEAVE_TEST_API Admission gate(const Carrier& carrier, const OperationPlan& plan);
+
+// The last admission of one immutable plan object that lives as long as the
+// thread (a front-end plan-cache entry): an independent class's sealed entry
+// never changes and is retained for the life of the process, so a repeated
+// call on the same class is answered from here without searching the
+// class's capabilities or comparing the plan again. Dependent carriers are
+// never remembered (their snapshot belongs to the instance).
+struct GateMemo {
+  std::optional<CarrierClass> cls;
+  capability_registry::Entry entry{};
+};
+// gate(carrier, plan), answered from (and recorded into) `memo` when it is
+// not null; `memo` must belong to `plan` (the same object every time). The
+// lookup is counted as gate() counts it.
+STRIDEWEAVE_TEST_API Admission gate(const Carrier& carrier, const OperationPlan& plan, GateMemo* memo);
 
 // Internal, for tests: how many times gate() ran on the calling thread. A
 // call of any kind (typed, by name, by definition, dispatch_op) on any

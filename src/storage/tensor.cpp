@@ -55,11 +55,6 @@ Tensor::Tensor(std::shared_ptr<Carrier> carrier, std::int64_t offset, Layout lay
 Tensor::Tensor(std::shared_ptr<Carrier> carrier, const Shape& shape)
     : Tensor(carrier, 0, whole_carrier_layout(carrier, shape)) {}
 
-const std::shared_ptr<Carrier>& Tensor::carrier() const noexcept { return impl_->carrier; }
-std::int64_t Tensor::offset() const noexcept { return impl_->offset; }
-const Layout& Tensor::layout() const noexcept { return impl_->layout; }
-void* Tensor::binding_slot() const noexcept { return impl_->binding_slot; }
-void Tensor::set_binding_slot(void* value) const noexcept { impl_->binding_slot = value; }
 
 Value Tensor::at(std::span<const std::int64_t> coordinate) const {
   carrier()->require_live("Tensor.at");

@@ -9,19 +9,7 @@
 
 namespace strideweave::detail {
 
-struct TensorImpl {
-  std::shared_ptr<Carrier> carrier;
-  std::int64_t offset = 0;
-  Layout layout;
-  void* binding_slot = nullptr;  // Tensor::binding_slot(): a language binding's word
-
-  // ---- autograd state (owned by src/autograd; docs/autograd.md) ----------
-  bool retains_grad = false;                 // a non-leaf after retain_grad(true)
-  std::shared_ptr<Operation> grad_fn;        // the Operation that produced this tensor (autograd_ctx)
-  std::optional<Tensor> grad;                // accumulated gradient
-  std::uint32_t grad_output = 0;             // which result of grad_fn this tensor is
-  // ---- end autograd state -------------------------------------------------
-};
+// TensorImpl, the shared state behind a handle, is defined in <strideweave/tensor.h>.
 
 // Access to a handle's state for src/core and src/autograd.
 struct TensorAccess {

@@ -90,4 +90,26 @@ TEST(PlanCache_Issue20Step1, AWeakScalarsValueIsPartOfTheKey) {
   EXPECT_EQ(mul(x, -0.0).values()[1], Value::from_float32(-0.0f));
 }
 
+// Backend-capabilities: "Unsupported plans fail before execution work". A
+// cached plan also remembers the dispatch record it was last admitted with
+// (storage::GateMemo), so a loop calling one operation skips the search;
+// that record belongs to one exact class: the same plan on a class without
+// the capability is refused every time, and the first class still runs.
+TEST(PlanCache_Issue20Step1, ARememberedAdmissionBelongsToOneCarrierClass) {
+  const NoGradGuard inference;
+  const Tensor a = make_tensor<CPU>({1.0f, 2.0f}, Shape{2});
+  const Tensor b = make_tensor<CPU>({3.0f, 4.0f}, Shape{2});
+  const Tensor g = make_tensor<Generic>({1.0f, 2.0f}, Shape{2});
+  const Tensor h = make_tensor<Generic>({3.0f, 4.0f}, Shape{2});
+  const Tensor f(FileBacked::create(std::nullopt, DType::Float32(), true, 2), Shape{2});
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    EXPECT_EQ(add(a, b).values()[1], Value::from_float32(6.0f));  // CPU admitted (and remembered)
+    EXPECT_THROW_EXACTLY((void)add(f, f), UnsupportedOperationPlan);
+    EXPECT_EQ(add(g, h).values()[1], Value::from_float32(6.0f));  // Generic's own record
+    EXPECT_TRUE(add(g, h).carrier_type() == carrier_class<Generic>());
+    EXPECT_THROW_EXACTLY((void)add(f, f), UnsupportedOperationPlan);
+  }
+}
+
 }  // namespace

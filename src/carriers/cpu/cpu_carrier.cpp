@@ -46,7 +46,7 @@ std::shared_ptr<CPU> CPU::create(std::int64_t size, const DType& dtype, bool mut
   const SimpleDType& d = check_storage_dtype(dtype, "CPU", &CPU::supports);
   if (size < 0) throw ValueError(fmt::format("CPU: size must be >= 0, got {}", size));
   // Bool storage is always zeroed: a bool object must hold 0 or 1.
-  const bool zero = !empty || &d == &DType::Bool();
+  const bool zero = !empty || d.element_kind() == ElementKind::Bool;
   if (static_cast<std::size_t>(size) <= kInlineBytes / bytes_of(d)) {
     auto out = std::make_shared<CPU>(Token{}, d, mutable_, size, nullptr, false);
     out->data_ = out->inline_;

@@ -8,6 +8,7 @@
 namespace strideweave::carriers::cpu {
 
 bool has_plain_strides(const Layout& layout) {
+  if (layout.is_flat()) return true;  // every mode a leaf: one plain stride each
   for (std::size_t i = 0; i < layout.rank(); ++i)
     if (!layout.mode_stride(i)) return false;
   return true;
