@@ -92,7 +92,7 @@ class STRIDEWEAVE_EXPORT ModeBlock {
   // Copies of `modes`.
   ModeBlock(std::span<const IntTuple> modes, bool with_extents);
   ModeBlock(const ModeBlock& other) noexcept : rep_(other.rep_) {
-    if (rep_) rep_->refs.fetch_add(1, std::memory_order_relaxed);
+    if (rep_ && !rep_->is_pinned()) rep_->refs.fetch_add(1, std::memory_order_relaxed);
   }
   ModeBlock(ModeBlock&& other) noexcept : rep_(other.rep_) { other.rep_ = nullptr; }
   ModeBlock& operator=(const ModeBlock& other) noexcept {
@@ -106,7 +106,7 @@ class STRIDEWEAVE_EXPORT ModeBlock {
     return *this;
   }
   ~ModeBlock() {
-    if (rep_ && rep_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) release(rep_);
+    if (rep_ && !rep_->is_pinned() && rep_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) release(rep_);
   }
 
   std::size_t rank() const noexcept { return rep_ ? rep_->rank : 0; }
@@ -125,10 +125,23 @@ class STRIDEWEAVE_EXPORT ModeBlock {
   }
   // The same block (copies of one value): equal without comparing modes.
   bool same_block(const ModeBlock& other) const noexcept { return rep_ == other.rep_; }
+  // Pins the block for the rest of the process: its copies then share it
+  // without touching the count (an atomic read-modify-write per copy and per
+  // destruction is a measurable share of a tiny operation), and it is never
+  // freed. Only before the block is shared: Layout::compact pins the
+  // layouts it interns (a bounded set).
+  void pin() noexcept {
+    if (rep_) rep_->refs.store(kPinned, std::memory_order_relaxed);
+  }
 
  private:
+  // A count no block reaches: the mark of a pinned block.
+  static constexpr std::size_t kPinned = ~std::size_t{0} / 2;
   struct Rep {
     std::atomic<std::size_t> refs;
+    // Pinned is set before the block is shared and never changes, so a
+    // relaxed read decides it.
+    bool is_pinned() const noexcept { return refs.load(std::memory_order_relaxed) >= kPinned; }
     std::size_t rank;
     std::size_t n_extents;
     std::int64_t size;
@@ -193,6 +206,7 @@ class Shape {
   std::size_t hash() const noexcept;
 
  private:
+  friend class Layout;
   void init();
   detail::ModeBlock block_;
 };
@@ -229,6 +243,10 @@ class Stride {
 
   detail::ModeBlock block_;
 };
+
+namespace detail {
+class CompactInterning;  // Layout::compact's interned layouts (src/core/layout.cpp)
+}  // namespace detail
 
 class Layout {
  public:
@@ -375,6 +393,11 @@ class Layout {
   // flat shape): none of the public constructor's checks are repeated.
   Layout(Shape shape, Stride stride, std::int64_t cosize, Trusted) noexcept
       : shape_(std::move(shape)), stride_(std::move(stride)), cosize_(cosize) {}
+  // The compact layout of a flat shape, built fresh (Layout::compact).
+  static Layout build_flat_compact(const Shape& shape);
+  // Pins both blocks (detail::ModeBlock::pin): only a layout not yet shared.
+  void pin() noexcept;
+  friend class detail::CompactInterning;
 
   Shape shape_;
   Stride stride_;

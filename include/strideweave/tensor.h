@@ -152,6 +152,7 @@ class Tensor {
 
  private:
   friend struct detail::TensorAccess;
+  explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) noexcept : impl_(std::move(impl)) {}
   std::shared_ptr<detail::TensorImpl> impl_;
 };
 

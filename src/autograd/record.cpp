@@ -127,6 +127,11 @@ void OperationAccess::record_kernel(std::string name, std::optional<OperationPla
                                     CallTensors inputs, const std::optional<Shape>& kernel_shape,
                                     const std::shared_ptr<Operation>& target) {
   if (!saves_inputs(inputs) || !published.is_differentiable()) return;
+  // A node keeps its kernel operands: a lent handle (frontend::
+  // KernelOperands::lend, never under grad mode) would outlive its owner.
+  for (const KernelOperand& o : kernel_operands)
+    if (const Tensor* t = std::get_if<Tensor>(&o); t && TensorAccess::is_lent(*t))
+      throw RuntimeError(fmt::format("strideweave: internal error: '{}' would record a lent operand", name));
   std::shared_ptr<Operation> op = target ? target : std::make_shared<Operation>();
   Operation& o = *op;
   const bool view = !plan && name != "move";

@@ -9,6 +9,9 @@
 #include <array>
 #include <cassert>
 #include <deque>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
 #include <span>
 #include <utility>
 
@@ -424,13 +427,77 @@ Layout::Layout(Shape shape, Stride stride) : shape_(std::move(shape)), stride_(s
 }
 
 namespace {
-// The last flat compact layout made on this thread: a loop over tensors of
-// one shape (every tiny call's result) reuses its immutable stride block
-// instead of allocating one per call. A trivially constructed pointer on the
-// hot path (no thread_local initialisation guard); the memo itself lives in
-// an owner destroyed at thread exit, after which nothing is remembered.
+
+std::uint64_t extents_hash(std::span<const std::int64_t> extents) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL ^ extents.size();
+  for (const std::int64_t e : extents) h = (h ^ static_cast<std::uint64_t>(e)) * 0x100000001b3ULL;
+  return h;
+}
+
+}  // namespace
+
+Layout Layout::build_flat_compact(const Shape& shape) {
+  detail::ModeBlock block(shape.rank(), false);
+  IntTuple* modes = block.mutable_modes();
+  std::int64_t s = 1;
+  for (std::size_t i = 0; i < shape.rank(); ++i) {
+    const std::int64_t e = shape.extents()[i];
+    modes[i] = IntTuple(s);
+    if (e > 1) s = checked_mul(s, e, "Layout.compact");
+  }
+  // Non-negative strides congruent with the flat shape; a compact layout's
+  // cosize is its size.
+  return Layout(shape, Stride(std::move(block)), shape.size(), Trusted{});
+}
+
+void Layout::pin() noexcept {
+  shape_.block_.pin();
+  stride_.block_.pin();
+}
+
+// The process's interned compact layouts of flat shapes: every fresh result
+// of a front-end call takes one, so sharing a pinned one (ModeBlock::pin)
+// spares each result two atomic increments and two decrements. At most
+// kCapacity shapes are interned, for the life of the process (a few hundred
+// bytes each); beyond that a layout is built per call, as before. Lookups
+// take a lock: the per-thread memo below answers the repeated ones.
+class detail::CompactInterning {
+ public:
+  static constexpr std::size_t kCapacity = 4096;
+  // The interned layout of `shape` (flat), interning it when there is room;
+  // nullopt when the table is full.
+  std::optional<Layout> find_or_intern(const Shape& shape, std::uint64_t hash) {
+    const std::span<const std::int64_t> extents = shape.extents();
+    std::lock_guard lock(mutex_);
+    auto [first, last] = table_.equal_range(hash);
+    for (auto it = first; it != last; ++it)
+      if (std::ranges::equal(it->second.shape().extents(), extents)) return it->second;
+    if (table_.size() >= kCapacity) return std::nullopt;
+    Layout made = Layout::build_flat_compact(Shape::of(extents));  // its own shape block, shared with no one yet
+    made.pin();
+    table_.emplace(hash, made);
+    return made;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_multimap<std::uint64_t, Layout> table_;
+};
+namespace {
+detail::CompactInterning& compact_interning() {
+  static auto* interning = new detail::CompactInterning;  // never destroyed: its layouts outlive exit
+  return *interning;
+}
+
+// The flat compact layouts this thread asked for lately, by extents (direct
+// mapped): a loop over tensors of a few shapes (every tiny call's result)
+// takes its interned layout without the lock. A trivially constructed
+// pointer on the hot path (no thread_local initialisation guard); the memo
+// itself lives in an owner destroyed at thread exit, after which nothing is
+// remembered.
 struct CompactMemo {
-  std::optional<Layout> last;
+  static constexpr std::size_t kWays = 16;
+  std::array<std::optional<Layout>, kWays> layouts;
 };
 CompactMemo* compact_memo() noexcept {
   thread_local CompactMemo* hot = nullptr;
@@ -454,21 +521,15 @@ Layout Layout::compact(const Shape& shape) {
   // Strides skip zero extents (numpy convention), so they stay meaningful and
   // representable for empty shapes.
   if (shape.is_flat()) {  // the common case, without intermediate vectors
+    const std::span<const std::int64_t> extents = shape.extents();
+    const std::uint64_t h = extents_hash(extents);
     CompactMemo* memo = compact_memo();
-    if (memo && memo->last && memo->last->shape() == shape) return *memo->last;
-    detail::ModeBlock block(shape.rank(), false);
-    IntTuple* modes = block.mutable_modes();
-    std::int64_t s = 1;
-    for (std::size_t i = 0; i < shape.rank(); ++i) {
-      const std::int64_t e = shape.extents()[i];
-      modes[i] = IntTuple(s);
-      if (e > 1) s = checked_mul(s, e, "Layout.compact");
-    }
-    // Non-negative strides congruent with the flat shape; a compact layout's
-    // cosize is its size.
-    Layout made(shape, Stride(std::move(block)), shape.size(), Trusted{});
-    if (memo) memo->last = made;
-    return made;
+    std::optional<Layout>* way = memo ? &memo->layouts[h % CompactMemo::kWays] : nullptr;
+    if (way && *way && std::ranges::equal((*way)->shape().extents(), extents)) return **way;
+    std::optional<Layout> interned = compact_interning().find_or_intern(shape, h);
+    if (!interned) return Layout::build_flat_compact(shape);  // the table is full
+    if (way) *way = interned;
+    return *std::move(interned);
   }
   std::vector<std::int64_t> strides;
   std::int64_t s = 1;

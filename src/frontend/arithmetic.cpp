@@ -29,7 +29,7 @@ namespace {
 // result has the tensor's (flat) shape.
 template <class Finish>
 auto scalar_tensor(std::string_view op, const WeakScalar& s, const Tensor& b, Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan(op, {s, b.dtype()}, scratch);
   const Carrier& prototype = common_carrier(op, {&b});
   return finish(plan, {materialize(s, plan.operands()[0], op), b}, Attributes{}, flat(b.shape()), prototype);
@@ -49,7 +49,7 @@ PlanOperand plan_operand_of(const Ternary& o) {
 template <class Finish>
 auto ternary(std::string_view op, const Ternary& x, const Ternary& y, const Ternary& z, Finish&& finish) {
   const std::array<const Ternary*, 3> ops{&x, &y, &z};
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan(op, {plan_operand_of(x), plan_operand_of(y), plan_operand_of(z)}, scratch);
   std::optional<Shape> shape;
   std::vector<const Tensor*> tensors;
@@ -74,7 +74,7 @@ auto ternary(std::string_view op, const Ternary& x, const Ternary& y, const Tern
 
 template <class Finish>
 auto logical_not_call(const Tensor& x, Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan("logical_not", {x.dtype()}, scratch);
   const Carrier& prototype = common_carrier("logical_not", {&x});
   return finish(plan, {x}, Attributes{}, flat(x.shape()), prototype);

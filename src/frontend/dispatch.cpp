@@ -1,5 +1,6 @@
 // The single dispatch path. See dispatch.h and include/strideweave/ops.h.
 #include "frontend/dispatch.h"
+#include "storage/tensor_impl.h"
 
 #include "core/bootstrap.h"
 #include "execution/kernel_table.h"
@@ -444,7 +445,7 @@ PlanCache* thread_cache() {
 }  // namespace
 
 const OperationPlan& cached_plan(std::string_view op, std::span<const PlanOperand> operands,
-                                 const OperationExecutionOptions* options, std::optional<OperationPlan>& scratch) {
+                                 const OperationExecutionOptions* options, PlanScratch& scratch) {
   const auto unremembered = [&]() -> const OperationPlan& {
     last_returned = nullptr;
     return scratch.emplace(resolve_operation_plan(op, operands, nullptr, options));
@@ -493,6 +494,23 @@ Shape published_shape(const Shape& kernel_shape, std::span<const std::int64_t> s
 
 Shape Lowered::published_shape() const { return frontend::published_shape(kernel_shape, squeeze); }
 
+bool grad_mode_enabled() noexcept { return autograd_hooks().grad_enabled(); }
+
+void KernelOperands::lend(const Tensor& tensor) {
+  if (count_ == kCapacity) throw_over_capacity();
+  owners_[count_] = &tensor;
+  emplace_back_unchecked(std::in_place_type<Tensor>, detail::TensorAccess::lend(tensor));
+}
+
+KernelOperands KernelOperands::owned() const {
+  KernelOperands out;
+  for (std::size_t i = 0; i < count_; ++i) {
+    if (owners_[i]) out.emplace_back(*owners_[i]);
+    else out.emplace_back((*this)[i]);
+  }
+  return out;
+}
+
 void KernelOperands::throw_over_capacity() {
   throw RuntimeError(fmt::format("strideweave: a front-end call with more than {} kernel operands", kCapacity));
 }
@@ -509,25 +527,34 @@ Tensor Execute::operator()(const OperationPlan& plan, const KernelOperands& oper
   const storage::Admission admission = invocation_order ? storage::gate(prototype, *route.invocation_plan)
                                                         : storage::gate(prototype, plan, gate_memo_of(plan));
   CallRecord record{inputs, target};
-  Tensor result = execute(admission, plan, operands, attributes, shape, prototype, out, &route, record, squeeze);
+  // Lent operands go only where nothing keeps them: a kernel of the class's
+  // own table. Kernel patterns, a composite provider and a dispatch hook
+  // receive owned handles (an invocation, a completion or a hook may keep
+  // its operands beyond the call).
+  std::optional<KernelOperands> owned;
+  if (admission.executor.kind != capability_registry::ExecutorKind::Kernel && operands.lends())
+    owned.emplace(operands.owned());
+  const KernelOperands& call_operands = owned ? *owned : operands;
+  Tensor result =
+      execute(admission, plan, call_operands, attributes, shape, prototype, out, &route, record, squeeze);
   if (route.taken) return result;  // the definition's published result (its node attached there)
   const AutogradHooks& hooks = autograd_hooks();
   if (out) {
     // The caller's output itself: an overwrite records the call on it, as on
     // a fresh result (accumulation was refused above when it would record).
     if (out.mode() == OutputMode::Overwrite)
-      hooks.record_call(plan, operands, attributes, result, record.inputs.span(),
+      hooks.record_call(plan, call_operands, attributes, result, record.inputs.span(),
                         result.shape() == shape ? std::nullopt : std::optional<Shape>(shape), record.target);
     return result;
   }
   if (squeeze.empty()) {
-    hooks.record_call(plan, operands, attributes, result, record.inputs.span(), std::nullopt, record.target);
+    hooks.record_call(plan, call_operands, attributes, result, record.inputs.span(), std::nullopt, record.target);
     return result;
   }
   // The published view is part of this call: the call's Operation replaces
   // whatever the view recorded.
   const Tensor published = result.squeeze(std::vector<std::int64_t>(squeeze.begin(), squeeze.end()));
-  hooks.record_call(plan, operands, attributes, published, record.inputs.span(), shape, record.target);
+  hooks.record_call(plan, call_operands, attributes, published, record.inputs.span(), shape, record.target);
   return published;
 }
 

@@ -32,6 +32,32 @@ void require_same_placement(std::string_view operation, const Carrier& first, co
 // operands' placement.
 void require_output_placement(std::string_view operation, const Carrier& output, const Carrier& prototype);
 
+// Room for a plan cached_plan could not remember (its table full, or a call
+// it does not key), constructed only then: a std::optional<OperationPlan>
+// was zero-filled (about 200 bytes) on every call, remembered or not.
+class PlanScratch {
+ public:
+  PlanScratch() noexcept {}  // NOLINT: the storage stays uninitialised on purpose
+  PlanScratch(const PlanScratch&) = delete;
+  PlanScratch& operator=(const PlanScratch&) = delete;
+  ~PlanScratch() {
+    if (engaged_) std::launder(reinterpret_cast<OperationPlan*>(storage_))->~OperationPlan();
+  }
+  const OperationPlan& emplace(OperationPlan&& plan) {
+    if (engaged_) {
+      std::launder(reinterpret_cast<OperationPlan*>(storage_))->~OperationPlan();
+      engaged_ = false;
+    }
+    auto* p = ::new (static_cast<void*>(storage_)) OperationPlan(std::move(plan));
+    engaged_ = true;
+    return *p;
+  }
+
+ private:
+  alignas(OperationPlan) unsigned char storage_[sizeof(OperationPlan)];
+  bool engaged_ = false;
+};
+
 // resolve_operation_plan(op, operands, options), remembered per thread for
 // every operation family: resolution is a pure function of the operation,
 // the operands (dtypes; weak scalars by kind and exact value) and the
@@ -40,12 +66,12 @@ void require_output_placement(std::string_view operation, const Carrier& output,
 // failing call re-raises). The reference is valid for the thread's life, or
 // refers to `scratch` once the per-thread table is full (256 entries).
 const OperationPlan& cached_plan(std::string_view op, std::span<const PlanOperand> operands,
-                                 const OperationExecutionOptions* options, std::optional<OperationPlan>& scratch);
+                                 const OperationExecutionOptions* options, PlanScratch& scratch);
 // The gate memo of `plan` when it is the entry cached_plan returned last on
 // this thread (storage::GateMemo), else null.
 storage::GateMemo* gate_memo_of(const OperationPlan& plan) noexcept;
 inline const OperationPlan& cached_plan(std::string_view op, std::initializer_list<PlanOperand> operands,
-                                        std::optional<OperationPlan>& scratch,
+                                        PlanScratch& scratch,
                                         const OperationExecutionOptions* options = nullptr) {
   return cached_plan(op, std::span<const PlanOperand>(operands.begin(), operands.size()), options, scratch);
 }
@@ -140,11 +166,14 @@ class KernelOperands {
     if (items.size() > kCapacity) throw_over_capacity();  // before anything is placed
     for (KernelOperand& item : items) emplace_back_unchecked(std::move(item));
   }
+  // A copy; lent operands stay lent (to the same owners).
   KernelOperands(const KernelOperands& other) {
     for (const KernelOperand& item : other) emplace_back(item);
+    owners_ = other.owners_;
   }
   KernelOperands(KernelOperands&& other) noexcept {
     for (KernelOperand& item : other.mutable_span()) emplace_back_unchecked(std::move(item));
+    owners_ = other.owners_;
   }
   KernelOperands& operator=(const KernelOperands&) = delete;
   KernelOperands& operator=(KernelOperands&&) = delete;
@@ -157,6 +186,22 @@ class KernelOperands {
     if (count_ == kCapacity) throw_over_capacity();
     return emplace_back_unchecked(std::forward<Args>(args)...);
   }
+  // `tensor` lent to this call (detail::TensorAccess::lend): the kernel sees
+  // the same tensor, and no reference count is touched. `tensor` must
+  // outlive every use of this list and of its copies; whatever may keep an
+  // operand beyond the call (a recorded node, a definition's invocation, a
+  // dispatch hook) takes owned() instead.
+  void lend(const Tensor& tensor);
+  // Whether some operand is lent.
+  bool lends() const noexcept {
+    for (std::size_t i = 0; i < count_; ++i)
+      if (owners_[i]) return true;
+    return false;
+  }
+  // The same operands, each lent one replaced by a handle sharing its
+  // owner's ownership.
+  KernelOperands owned() const;
+
   std::size_t size() const noexcept { return count_; }
   bool empty() const noexcept { return count_ == 0; }
   const KernelOperand* data() const noexcept {
@@ -185,6 +230,7 @@ class KernelOperands {
 
   alignas(KernelOperand) unsigned char storage_[kCapacity * sizeof(KernelOperand)];
   std::size_t count_ = 0;
+  std::array<const Tensor*, kCapacity> owners_{};  // the owner of each lent operand, else null
 };
 
 // What a call records besides its result: its positional inputs, the
@@ -265,6 +311,10 @@ Tensor run(Lowered lowered, const Output& out, CallRecord record, const operatio
 // The typed functions' finisher: execute, then squeeze (never a caller's
 // output: it is returned as given), then autograd records the call.
 struct Execute {
+  // Whether this finisher's families may lend the caller's operands to the
+  // call (KernelOperands::lend): with grad mode off nothing the kernel route
+  // does keeps an operand, and Execute owns them before any route that may.
+  static constexpr bool kLendsOperands = true;
   const Output& out;
   DefinitionRoute route{};  // how the call reaches a definition-backed carrier
   CallInputs inputs{};      // the call's positional Tensor arguments
@@ -284,11 +334,29 @@ struct Lower {
 // A weak scalar materialised as its plan operand's convert_to dtype.
 Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::string_view operation);
 
+// Whether a front-end call finished by `Finish` lends its caller's tensor
+// operands to the kernel (Execute, with grad mode off: nothing then keeps
+// an operand beyond the call, and no view a kernel makes is recorded).
+bool grad_mode_enabled() noexcept;
+template <class Finish>
+bool lends_operands() noexcept {
+  if constexpr (requires { std::remove_cvref_t<Finish>::kLendsOperands; }) return !grad_mode_enabled();
+  else return false;
+}
+// Appends the caller's tensor `t` to `operands`: lent or shared.
+inline void append_operand(KernelOperands& operands, const Tensor& t, bool lend) {
+  if (lend) operands.lend(t);
+  else operands.emplace_back(t);
+}
+
+// A flat Shape with the top-level extents of `shape`.
+inline Shape flat(const Shape& shape) { return shape.is_flat() ? shape : Shape::of(shape.extents()); }
+
 // The common shapes of front-end families.
 // Tensor/tensor elementwise with broadcasting; the plan is resolved here.
 template <class Finish>
 auto binary(std::string_view op, const Tensor& a, const Tensor& b, Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  PlanScratch scratch;
   const OperationPlan& plan = cached_plan(op, {a.dtype(), b.dtype()}, scratch);
   // Equal shapes (the common case) need no broadcast shape to be built.
   std::optional<Shape> broadcast;
@@ -297,8 +365,13 @@ auto binary(std::string_view op, const Tensor& a, const Tensor& b, Finish&& fini
   const Shape& shape = same ? a.shape() : *broadcast;
   const Carrier& prototype = common_carrier(op, {&a, &b});
   // An operand already of the result's shape is passed as it is (no view).
-  return finish(plan, {a.shape() == shape ? a : a.broadcast_to(shape), b.shape() == shape ? b : b.broadcast_to(shape)},
-                Attributes{}, shape, prototype);
+  const bool lend = lends_operands<Finish>();
+  KernelOperands operands;
+  for (const Tensor* t : {&a, &b}) {
+    if (t->shape() == shape) append_operand(operands, *t, lend);
+    else operands.emplace_back(t->broadcast_to(shape));
+  }
+  return finish(plan, operands, Attributes{}, shape, prototype);
 }
 inline Tensor binary(std::string_view op, const Tensor& a, const Tensor& b, const Output& out) {
   const auto by_name = [&] { return bind_builtin(op, {a, b}, {}); };
@@ -308,11 +381,13 @@ inline Tensor binary(std::string_view op, const Tensor& a, const Tensor& b, cons
 // Tensor/weak-scalar elementwise; the result has the tensor's (flat) shape.
 template <class Finish>
 auto tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  PlanScratch scratch;
   const OperationPlan& plan = cached_plan(op, {a.dtype(), s}, scratch);
   const Carrier& prototype = common_carrier(op, {&a});
-  return finish(plan, {a, materialize(s, plan.operands()[1], op)}, Attributes{}, Shape::of(a.shape().extents()),
-                prototype);
+  KernelOperands operands;
+  append_operand(operands, a, lends_operands<Finish>());
+  operands.emplace_back(materialize(s, plan.operands()[1], op));
+  return finish(plan, operands, Attributes{}, flat(a.shape()), prototype);
 }
 inline Tensor tensor_scalar(std::string_view op, const Tensor& a, const WeakScalar& s, const Output& out) {
   const auto by_name = [&] { return bind_builtin(op, {a, s}, {}); };
@@ -325,7 +400,5 @@ std::int64_t normalize_op_axis(std::string_view op, const char* noun, std::int64
 // every axis.
 std::vector<std::int64_t> normalize_axes(std::string_view op, const std::optional<std::vector<std::int64_t>>& axes,
                                          std::size_t rank);
-// A flat Shape with the top-level extents of `shape`.
-inline Shape flat(const Shape& shape) { return Shape::of(shape.extents()); }
 
 }  // namespace strideweave::frontend

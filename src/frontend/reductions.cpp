@@ -62,7 +62,7 @@ Attributes reduce_attributes(const std::vector<std::int64_t>& axes, bool keepdim
 template <class Finish>
 auto reduce(std::string_view op, const Tensor& x, const Axes& requested, bool keepdims, bool has_identity,
             Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan(op, {x.dtype()}, scratch);
   const std::vector<std::int64_t> axes = normalize_axes(op, requested.list(), x.rank());
   const Shape shape = reduced_shape(x, axes, keepdims);
@@ -77,7 +77,7 @@ auto reduce(std::string_view op, const Tensor& x, const Axes& requested, bool ke
 template <class Finish>
 auto arg_reduce(std::string_view op, const Tensor& x, std::optional<std::int64_t> axis, bool keepdims,
                 Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan(op, {x.dtype()}, scratch);
   const std::vector<std::int64_t> axes = axis ? std::vector<std::int64_t>{normalize_op_axis(op, "axis", *axis, x.rank())}
                                               : normalize_axes(op, std::nullopt, x.rank());
@@ -140,9 +140,9 @@ LineCall topk_call(const Tensor& x, std::int64_t k, std::int64_t axis, bool larg
 // functions on definition-backed carriers").
 SortResult line_pair(std::string_view op, const Tensor& x, const char* values_op, const char* indices_op,
                      const std::function<LineCall()>& validate, const operation::OptionMap& options) {
-  std::optional<OperationPlan> values_plan_scratch;
+  frontend::PlanScratch values_plan_scratch;
   const OperationPlan& values_plan = frontend::cached_plan(values_op, {x.dtype()}, values_plan_scratch);
-  std::optional<OperationPlan> indices_plan_scratch;
+  frontend::PlanScratch indices_plan_scratch;
   const OperationPlan& indices_plan = frontend::cached_plan(indices_op, {x.dtype()}, indices_plan_scratch);
   const LineCall c = validate();
   const Carrier& prototype = common_carrier(op, {&x});
@@ -173,7 +173,7 @@ SortResult line_pair(std::string_view op, const Tensor& x, const char* values_op
 
 // One internal plan of sort/topk (the name-based entries below).
 Lowered line_single(std::string_view op, const Tensor& x, const std::function<LineCall()>& validate) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan(op, {x.dtype()}, scratch);
   const LineCall c = validate();
   const Carrier& prototype = common_carrier(op, {&x});
@@ -183,7 +183,7 @@ Lowered line_single(std::string_view op, const Tensor& x, const std::function<Li
 template <class Finish>
 auto reduce_sum_call(const Tensor& x, const Axes& requested, bool keepdims,
                      const std::optional<OperationExecutionOptions>& options, Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan("reduce_sum", {x.dtype()}, scratch, options ? &*options : nullptr);
   const std::vector<std::int64_t> axes = normalize_axes("reduce_sum", requested.list(), x.rank());
   const Shape shape = reduced_shape(x, axes, keepdims);
@@ -193,7 +193,7 @@ auto reduce_sum_call(const Tensor& x, const Axes& requested, bool keepdims,
 
 template <class Finish>
 auto cumsum_call(const Tensor& x, std::int64_t axis, Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan("cumsum", {x.dtype()}, scratch);
   Attributes attributes;
   attributes.set("axis", normalize_axis(axis, x.rank(), "cumsum axis"));

@@ -25,7 +25,7 @@ namespace {
 template <class Finish>
 auto matmul_call(const Tensor& a, const Tensor& b, const std::optional<OperationExecutionOptions>& options,
                  Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan("matmul", {a.dtype(), b.dtype()}, scratch, options ? &*options : nullptr);
   if (a.rank() == 0 || b.rank() == 0)
     throw ValueError(fmt::format("matmul: operands must have rank >= 1 (got {} and {})", a.shape().to_string(),
@@ -92,7 +92,7 @@ std::vector<std::int64_t> spatial_option(const std::optional<std::vector<std::in
 
 template <class Finish>
 auto conv_general_call(const Tensor& input, const Tensor& weight, const ConvOptions& options, Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan("conv_general", {input.dtype(), weight.dtype()}, scratch);
   if (input.rank() < 3)
     throw ValueError(fmt::format("conv_general: input must have rank >= 3 (N, C_in, S_1..S_d), got {}",
@@ -194,7 +194,7 @@ void require_within(std::string_view op, const Tensor& indices, const Tensor& ot
 template <class Finish>
 auto scatter_like(std::string_view op, const Tensor& data, const Tensor& indices, const Tensor& src, std::int64_t axis,
                   Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan(op, {data.dtype(), indices.dtype(), src.dtype()}, scratch);
   if (indices.rank() != data.rank() || src.rank() != data.rank())
     throw ValueError(fmt::format("{}: data {}, indices {} and src {} must have equal rank", op,
@@ -213,7 +213,7 @@ auto scatter_like(std::string_view op, const Tensor& data, const Tensor& indices
 
 template <class Finish>
 auto gather_call(const Tensor& data, const Tensor& indices, std::int64_t axis, Finish&& finish) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan("gather", {data.dtype(), indices.dtype()}, scratch);
   if (indices.rank() != data.rank())
     throw ValueError(fmt::format("gather: data {} and indices {} must have equal rank", data.shape().to_string(),

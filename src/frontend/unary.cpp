@@ -28,7 +28,7 @@ namespace {
 // before anything is allocated.
 template <class Finish, class Options>
 auto unary_call(const char* op, const Tensor& x, Finish&& finish, Options&& options) {
-  std::optional<OperationPlan> scratch;
+  frontend::PlanScratch scratch;
   const OperationPlan& plan = frontend::cached_plan(op, {x.dtype()}, scratch);
   const Attributes attributes = options();
   const Carrier& prototype = common_carrier(op, {&x});

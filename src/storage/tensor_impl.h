@@ -15,6 +15,17 @@ namespace strideweave::detail {
 struct TensorAccess {
   static TensorImpl& impl(const Tensor& t) noexcept { return *t.impl_; }
   static const std::shared_ptr<TensorImpl>& shared(const Tensor& t) noexcept { return t.impl_; }
+  // A lent handle of `t`'s tensor: the same tensor (is(), identity() and
+  // every accessor agree), held without a share of its ownership, so that
+  // making, copying and dropping it touches no reference count. Valid only
+  // while `t` (or another owning handle) lives: a front-end call lends its
+  // caller's operands to the kernel it runs (frontend::KernelOperands::lend)
+  // and never lets a lent handle outlive the call.
+  static Tensor lend(const Tensor& t) noexcept {
+    return Tensor(std::shared_ptr<TensorImpl>(std::shared_ptr<TensorImpl>(), t.impl_.get()));
+  }
+  // Whether `t` is a lent handle (lend()).
+  static bool is_lent(const Tensor& t) noexcept { return t.impl_ && t.impl_.use_count() == 0; }
 };
 
 // ---- the view hook (autograd) ----------------------------------------------

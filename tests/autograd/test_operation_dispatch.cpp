@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
 #include <vector>
 
 #include "support/expect_exactly.h"
@@ -97,8 +98,12 @@ TEST(CarrierDispatch_NeverDispatched, AnOperationNeverDispatchedCannotForward) {
 class Hooked final : public Carrier {
  public:
   explicit Hooked(std::vector<float> v) : Carrier(DType::Float32(), true), values_(std::move(v)) {}
+  ~Hooked() override { ++destroyed; }
   bool supports_storage_dtype(const DType& d) const noexcept override { return &d == &DType::Float32(); }
-  static inline std::atomic<int> allocations{0}, kernel_runs{0};
+  static inline std::atomic<int> allocations{0}, kernel_runs{0}, destroyed{0};
+  // When set, the add kernel keeps a copy of its tensor operands here.
+  static inline bool keep_operands = false;
+  static inline std::vector<Tensor> kept;
 
  protected:
   std::int64_t storage_size() const noexcept override { return static_cast<std::int64_t>(values_.size()); }
@@ -118,6 +123,7 @@ class Hooked final : public Carrier {
   struct AddKernel final : Operation {
     void _forward(const DispatchedCall& call) override {
       ++kernel_runs;
+      if (keep_operands) kept.assign({call.tensor(0), call.tensor(1)});
       const Tensor& a = call.tensor(0);
       const Tensor& b = call.tensor(1);
       for (std::int64_t k = 0; k < call.output().size(); ++k)
@@ -159,6 +165,30 @@ TEST(CarrierExtension_R13_1_DefinitionFreeCustomCarriers, ADeclaredBuiltInRunsTh
   // The same hook answers dispatch_op; by name reaches it too.
   EXPECT_EQ(floats(a.carrier()->dispatch_op("add")->forward(operands({a, b}))[0]), (std::vector<float>{11, 22}));
   EXPECT_EQ(floats(call_operation("add", std::vector<CallOperand>{a, b}).results[0]), (std::vector<float>{11, 22}));
+}
+
+// R13.1: the hook receives the call's operands; it may keep them. With grad
+// mode off the front end lends a typed call's operands to the kernel it
+// runs (no reference count touched); a hook receives owned handles, so what
+// it keeps keeps its tensors alive after the caller's handles are gone.
+TEST(CarrierExtension_R13_1_DefinitionFreeCustomCarriers, AHookMayKeepItsOperandsBeyondTheCall) {
+  declare_hooked();
+  const NoGradGuard inference;
+  std::optional<Tensor> a = hooked({1, 2}), b = hooked({10, 20});
+  Hooked::keep_operands = true;
+  (void)add(*a, *b);
+  Hooked::keep_operands = false;
+  ASSERT_EQ(Hooked::kept.size(), 2u);
+  const int destroyed = Hooked::destroyed.load();
+  a.reset();
+  b.reset();
+  EXPECT_EQ(Hooked::destroyed.load(), destroyed) << "the kept operands did not own their tensors";
+  if (Hooked::destroyed.load() == destroyed) {  // reading a dangling handle would be undefined
+    EXPECT_EQ(floats(Hooked::kept[0]), (std::vector<float>{1, 2}));
+    EXPECT_EQ(floats(Hooked::kept[1]), (std::vector<float>{10, 20}));
+  }
+  Hooked::kept.clear();
+  EXPECT_EQ(Hooked::destroyed.load(), destroyed + 2);
 }
 
 TEST(CarrierExtension_R13_1_DefinitionFreeCustomCarriers, TheGateComesFirstAndAMissingImplementationIsUnsupported) {

@@ -8,10 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -725,4 +727,51 @@ TEST(CoreConcepts_3_NormalizeAxis, AcceptsMinusRankToRankExclusive) {
   EXPECT_THROW_EXACTLY(sw::normalize_axis(-4, 3, "t"), ValueError);
   EXPECT_THROW_EXACTLY(sw::normalize_axis(0, 0, "t"), ValueError);
   EXPECT_NE(error_message([] { sw::normalize_axis(5, 2, "my_op"); }).find("my_op"), std::string::npos);
+}
+
+// Core-concepts 3: Layout.compact(shape) is the canonical compact layout of
+// the shape. The flat shapes' layouts are interned (a bounded, pinned set
+// shared without reference counting: src/core/layout.cpp) and remembered
+// per thread; neither may change the value. Past the interning capacity
+// layouts are built per call; every answer is still the compact layout, and
+// copies and destruction of interned layouts from many threads race on
+// nothing (run under ThreadSanitizer in CI).
+TEST(CoreConcepts_3_2_Layout, CompactIsTheSameValueWhetherInternedRememberedOrBuilt) {
+  const auto expected_strides = [](const std::vector<std::int64_t>& extents) {
+    std::vector<std::int64_t> strides;
+    std::int64_t s = 1;
+    for (const std::int64_t e : extents) {
+      strides.push_back(s);
+      if (e > 1) s *= e;
+    }
+    return strides;
+  };
+  const auto check = [&](const std::vector<std::int64_t>& extents) {
+    const Layout c = Layout::compact(Shape::of(extents));
+    ASSERT_EQ(c.shape(), Shape::of(extents));
+    ASSERT_EQ(*c.flat_strides(), expected_strides(extents));
+    ASSERT_EQ(c.cosize(), Shape::of(extents).size());
+    ASSERT_TRUE(c.is_compact());
+  };
+  // More distinct shapes than the process interns (4096), each asked twice
+  // (the second answer comes from the per-thread memo or the table).
+  for (std::int64_t i = 0; i < 5000; ++i) {
+    const std::vector<std::int64_t> extents{i % 7, 1 + i / 7, 3};
+    check(extents);
+    check(extents);
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<Layout> held;
+      for (std::int64_t i = 0; i < 2000; ++i) {
+        const std::vector<std::int64_t> extents{2 + (i + t) % 13, 1 + i % 5};
+        held.push_back(Layout::compact(Shape::of(extents)));
+        if (*held.back().flat_strides() != expected_strides(extents)) ++failures;
+        if (held.size() > 64) held.erase(held.begin());
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
 }

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -154,10 +155,10 @@ void prepare(const KernelCall& call, std::size_t i, Source<In>& s, char*& base, 
 // The base pointer of an operand whose layout is one contiguous run (or of a
 // scalar), without building its strided view.
 template <class In>
-void prepare_run(const KernelCall& call, std::size_t i, Source<In>& s, char*& base) {
+void prepare_run(const KernelCall& call, std::size_t i, typename In::conv& value, char*& base) {
   if constexpr (In::scalar) {
-    s.value = call.scalar(i).as<typename In::conv>();
-    base = reinterpret_cast<char*>(&s.value);
+    value = call.scalar(i).as<typename In::conv>();
+    base = reinterpret_cast<char*>(&value);
   } else {
     const Tensor& t = call.tensor(i);
     base = reinterpret_cast<char*>(static_cast<const CPU&>(*t.carrier()).data<typename In::src>() + t.offset());
@@ -249,7 +250,11 @@ void elementwise_impl(const KernelCall& call) {
   constexpr std::size_t K = sizeof...(Ins);
   const Tensor& out = call.output;
   std::vector<std::int64_t> os, zeros;  // the strided case's output strides and scalar strides
-  std::tuple<Source<Ins>...> sources;
+  // The strided case's operand views, built only there (value-initialising
+  // them zero-filled ~100 bytes of stack on every tiny call); the one-run
+  // case needs only the scalars' values.
+  std::optional<std::tuple<Source<Ins>...>> sources;
+  std::tuple<typename Ins::conv...> run_scalars;
   std::array<char*, K + 1> bases{};
   std::array<const std::int64_t*, K + 1> strides{};
   bases[0] = reinterpret_cast<char*>(out_data<O>(out));
@@ -265,12 +270,13 @@ void elementwise_impl(const KernelCall& call) {
         compact_over(out.layout(), ext) && ((Ins::scalar || compact_over(call.tensor(I).layout(), ext)) && ...);
     std::vector<std::int64_t> extents;
     if (one_run) {
-      (prepare_run<Ins>(call, I, std::get<I>(sources), bases[I + 1]), ...);
+      (prepare_run<Ins>(call, I, std::get<I>(run_scalars), bases[I + 1]), ...);
     } else {
       os = byte_strides<O>(*out.layout().flat_strides());
       zeros.assign(out.rank(), 0);
       strides[0] = os.data();
-      (prepare<Ins>(call, I, std::get<I>(sources), bases[I + 1], strides[I + 1], zeros), ...);
+      sources.emplace();
+      (prepare<Ins>(call, I, std::get<I>(*sources), bases[I + 1], strides[I + 1], zeros), ...);
       extents.assign(ext.begin(), ext.end());
     }
     if constexpr (kSimdPath<O, Op, Ins...>) {
