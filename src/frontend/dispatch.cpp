@@ -526,35 +526,41 @@ Tensor Execute::operator()(const OperationPlan& plan, const KernelOperands& oper
   const bool invocation_order = route.invocation_plan && prototype.exact_class().traits().storage_provider;
   const storage::Admission admission = invocation_order ? storage::gate(prototype, *route.invocation_plan)
                                                         : storage::gate(prototype, plan, gate_memo_of(plan));
-  CallRecord record{inputs, target};
   // Lent operands go only where nothing keeps them: a kernel of the class's
   // own table. Kernel patterns, a composite provider and a dispatch hook
   // receive owned handles (an invocation, a completion or a hook may keep
-  // its operands beyond the call).
-  std::optional<KernelOperands> owned;
-  if (admission.executor.kind != capability_registry::ExecutorKind::Kernel && operands.lends())
-    owned.emplace(operands.owned());
-  const KernelOperands& call_operands = owned ? *owned : operands;
-  Tensor result =
-      execute(admission, plan, call_operands, attributes, shape, prototype, out, &route, record, squeeze);
+  // its operands beyond the call). Built only then: an optional list was
+  // zero-filled on every call.
+  if (admission.executor.kind != capability_registry::ExecutorKind::Kernel && operands.lends()) {
+    const KernelOperands owned = operands.owned();
+    return admitted(admission, plan, owned, attributes, shape, prototype, squeeze);
+  }
+  return admitted(admission, plan, operands, attributes, shape, prototype, squeeze);
+}
+
+Tensor Execute::admitted(const storage::Admission& admission, const OperationPlan& plan,
+                         const KernelOperands& operands, const Attributes& attributes, const Shape& shape,
+                         const Carrier& prototype, std::span<const std::int64_t> squeeze) const {
+  CallRecord record{inputs, target};
+  Tensor result = execute(admission, plan, operands, attributes, shape, prototype, out, &route, record, squeeze);
   if (route.taken) return result;  // the definition's published result (its node attached there)
   const AutogradHooks& hooks = autograd_hooks();
   if (out) {
     // The caller's output itself: an overwrite records the call on it, as on
     // a fresh result (accumulation was refused above when it would record).
     if (out.mode() == OutputMode::Overwrite)
-      hooks.record_call(plan, call_operands, attributes, result, record.inputs.span(),
+      hooks.record_call(plan, operands, attributes, result, record.inputs.span(),
                         result.shape() == shape ? std::nullopt : std::optional<Shape>(shape), record.target);
     return result;
   }
   if (squeeze.empty()) {
-    hooks.record_call(plan, call_operands, attributes, result, record.inputs.span(), std::nullopt, record.target);
+    hooks.record_call(plan, operands, attributes, result, record.inputs.span(), std::nullopt, record.target);
     return result;
   }
   // The published view is part of this call: the call's Operation replaces
   // whatever the view recorded.
   const Tensor published = result.squeeze(std::vector<std::int64_t>(squeeze.begin(), squeeze.end()));
-  hooks.record_call(plan, call_operands, attributes, published, record.inputs.span(), shape, record.target);
+  hooks.record_call(plan, operands, attributes, published, record.inputs.span(), shape, record.target);
   return published;
 }
 

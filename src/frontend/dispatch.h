@@ -321,6 +321,12 @@ struct Execute {
   std::shared_ptr<Operation> target{};  // dispatch_op's Operation, if any
   Tensor operator()(const OperationPlan& plan, const KernelOperands& operands, const Attributes& attributes,
                     const Shape& shape, const Carrier& prototype, std::span<const std::int64_t> squeeze = {}) const;
+
+ private:
+  // After the gate, with operands the admitted route may receive.
+  Tensor admitted(const storage::Admission& admission, const OperationPlan& plan, const KernelOperands& operands,
+                  const Attributes& attributes, const Shape& shape, const Carrier& prototype,
+                  std::span<const std::int64_t> squeeze) const;
 };
 
 // The definitions' finisher: records the lowering, runs nothing.

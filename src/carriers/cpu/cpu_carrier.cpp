@@ -13,7 +13,7 @@
 namespace strideweave {
 namespace {
 
-std::size_t bytes_of(const SimpleDType& d) { return &d == &DType::Bool() ? sizeof(bool) : 4; }
+std::size_t bytes_of(const SimpleDType& d) noexcept { return d.element_kind() == ElementKind::Bool ? sizeof(bool) : 4; }
 
 // Owned storage comes from the caching allocator (block_cache.h).
 // A byte count that does not fit in 64 bits is an impossible request
@@ -34,7 +34,7 @@ void* allocate_storage(std::int64_t count, const SimpleDType& dtype, bool zero) 
 bool CPU::supports(const DType& dtype) noexcept { return stored_element_kind(dtype).has_value(); }
 
 CPU::CPU(Token, const SimpleDType& dtype, bool mutable_, std::int64_t size, void* data, bool owns)
-    : Carrier(dtype, mutable_), size_(size), data_(data), owns_(owns) {}
+    : Carrier(dtype, mutable_), size_(size), data_(data ? data : inline_), owns_(owns) {}
 
 CPU::~CPU() {
   if (owns_) carriers::cpu::cache_release(data_, static_cast<std::size_t>(size_) * element_bytes());
@@ -42,24 +42,36 @@ CPU::~CPU() {
 
 std::size_t CPU::element_bytes() const noexcept { return bytes_of(dtype()); }
 
-std::shared_ptr<CPU> CPU::create(std::int64_t size, const DType& dtype, bool mutable_, bool empty) {
-  const SimpleDType& d = check_storage_dtype(dtype, "CPU", &CPU::supports);
-  if (size < 0) throw ValueError(fmt::format("CPU: size must be >= 0, got {}", size));
+namespace {
+// A fresh carrier of `size` slots of the stored dtype `d` (both already
+// checked): inline storage for a few elements (the constructor points at it
+// when given no buffer), else the caching allocator. `token` is CPU's
+// private constructor token, passed by a member.
+template <class Token>
+std::shared_ptr<CPU> fresh_cpu(std::int64_t size, const SimpleDType& d, bool mutable_, bool empty,
+                               std::size_t inline_bytes, Token token) {
   // Bool storage is always zeroed: a bool object must hold 0 or 1.
   const bool zero = !empty || d.element_kind() == ElementKind::Bool;
-  if (static_cast<std::size_t>(size) <= kInlineBytes / bytes_of(d)) {
-    auto out = std::make_shared<CPU>(Token{}, d, mutable_, size, nullptr, false);
-    out->data_ = out->inline_;
-    if (zero) std::memset(out->inline_, 0, sizeof out->inline_);
+  const std::size_t bytes = static_cast<std::size_t>(size) * bytes_of(d);
+  if (static_cast<std::size_t>(size) <= inline_bytes / bytes_of(d)) {
+    auto out = std::make_shared<CPU>(token, d, mutable_, size, nullptr, false);
+    if (zero && bytes) std::memset(out->template data<unsigned char>(), 0, bytes);
     return out;
   }
   void* p = allocate_storage(size, d, zero);
   try {
-    return std::make_shared<CPU>(Token{}, d, mutable_, size, p, true);
+    return std::make_shared<CPU>(token, d, mutable_, size, p, true);
   } catch (...) {
-    carriers::cpu::cache_release(p, static_cast<std::size_t>(size) * bytes_of(d));
+    carriers::cpu::cache_release(p, bytes);
     throw;
   }
+}
+}  // namespace
+
+std::shared_ptr<CPU> CPU::create(std::int64_t size, const DType& dtype, bool mutable_, bool empty) {
+  const SimpleDType& d = check_storage_dtype(dtype, "CPU", &CPU::supports);
+  if (size < 0) throw ValueError(fmt::format("CPU: size must be >= 0, got {}", size));
+  return fresh_cpu(size, d, mutable_, empty, kInlineBytes, Token{});
 }
 
 std::shared_ptr<CPU> CPU::wrap(void* pointer, std::int64_t size, const DType& dtype, bool mutable_) {
@@ -107,8 +119,10 @@ void CPU::release_storage() noexcept {
   size_ = 0;
 }
 
+// Carrier::allocate_like and new_like (this hook's only callers) have
+// checked the dtype (supports_storage_dtype) and the size.
 std::shared_ptr<Carrier> CPU::make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype, bool empty) const {
-  return create(size, dtype, mutable_, empty);
+  return fresh_cpu(size, dtype, mutable_, empty, kInlineBytes, Token{});
 }
 
 }  // namespace strideweave
