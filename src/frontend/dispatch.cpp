@@ -527,11 +527,12 @@ Tensor Execute::operator()(const OperationPlan& plan, const KernelOperands& oper
   const storage::Admission admission = invocation_order ? storage::gate(prototype, *route.invocation_plan)
                                                         : storage::gate(prototype, plan, gate_memo_of(plan));
   // Lent operands go only where nothing keeps them: a kernel of the class's
-  // own table. Kernel patterns, a composite provider and a dispatch hook
-  // receive owned handles (an invocation, a completion or a hook may keep
-  // its operands beyond the call). Built only then: an optional list was
-  // zero-filled on every call.
-  if (admission.executor.kind != capability_registry::ExecutorKind::Kernel && operands.lends()) {
+  // own table. A dispatch hook receives owned handles (it may keep its
+  // operands beyond the call). Kernel patterns and a composite provider
+  // never see these operands: they run the call's own bound arguments
+  // (DefinitionRoute). Owned handles are built only when needed: an
+  // optional list was zero-filled on every call.
+  if (admission.executor.kind == capability_registry::ExecutorKind::DispatchHook && operands.lends()) {
     const KernelOperands owned = operands.owned();
     return admitted(admission, plan, owned, attributes, shape, prototype, squeeze);
   }
