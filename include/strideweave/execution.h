@@ -70,6 +70,10 @@ using KernelOperand = std::variant<Tensor, Value>;
 
 struct KernelCall {
   const OperationPlan& plan;
+  // Valid for the duration of the call only: the front end may lend the
+  // caller's tensors to a kernel of its own tables (handles sharing no
+  // ownership), so a kernel must not keep an operand, or call the front end
+  // with one, beyond the call.
   std::span<const KernelOperand> operands;
   const Attributes& attributes;
   // Result storage of the executing carrier class, with the result Layout

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cassert>
 #include <deque>
 #include <mutex>
@@ -474,24 +475,31 @@ class detail::CompactInterning {
  public:
   static constexpr std::size_t kCapacity = 4096;
   // The interned layout of `shape` (flat), interning it when there is room;
-  // nullopt when the table is full.
+  // nullopt when the table is full (known without the lock once it is).
   std::optional<Layout> find_or_intern(const Shape& shape, std::uint64_t hash) {
+    if (full_.load(std::memory_order_acquire)) return std::nullopt;
     const std::span<const std::int64_t> extents = shape.extents();
     std::lock_guard lock(mutex_);
     auto [first, last] = table_.equal_range(hash);
     for (auto it = first; it != last; ++it)
       if (same_extents(it->second.shape().extents(), extents)) return it->second;
-    if (table_.size() >= kCapacity) return std::nullopt;
-    Layout made = Layout::build_flat_compact(Shape::of(extents));  // its own shape block, shared with no one yet
+    if (table_.size() >= kCapacity) {
+      full_.store(true, std::memory_order_release);
+      return std::nullopt;
+    }
+    // Its own shape block, shared with no one yet; pinned once the table
+    // holds it (a failed insertion leaves nothing pinned behind).
+    Layout& made = table_.emplace(hash, Layout::build_flat_compact(Shape::of(extents)))->second;
     made.pin();
-    table_.emplace(hash, made);
     return made;
   }
 
  private:
   std::mutex mutex_;
+  std::atomic<bool> full_{false};
   std::unordered_multimap<std::uint64_t, Layout> table_;
 };
+
 namespace {
 detail::CompactInterning& compact_interning() {
   static auto* interning = new detail::CompactInterning;  // never destroyed: its layouts outlive exit
@@ -535,10 +543,10 @@ Layout Layout::compact(const Shape& shape) {
     CompactMemo* memo = compact_memo();
     std::optional<Layout>* way = memo ? &memo->layouts[h % CompactMemo::kWays] : nullptr;
     if (way && *way && same_extents((*way)->shape().extents(), extents)) return **way;
-    std::optional<Layout> interned = compact_interning().find_or_intern(shape, h);
-    if (!interned) return Layout::build_flat_compact(shape);  // the table is full
-    if (way) *way = interned;
-    return *std::move(interned);
+    std::optional<Layout> made = compact_interning().find_or_intern(shape, h);
+    if (!made) made = Layout::build_flat_compact(shape);  // the table is full: a counted layout
+    if (way) *way = made;  // remembered either way, so a loop over one shape builds nothing
+    return *std::move(made);
   }
   std::vector<std::int64_t> strides;
   std::int64_t s = 1;
@@ -633,7 +641,21 @@ bool Layout::is_injective() const {
   return std::adjacent_find(indices.begin(), indices.end()) == indices.end();
 }
 
-bool Layout::is_compact() const { return *this == compact(shape_); }
+bool Layout::is_compact() const {
+  if (shape_.is_flat()) {
+    // Compared in place: compact() would intern the shape of every layout
+    // asked about (views and outputs, not only fresh results).
+    const std::span<const IntTuple> strides = stride_.modes();
+    const std::span<const std::int64_t> extents = shape_.extents();
+    std::int64_t s = 1;
+    for (std::size_t i = 0; i < extents.size(); ++i) {
+      if (!strides[i].is_leaf() || strides[i].value() != s) return false;
+      if (extents[i] > 1) s *= extents[i];  // <= size(), which fits
+    }
+    return true;
+  }
+  return *this == compact(shape_);
+}
 
 std::int64_t Layout::operator()(std::span<const std::int64_t> coordinate) const {
   if (coordinate.size() != rank())

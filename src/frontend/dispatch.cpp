@@ -494,7 +494,7 @@ Shape published_shape(const Shape& kernel_shape, std::span<const std::int64_t> s
 
 Shape Lowered::published_shape() const { return frontend::published_shape(kernel_shape, squeeze); }
 
-bool grad_mode_enabled() noexcept { return autograd_hooks().grad_enabled(); }
+bool grad_mode_enabled() { return autograd_hooks().grad_enabled(); }
 
 void KernelOperands::lend(const Tensor& tensor) {
   if (count_ == kCapacity) throw_over_capacity();
@@ -505,8 +505,12 @@ void KernelOperands::lend(const Tensor& tensor) {
 KernelOperands KernelOperands::owned() const {
   KernelOperands out;
   for (std::size_t i = 0; i < count_; ++i) {
-    if (owners_[i]) out.emplace_back(*owners_[i]);
-    else out.emplace_back((*this)[i]);
+    const KernelOperand& o = owners_[i] ? KernelOperand(*owners_[i]) : (*this)[i];
+    // A lent owner (a front-end call made on a kernel's own operands, which
+    // no library kernel does) has no ownership to share.
+    if (const Tensor* t = std::get_if<Tensor>(&o); t && detail::TensorAccess::is_lent(*t))
+      throw RuntimeError("strideweave: internal error: a lent operand has no owner to share");
+    out.emplace_back(o);
   }
   return out;
 }

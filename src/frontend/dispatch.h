@@ -343,9 +343,9 @@ Value materialize(const WeakScalar& scalar, const OperandPlan& operand, std::str
 // Whether a front-end call finished by `Finish` lends its caller's tensor
 // operands to the kernel (Execute, with grad mode off: nothing then keeps
 // an operand beyond the call, and no view a kernel makes is recorded).
-bool grad_mode_enabled() noexcept;
+bool grad_mode_enabled();
 template <class Finish>
-bool lends_operands() noexcept {
+bool lends_operands() {
   if constexpr (requires { std::remove_cvref_t<Finish>::kLendsOperands; }) return !grad_mode_enabled();
   else return false;
 }
