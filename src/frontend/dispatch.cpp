@@ -505,12 +505,11 @@ void KernelOperands::lend(const Tensor& tensor) {
 KernelOperands KernelOperands::owned() const {
   KernelOperands out;
   for (std::size_t i = 0; i < count_; ++i) {
-    const KernelOperand& o = owners_[i] ? KernelOperand(*owners_[i]) : (*this)[i];
+    const KernelOperand& o = out.emplace_back(owners_[i] ? KernelOperand(*owners_[i]) : (*this)[i]);
     // A lent owner (a front-end call made on a kernel's own operands, which
     // no library kernel does) has no ownership to share.
     if (const Tensor* t = std::get_if<Tensor>(&o); t && detail::TensorAccess::is_lent(*t))
       throw RuntimeError("strideweave: internal error: a lent operand has no owner to share");
-    out.emplace_back(o);
   }
   return out;
 }
