@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include <strideweave/execution.h>
 #include <strideweave/operation.h>
 #include <strideweave/output.h>
 #include <strideweave/policy.h>
@@ -115,6 +116,26 @@ const CallableOperation* find_callable(std::string_view name);
 // policy says).
 CallResult call_operation(std::string_view name, std::span<const CallOperand> operands, const CallOptions& options = {},
                           const ExecutionRequest& execution = {});
+
+// A composite's lowering (carrier-composition A14; docs/evictable.md): the
+// built-in call `call` that a composite's dispatch hook received
+// (Operation::_forward), run again with `operands` in place of
+// call.operands — the same shapes and dtypes on the composite's tier (a
+// view of the tier at the composite operand's offset and layout), scalars
+// unchanged. It takes the one path of every call on the tier's exact class:
+// the capability gate for call.plan, then the class's executor (its kernel,
+// its dispatch hook, ...) with call.attributes, and returns the fresh result,
+// of call.output()'s shape in the canonical compact layout, on that class.
+// Nothing is recorded (the composite's Operation is the call's node).
+// Checks, before any allocation: a user-defined call (call.invocation set:
+// it lowers through its definition) -> TypeError; not exactly one output,
+// or another operand count -> ValueError; an operand of another kind, or a
+// tensor of another dtype -> TypeError; of another shape -> ValueError;
+// tensors on two exact classes or placements -> TypeError; no tensor ->
+// ValueError; a released tier -> RuntimeError; a plan the tier's class does
+// not execute -> UnsupportedOperationPlan. A definition-backed tier is
+// reached through its definition only: NotImplementedError.
+Tensor execute_lowered(const DispatchedCall& call, std::span<const KernelOperand> operands);
 
 }  // namespace strideweave
 

@@ -9,7 +9,8 @@
 //       release(); IndexError outside [0, size()); set_value on a carrier
 //       that is not publicly mutable -> RuntimeError; a Value of another
 //       element kind -> TypeError. (A non-integer index is a compile-time
-//       error in C++.)
+//       error in C++.) A class may answer size() 0 once released instead
+//       (released_size_is_zero: Evictable).
 //   version() — non-negative, monotonic; +1 per successful set_value; failed
 //       writes, allocation, construction and release add nothing.
 //   While a definition-backed operation's provider callbacks run, the public
@@ -148,6 +149,10 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   bool is_owned() const noexcept { return owner_.load() != nullptr; }
   // Whether `owner` (a DependentCarrier) has claimed this carrier.
   bool is_owned_by(const Carrier& owner) const noexcept { return owner_.load() == &owner; }
+  // Whether this carrier is owned by the composite whose owner access is the
+  // innermost scope open on the calling thread (dependent_carrier.h): that
+  // composite may then mutate, move and release it.
+  bool is_owner_acting_here() const noexcept;
   void release();
   bool is_released() const noexcept { return released_.load(); }
   std::uint64_t version() const noexcept { return version_.load(); }
@@ -308,6 +313,12 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   virtual bool supports_allocation() const noexcept { return false; }
   virtual void allocate_empty_storage(std::int64_t slots);
   virtual void discard_allocation() noexcept {}
+
+  // Whether size() answers 0 once the carrier is released, instead of the
+  // RuntimeError of every other access (carrier-storage: "carrier-specific
+  // size queries MAY report zero after release"; Evictable does,
+  // carrier-composition A13). Default false.
+  virtual bool released_size_is_zero() const noexcept { return false; }
 
   // The dispatch hook (carrier-extension R13.1; upstream carrier-dispatch):
   // a definition-free class without kernels of the library's own (a custom

@@ -32,16 +32,6 @@ std::vector<Tensor> tensors_arg(py::handle values, const char* what) {
   return out;
 }
 
-// The Python form of a DispatchedCall: copies of its handles.
-struct PyDispatchedCall {
-  std::string operation;
-  OperationPlan plan;
-  py::tuple operands;
-  py::dict attributes;
-  py::tuple outputs;
-  py::object invocation;
-};
-
 py::object attribute_object(const AttributeValue& v) {
   return std::visit([](const auto& x) -> py::object { return py::cast(x); }, v);
 }

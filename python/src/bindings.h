@@ -96,6 +96,7 @@ void bind_creation(py::module_& m);   // creation.cpp (zeros, arange, ..., strid
 void bind_compose(py::module_& m);    // compose.cpp (concatenate, mean, softmax, astype, Tensor.T, ...; after tensors)
 void bind_formats(py::module_& m);     // formats.cpp (.npy and safetensors)
 void bind_move(py::module_& m);       // move.cpp (after carriers and tensors)
+void bind_evictable(py::module_& m);  // evictable.cpp (Evictable, EvictableOperation, execute_lowered; after autograd)
 void bind_extension(py::module_& m);   // extension.cpp, extension_records.cpp (after carriers and tensors)
 // Last: every bound function refuses objects whose __init__ never ran
 // (guard.cpp; docs/python.md, "Uninitialised objects").
@@ -231,6 +232,18 @@ class PythonCarrierObject {
  public:
   virtual ~PythonCarrierObject() = default;
   virtual py::handle python_object() const = 0;
+};
+
+// ---- the call a dispatch hook computes (autograd.cpp)
+// The Python form of a DispatchedCall: copies of its handles (operands:
+// Tensors and numbers; attributes: a dict of bool, int, float, list of int).
+struct PyDispatchedCall {
+  std::string operation;
+  OperationPlan plan;
+  py::tuple operands;
+  py::dict attributes;
+  py::tuple outputs;
+  py::object invocation;
 };
 
 // ---- tensors (tensor.cpp)

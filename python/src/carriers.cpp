@@ -636,6 +636,7 @@ CarrierClass carrier_class_arg(py::handle cls, const char* what) {
     if (t == typeid(CPU)) return carrier_class<CPU>();
     if (t == typeid(FileBacked)) return carrier_class<FileBacked>();
     if (t == typeid(BlockDeviceCarrier)) return carrier_class<BlockDeviceCarrier>();
+    if (t == typeid(Evictable)) return carrier_class<Evictable>();
   } else if (is_subclass(cls, carrier_type())) {
     return python_class_identity(cls);
   }
@@ -655,7 +656,9 @@ const void* pybind11::polymorphic_type_hook<strideweave::Carrier>::get(const str
     type = nullptr;
     return src;
   }
-  if (src->exact_class().traits().is_dependent) {
+  // A dependent class the package binds (Evictable) is its own Python
+  // class; any other dependent C++ class is shown as DependentCarrier.
+  if (src->exact_class().traits().is_dependent && !pybind11::detail::get_type_info(typeid(*src))) {
     type = &typeid(DependentCarrier);
     return static_cast<const DependentCarrier*>(src);
   }
@@ -680,6 +683,7 @@ py::object carrier_class_object(const CarrierClass& cls) {
   if (cls == carrier_class<Generic>()) return py::type::of<Generic>();
   if (cls == carrier_class<CPU>()) return py::type::of<CPU>();
   if (cls == carrier_class<FileBacked>()) return py::type::of<FileBacked>();
+  if (cls == carrier_class<Evictable>()) return py::type::of<Evictable>();
   auto it = python_classes().find(cls);
   if (it != python_classes().end()) {
     py::object type = it->second();  // the weak reference's target
@@ -790,6 +794,9 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
              return c.is_owned_by(*carrier_arg(owner, "is_owned_by: owner"));
            },
            py::arg("owner"), "Whether the composite `owner` has claimed this carrier.")
+      .def("is_owner_acting_here", &Carrier::is_owner_acting_here,
+           "Whether this carrier is owned by the composite whose owner access (_owner_access()) is the innermost "
+           "scope open on this thread: that composite may then mutate, move and release it.")
       .def("can_be_evictable_tier", &Carrier::can_be_evictable_tier,
            "Whether this carrier may be a tier of an Evictable composite (False for BlockDeviceCarrier, "
            "core-concepts.md 8.5).")

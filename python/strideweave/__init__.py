@@ -91,6 +91,7 @@ from ._core import (
     Generic,
     CPU,
     FileBacked,
+    Evictable,
     BlockDevice,
     BlockDeviceCarrier,
     BlockIoCompletion,
@@ -135,6 +136,8 @@ from ._core import (
     # autograd
     Operation,
     DispatchedCall,
+    EvictableOperation,
+    execute_lowered,
     grad,
     # file formats (docs/storage.md, "File formats")
     load_npy,

@@ -164,3 +164,15 @@ def test_carrier_composition_A2_a_failed_finalisation_relinquishes_every_claim()
         FailsToFinalize(child)
     assert not child.is_owned() and child.is_mutable()  # although the half-built object is still alive
     assert info.value is not None
+
+
+def test_carrier_composition_A4_is_owner_acting_here_holds_only_inside_the_owners_access_scope():
+    child, free = sw.CPU(1), sw.CPU(1)
+    owner = Composite(child)
+    assert not child.is_owner_acting_here() and not free.is_owner_acting_here()
+    with owner._owner_access():
+        assert child.is_owner_acting_here() and not free.is_owner_acting_here()
+        other = Composite(sw.CPU(1))
+        with other._owner_access():  # the innermost scope is another owner's
+            assert not child.is_owner_acting_here()
+    assert not child.is_owner_acting_here()

@@ -329,13 +329,15 @@ std::vector<std::optional<Tensor>> run(std::span<const Tensor> roots, std::span<
 }  // namespace
 
 namespace {
-void check_node_cotangent(const Operation& node, const Tensor& cotangent, const Tensor& result) {
+void check_node_cotangent_value(const Operation& node, const Tensor& cotangent, const Tensor& result) {
   if (!cotangent.is_differentiable())
     throw TypeError(fmt::format("{}.backward: the cotangent must have dtype Float32, got {}", node.name(),
                                 cotangent.dtype().name()));
   if (!std::ranges::equal(cotangent.shape().extents(), result.shape().extents()))
     throw ValueError(fmt::format("{}.backward: the cotangent has shape {} but the result has shape {}", node.name(),
                                  cotangent.shape().to_string(), result.shape().to_string()));
+}
+void check_node_cotangent_class(const Operation& node, const Tensor& cotangent, const Tensor& result) {
   if (!(cotangent.carrier_type() == result.carrier_type()))
     throw TypeError(fmt::format("{}.backward: the cotangent lives on {} but the result on {}", node.name(),
                                 cotangent.carrier()->class_name(), result.carrier()->class_name()));
@@ -355,12 +357,17 @@ std::vector<std::optional<Tensor>> Operation::backward(std::span<const std::opti
   if (cotangents.size() != result_count_)
     throw ValueError(fmt::format("{}.backward: {} cotangents for {} results", name(), cotangents.size(), result_count_));
   std::vector<std::optional<Tensor>> detached(cotangents.size());
+  NoGradGuard no_grad_during_backward;
   for (std::size_t r = 0; r < cotangents.size(); ++r)
     if (cotangents[r]) {
-      autograd::check_node_cotangent(*this, *cotangents[r], outputs_[r]);
-      detached[r] = cotangents[r]->detach();
+      autograd::check_node_cotangent_value(*this, *cotangents[r], outputs_[r]);
+      std::optional<Tensor> adapted;
+      if (!(cotangents[r]->carrier_type() == outputs_[r].carrier_type()))
+        adapted = _cotangent_in_result_class(*cotangents[r], r);  // a composite's adapter may take its tier's
+      const Tensor& cotangent = adapted ? *adapted : *cotangents[r];
+      autograd::check_node_cotangent_class(*this, cotangent, outputs_[r]);
+      detached[r] = cotangent.detach();
     }
-  NoGradGuard no_grad_during_backward;
   return autograd::OperationAccess::apply(*this, detached);
 }
 

@@ -6,19 +6,23 @@
 
 #include <array>
 
+#include <strideweave/carriers/evictable.h>
+
 namespace strideweave::extension_carriers {
 namespace {
 
-// {public name, its folder's registration}. Empty until the first carrier
-// of this layer lands.
-constexpr std::array<ExtensionCarrier, 0> kCarriers{};
+// {public name, its class, its folder's registration}.
+constexpr std::array kCarriers{
+    ExtensionCarrier{"Evictable", &carrier_class<Evictable>, nullptr},  // evictable/: definition-free
+};
 
 }  // namespace
 
 std::span<const ExtensionCarrier> extension_carriers() noexcept { return kCarriers; }
 
 void register_extension_carriers() {
-  for (const ExtensionCarrier& carrier : kCarriers) carrier.register_definition();
+  for (const ExtensionCarrier& carrier : kCarriers)
+    if (carrier.register_definition) carrier.register_definition();
 }
 
 }  // namespace strideweave::extension_carriers

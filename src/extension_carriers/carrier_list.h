@@ -15,21 +15,27 @@
 #include <span>
 #include <string_view>
 
+#include <strideweave/carrier_class.h>
+
 namespace strideweave::extension_carriers {
 
-// One listed carrier: its public name and the function of its folder that
-// registers its definition (register_carrier_definition, its kernel packs,
-// its operations) through the public extension API.
+// One listed carrier: its public name (the library bootstrap gives its
+// class that name, before anything registers), its class, and the function
+// of its folder that registers its definition (register_carrier_definition,
+// its kernel packs, its operations) through the public extension API, or
+// null for a definition-free carrier (Evictable), which registers nothing.
 struct ExtensionCarrier {
   std::string_view name;
+  CarrierClass (*carrier_class)();
   void (*register_definition)();
 };
 
 // The list, in registration order.
 std::span<const ExtensionCarrier> extension_carriers() noexcept;
 
-// Registers every listed carrier (the library bootstrap, after the shipped
-// carriers and the built-in definitions, which these carriers build on).
+// Registers every listed carrier's definition (the library bootstrap, after
+// the shipped carriers and the built-in definitions, which these carriers
+// build on).
 void register_extension_carriers();
 
 }  // namespace strideweave::extension_carriers

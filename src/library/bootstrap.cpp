@@ -9,6 +9,7 @@
 #include "builtins/definitions.h"
 #include "carriers/carrier_list.h"
 #include "core/bootstrap.h"
+#include "core/carrier_class_internal.h"
 #include "extension_carriers/carrier_list.h"
 #include "frontend/autograd_hooks.h"
 #include "frontend/definition_dispatch.h"
@@ -39,6 +40,10 @@ void bootstrap() {
   operation::install_dispatcher(&dispatch_called_definition);
   carriers::register_shipped_carriers();
   builtins::register_builtin_definitions();
+  // The carriers built on the public surface are named like the shipped
+  // ones (their folders may include public headers only).
+  for (const extension_carriers::ExtensionCarrier& c : extension_carriers::extension_carriers())
+    detail::CarrierClassAccess::name_shipped_class(c.carrier_class(), std::string(c.name));
   extension_carriers::register_extension_carriers();
 }
 

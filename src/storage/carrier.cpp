@@ -93,7 +93,10 @@ void Carrier::require_writable(const char* what) const {
                                    is_owned() ? " (it is owned by a composite)" : ""));
 }
 
+bool Carrier::is_owner_acting_here() const noexcept { return detail::Ownership::acting_owner_owns(*this); }
+
 std::int64_t Carrier::size() const {
+  if (is_released() && released_size_is_zero()) return 0;
   require_live("Carrier.size");
   return storage_size();
 }

@@ -2,7 +2,9 @@
 
 Carrier and DependentCarrier are open for subclassing in Python (a subclass
 is its own exact class; docs/python.md, "Carriers defined in Python");
-Generic and CPU are the shipped, final carriers that compute; FileBacked and
+Generic and CPU are the shipped, final carriers that compute; Evictable
+composes two carriers into an exclusively owned two-tier hierarchy
+(carrier-composition.md Part A, docs/evictable.md); FileBacked and
 BlockDeviceCarrier (made by BlockDevice.allocate) are the shipped, final
 storage-only carriers (docs/storage.md). The
 definition-backed extension surface is strideweave.carriers.extension
@@ -10,8 +12,8 @@ definition-backed extension surface is strideweave.carriers.extension
 registry are strideweave.carriers.move (docs/storage.md, "Movement").
 """
 
-from .._core import CPU, BlockDevice, BlockDeviceCarrier, Carrier, DependentCarrier, FileBacked, Generic
+from .._core import CPU, BlockDevice, BlockDeviceCarrier, Carrier, DependentCarrier, Evictable, FileBacked, Generic
 from . import extension
 from . import move
 
-__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU", "FileBacked", "BlockDevice", "BlockDeviceCarrier"]
+__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU", "Evictable", "FileBacked", "BlockDevice", "BlockDeviceCarrier"]
