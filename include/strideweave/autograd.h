@@ -245,14 +245,15 @@ class Operation : public std::enable_shared_from_this<Operation> {
   // and nothing is published. The default raises NotImplementedError (the
   // framework reports it as UnsupportedOperationPlan).
   virtual void _forward(const DispatchedCall& call);
-  // A composite's adapter may accept, in backward(), a cotangent that lives
-  // on another carrier class than result `result` (carrier-dispatch,
-  // "Evictable backward restores outer gradients": a cotangent on the exact
-  // primary class): it returns that cotangent as a tensor of the result's
-  // class, or nullopt to refuse it. Called with grad mode off, after the
-  // dtype and shape checks and before the class check (which then applies
-  // to what it returned). The default refuses.
-  virtual std::optional<Tensor> _cotangent_in_result_class(const Tensor& cotangent, std::size_t result) const;
+  // A composite's adapter may vet and convert the cotangents backward()
+  // receives (carrier-dispatch, "Evictable backward restores outer
+  // gradients": an Evictable cotangent must match the result's tier classes
+  // and be promoted; one on the exact primary class is accepted). Called with
+  // grad mode off for every cotangent of result `result`, after the dtype and
+  // shape checks and before the class check: it may raise, return a
+  // replacement (the class check then applies to it), or return nullopt to
+  // keep the cotangent as given (the default).
+  virtual std::optional<Tensor> _adapt_cotangent(const Tensor& cotangent, std::size_t result) const;
 
  private:
   friend struct autograd::OperationAccess;  // src/autograd/graph.h

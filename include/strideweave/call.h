@@ -135,7 +135,12 @@ CallResult call_operation(std::string_view name, std::span<const CallOperand> op
 // ValueError; a released tier -> RuntimeError; a plan the tier's class does
 // not execute -> UnsupportedOperationPlan. A definition-backed tier is
 // reached through its definition only: NotImplementedError.
-Tensor execute_lowered(const DispatchedCall& call, std::span<const KernelOperand> operands);
+// `tier_operation`: the tier's own Operation for this call (its
+// dispatch_op(call.operation), which a composite's adapter owns); a tier
+// class that computes through its dispatch hook runs that Operation instead
+// of asking the hook for another (kernel classes ignore it).
+Tensor execute_lowered(const DispatchedCall& call, std::span<const KernelOperand> operands,
+                       const std::shared_ptr<Operation>& tier_operation = nullptr);
 
 }  // namespace strideweave
 

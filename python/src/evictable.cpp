@@ -35,7 +35,7 @@ KernelOperand kernel_operand_arg(py::handle value, const OperationPlan& plan, st
   return tensor_arg(value, what);
 }
 
-Tensor execute_lowered_object(const PyDispatchedCall& call, py::handle operands) {
+Tensor execute_lowered_object(const PyDispatchedCall& call, py::handle operands, py::handle operation) {
   if (!call.invocation.is_none())
     throw TypeError(fmt::format("execute_lowered: '{}' is a user-defined operation; it lowers through its definition "
                                 "(call.invocation.definition called with the lowered operands)",
@@ -56,9 +56,11 @@ Tensor execute_lowered_object(const PyDispatchedCall& call, py::handle operands)
   }
   std::vector<Tensor> outputs;
   for (py::handle o : call.outputs) outputs.push_back(tensor_arg(o, "execute_lowered: call.outputs"));
+  const std::shared_ptr<Operation> tier_operation =
+      operation.is_none() ? nullptr : operation_arg(operation, "execute_lowered: operation");
   py::gil_scoped_release nogil;
   const DispatchedCall c{call.operation, call.plan, original, attributes, outputs, nullptr};
-  return execute_lowered(c, lowered);
+  return execute_lowered(c, lowered, tier_operation);
 }
 
 }  // namespace
@@ -116,13 +118,17 @@ the primaries and publishes a new hierarchy; it is the call's one node.)doc")
                              [](const EvictableOperation& o) -> py::object { return py::cast(o.primary_operation()); },
                              "The primary carrier's Operation for the same name.");
 
-  m.def("execute_lowered", &execute_lowered_object, py::arg("call"), py::arg("operands"), R"doc(
-execute_lowered(call, operands): a composite's lowering (docs/evictable.md).
+  m.def("execute_lowered", &execute_lowered_object, py::arg("call"), py::arg("operands"), py::kw_only(),
+        py::arg("operation") = py::none(), R"doc(
+execute_lowered(call, operands, *, operation=None): a composite's lowering
+(docs/evictable.md).
 The built-in call `call` (the DispatchedCall a dispatch hook's _forward
 received) run again with `operands` in its operands' places (the same shapes
 and dtypes on the composite's tier; numbers for scalar slots), through the
 gate and executor of their carrier class, recording nothing. Returns the fresh
-compact result on that class. A user-defined call -> TypeError; another
+compact result on that class. `operation`: the tier's own Operation for the
+call (its dispatch_op(call.operation)), which a dispatch-hook tier class then
+runs instead of asking its hook again. A user-defined call -> TypeError; another
 operand count or shape -> ValueError; another kind or dtype, or two carrier
 classes -> TypeError; a plan the class does not execute ->
 UnsupportedOperationPlan.)doc");

@@ -169,6 +169,22 @@ def test_carrier_composition_A9_a_failed_transition_keeps_everything_and_can_be_
     assert e.is_evicted() and secondary.values_ == [1.0, 2.0]
 
 
+def test_carrier_composition_A9_a_failed_promotion_disposes_its_fresh_storage():
+    primary = Flaky(2)
+    primary.values_ = [7.0, 8.0]
+    e = sw.Evictable(primary, sw.Generic([0.0, 0.0], dtype=F32))
+    e.evict()
+    secondary = e.secondary
+    Flaky.failing = True
+    try:
+        raises_exactly(OSError, e.promote)
+    finally:
+        Flaky.failing = False
+    assert e.is_evicted() and e.primary is primary and e.secondary is secondary and secondary[1] == 8.0
+    e.promote()
+    assert e.primary is not primary and flat(e).tolist() == [7.0, 8.0]
+
+
 def test_carrier_composition_A10_only_writes_step_the_version():
     e = hierarchy(1.0, 2.0)
     v = e.version
@@ -261,6 +277,10 @@ def test_carrier_dispatch_evictable_backward_takes_an_evictable_or_exact_primary
     assert node.backward(flat(hierarchy(1.0, 1.0)))[1].tolist() == [1.0, 2.0]
     raises_exactly(TypeError, node.backward, sw.Tensor(sw.Generic([1.0, 1.0], dtype=F32), 0,
                                                        sw.Layout.compact(sw.Shape(2))))
+    raises_exactly(TypeError, node.backward, flat(sw.Evictable(cpu(1.0, 1.0), sw.Generic([0.0, 0.0], dtype=F32))))
+    evicted = hierarchy(1.0, 1.0)
+    evicted.evict()
+    raises_exactly(RuntimeError, node.backward, flat(evicted))
 
 
 def test_carrier_composition_A14_a_python_tier_class_takes_part():

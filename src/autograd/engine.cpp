@@ -361,9 +361,7 @@ std::vector<std::optional<Tensor>> Operation::backward(std::span<const std::opti
   for (std::size_t r = 0; r < cotangents.size(); ++r)
     if (cotangents[r]) {
       autograd::check_node_cotangent_value(*this, *cotangents[r], outputs_[r]);
-      std::optional<Tensor> adapted;
-      if (!(cotangents[r]->carrier_type() == outputs_[r].carrier_type()))
-        adapted = _cotangent_in_result_class(*cotangents[r], r);  // a composite's adapter may take its tier's
+      const std::optional<Tensor> adapted = _adapt_cotangent(*cotangents[r], r);  // a composite's adapter
       const Tensor& cotangent = adapted ? *adapted : *cotangents[r];
       autograd::check_node_cotangent_class(*this, cotangent, outputs_[r]);
       detached[r] = cotangent.detach();

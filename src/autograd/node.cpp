@@ -114,7 +114,7 @@ void Operation::_forward(const DispatchedCall& call) {
       fmt::format("Operation._forward: this operation supplies no computation for '{}'", call.operation));
 }
 
-std::optional<Tensor> Operation::_cotangent_in_result_class(const Tensor&, std::size_t) const { return std::nullopt; }
+std::optional<Tensor> Operation::_adapt_cotangent(const Tensor&, std::size_t) const { return std::nullopt; }
 
 // The members that can own further Operations (inputs_, the caller's
 // handles; operand_views_; a definition call's invocation, whose bound call

@@ -12,7 +12,8 @@
 
 namespace strideweave {
 
-Tensor execute_lowered(const DispatchedCall& call, std::span<const KernelOperand> operands) {
+Tensor execute_lowered(const DispatchedCall& call, std::span<const KernelOperand> operands,
+                       const std::shared_ptr<Operation>& tier_operation) {
   const std::string& op = call.operation;
   if (call.invocation)
     throw TypeError(fmt::format("execute_lowered: '{}' is a user-defined operation; it lowers through its definition "
@@ -60,7 +61,7 @@ Tensor execute_lowered(const DispatchedCall& call, std::span<const KernelOperand
   // The lowered call is the outer call's implementation: it records nothing.
   const frontend::GraphConstructionOff no_graph;
   const storage::Admission admission = storage::gate(*prototype, call.plan);  // before any allocation
-  frontend::CallRecord record{frontend::CallInputs{}, nullptr};
+  frontend::CallRecord record{frontend::CallInputs{}, tier_operation};
   return frontend::execute(admission, call.plan, operands, call.attributes, call.output().shape(), *prototype,
                            Output{}, nullptr, record);
 }

@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <unistd.h>
 #include <memory>
 #include <vector>
 
@@ -39,6 +43,7 @@ Tensor tensor_on(const std::shared_ptr<Carrier>& c) { return Tensor(c, Shape::of
 class Flaky final : public Carrier {
  public:
   explicit Flaky(std::int64_t n) : Carrier(DType::Float32(), true), values_(static_cast<std::size_t>(n)) {}
+  explicit Flaky(std::vector<float> values) : Carrier(DType::Float32(), true), values_(std::move(values)) {}
   bool supports_storage_dtype(const DType& d) const noexcept override { return &d == &DType::Float32(); }
   static inline bool failing = false;
 
@@ -88,6 +93,27 @@ TEST(CarrierComposition_A1_ConstructionValidatesATwoTierHierarchy, ConstructAPro
   EXPECT_TRUE(secondary->is_owned_by(*e));
   EXPECT_EQ(e->class_name(), "Evictable");
   EXPECT_EQ(floats(tensor_on(e)), (std::vector<float>{1, 2, 3}));
+}
+
+TEST(CarrierComposition_A1_ConstructionValidatesATwoTierHierarchy, ABlockDeviceTierIsRefusedBeforeEverythingElse) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(STRIDEWEAVE_BINARY_DIR) / "block_device_images";
+  fs::create_directories(dir);
+  const fs::path image = dir / ("evictable-" + std::to_string(::getpid()) + ".img");
+  fs::remove(image);
+  {
+    const std::shared_ptr<BlockDevice> device = BlockDevice::open(image, 16 * BlockDevice::block_bytes);
+    const std::shared_ptr<Carrier> block = device->allocate(2);
+    EXPECT_THROW(Evictable::create(block, cpu({0, 0})), TypeError);
+    EXPECT_THROW(Evictable::create(cpu({1, 2}), block), TypeError);
+    // Before the same-object check, and before a released tier's check.
+    EXPECT_THROW(Evictable::create(block, block), TypeError);
+    const std::shared_ptr<Carrier> released = cpu({1});
+    released->release();
+    EXPECT_THROW(Evictable::create(released, block), TypeError);
+    EXPECT_FALSE(block->is_owned());
+  }
+  fs::remove(image);
 }
 
 TEST(CarrierComposition_A1_ConstructionValidatesATwoTierHierarchy, RejectEachBadTierInTheStatedOrder) {
@@ -287,17 +313,23 @@ TEST(CarrierComposition_A9_ResidencyTransitionsAreFailureAtomic, AFailedEviction
 }
 
 TEST(CarrierComposition_A9_ResidencyTransitionsAreFailureAtomic, AFailedPromotionDisposesItsFreshStorage) {
-  const auto e = Evictable::create(std::make_shared<Flaky>(2), generic({7, 8}));
+  const auto primary = std::make_shared<Flaky>(std::vector<float>{7, 8});
+  const auto e = Evictable::create(primary, generic({0, 0}));
   e->evict();
   const std::shared_ptr<Carrier> secondary = e->secondary();
+  const std::uint64_t version = e->version();
   Flaky::failing = true;  // the fresh Flaky primary refuses the values
   EXPECT_THROW(e->promote(), OSError);
   Flaky::failing = false;
   EXPECT_TRUE(e->is_evicted());
+  EXPECT_EQ(e->primary(), primary);  // the released one: the fresh one was given back
   EXPECT_EQ(e->secondary(), secondary);
   EXPECT_FALSE(secondary->is_released());
-  e->promote();
-  EXPECT_EQ(floats(tensor_on(e)), (std::vector<float>{0, 0}));  // Flaky starts at zero and held zeros
+  EXPECT_EQ(secondary->get_value(1).f, 8.0f);
+  EXPECT_EQ(e->version(), version);
+  e->promote();  // the retry succeeds into fresh (zeroed) Flaky storage
+  EXPECT_NE(e->primary(), primary);
+  EXPECT_EQ(floats(tensor_on(e)), (std::vector<float>{7, 8}));
 }
 
 TEST(CarrierComposition_A10_TransitionsPreserveLogicalVersionIdentity, OnlyWritesStepTheVersion) {
@@ -457,6 +489,12 @@ TEST(CarrierComposition_A14_CapabilitySnapshotAndDispatch, BackwardTakesAnEvicta
   EXPECT_EQ(floats(*node->backward(tensor_on(hierarchy({1, 1})))[1]), (std::vector<float>{1, 2}));
   EXPECT_THROW((void)node->backward(make_tensor<Generic>({1.0f, 1.0f}, Shape{2})), TypeError);
   EXPECT_THROW((void)node->backward(make_tensor<CPU>({1.0f}, Shape{1})), ValueError);
+  // An Evictable cotangent of other tier classes, or evicted, is refused.
+  const auto other = Evictable::create(cpu({1, 1}), generic({0, 0}));
+  EXPECT_THROW((void)node->backward(tensor_on(other)), TypeError);
+  const auto evicted = hierarchy({1, 1});
+  evicted->evict();
+  EXPECT_THROW((void)node->backward(tensor_on(evicted)), RuntimeError);
 }
 
 // execute_lowered's own checks (call.h), through a hierarchy's adapter.
@@ -485,3 +523,107 @@ TEST(CarrierComposition_A14_CapabilitySnapshotAndDispatch, LoweringChecksItsOper
 }
 
 }  // namespace
+
+namespace {
+
+// A definition-free class that implements one user-defined operation
+// through its dispatch hook: the primary of the hierarchy below.
+class Doubler final : public Carrier {
+ public:
+  explicit Doubler(std::vector<float> v) : Carrier(DType::Float32(), true), values_(std::move(v)) {}
+  bool supports_storage_dtype(const DType& d) const noexcept override { return &d == &DType::Float32(); }
+
+ protected:
+  std::int64_t storage_size() const noexcept override { return static_cast<std::int64_t>(values_.size()); }
+  Value read_slot(std::int64_t i) const override { return Value::from_float32(values_[static_cast<std::size_t>(i)]); }
+  void write_slot(std::int64_t i, const Value& v) override { values_[static_cast<std::size_t>(i)] = v.f; }
+  void release_storage() override { values_.clear(); }
+  std::shared_ptr<Carrier> make_like(std::int64_t n, bool, const SimpleDType&, bool) const override {
+    return std::make_shared<Doubler>(std::vector<float>(static_cast<std::size_t>(n)));
+  }
+  std::shared_ptr<Operation> _dispatch_op(std::string_view name) const override {
+    if (name == "evictable_test.double") return std::make_shared<Kernel>();
+    return Carrier::_dispatch_op(name);
+  }
+
+ private:
+  struct Kernel final : Operation {
+    void _forward(const DispatchedCall& call) override {
+      const Tensor& x = call.tensor(0);
+      for (std::int64_t k = 0; k < call.output().size(); ++k)
+        call.output().carrier()->set_value(call.output().offset() + call.output().layout()(k),
+                                           Value::from_float32(2 * x.at_ordinal(k).f));
+    }
+  };
+  std::vector<float> values_;
+};
+
+std::shared_ptr<const operation::OperationDefinition> doubling() {
+  static const auto d = [] {
+    namespace op = strideweave::operation;
+    const SimpleDType& f = DType::Float32();
+    const auto definition = op::define_operation(
+        "evictable_test.double", op::OperationSchema({op::OperandSpec("x", op::OperandKind::TENSOR, true)}),
+        [](const op::BoundOperationCall& call) {
+          const SimpleDType& f32 = DType::Float32();
+          OperationPlan plan("evictable_test.double", {OperandPlan::tensor(f32)}, Arithmetic::BINARY32, std::nullopt,
+                             nullptr, f32);
+          return op::ResolvedInvocation(call, plan, {op::ResultSpec::compact(f32, call.tensor(0).shape())});
+        },
+        std::nullopt, op::NON_DIFFERENTIABLE);
+    const OperationCapability cap = OperationCapability::from_plan(
+        OperationPlan("evictable_test.double", {OperandPlan::tensor(f)}, Arithmetic::BINARY32, std::nullopt, nullptr, f));
+    register_operation_capabilities(carrier_class<Doubler>(), std::span(&cap, 1));
+    return definition;
+  }();
+  return d;
+}
+
+}  // namespace
+
+// A14.2 for a user-defined operation: the adapter lowers it through its
+// definition onto the primary's class (here one whose dispatch hook
+// implements it) and publishes a new hierarchy.
+TEST(CarrierComposition_A14_CapabilitySnapshotAndDispatch, AUserDefinedOperationLowersThroughItsDefinition) {
+  const auto d = doubling();
+  const auto e = Evictable::create(std::make_shared<Doubler>(std::vector<float>{1, 2, 3}), generic({0, 0, 0}));
+  const Tensor x = tensor_on(e);
+  const std::vector<Tensor> y = (*d)({x});
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].carrier()->exact_class(), carrier_class<Evictable>());
+  EXPECT_EQ(floats(y[0]), (std::vector<float>{2, 4, 6}));
+  e->evict();
+  EXPECT_THROW((void)(*d)({x}), RuntimeError);
+  // A plan the primary does not execute is not in the snapshot.
+  EXPECT_THROW((void)(*d)({tensor_on(hierarchy({1}))}), UnsupportedOperationPlan);
+}
+
+// docs/evictable.md, "Threads": a transition waits for the accesses and
+// operations in progress; one started during a transition raises
+// RuntimeError at once. Values are never torn (run under ThreadSanitizer).
+TEST(CarrierComposition_Threads, TransitionsAndOperationsRaceSafely) {
+  const auto e = hierarchy({1, 2, 3, 4});
+  const Tensor t = tensor_on(e);
+  std::atomic<bool> stop{false};
+  std::atomic<int> computed{0}, refused{0};
+  std::thread worker([&] {
+    NoGradGuard no_graph;
+    while (!stop.load()) {
+      try {
+        const Tensor r = add(t, t);
+        EXPECT_EQ(floats(r), (std::vector<float>{2, 4, 6, 8}));
+        ++computed;
+      } catch (const RuntimeError&) {
+        ++refused;  // evicted, or in transition
+      }
+    }
+  });
+  for (int k = 0; k < 200; ++k) {
+    e->evict();
+    e->promote();
+  }
+  stop.store(true);
+  worker.join();
+  EXPECT_EQ(floats(t), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_GT(computed.load() + refused.load(), 0);
+}

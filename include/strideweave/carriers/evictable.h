@@ -80,16 +80,19 @@
 // promoted (RuntimeError), whose tiers have the exact classes of the first
 // one's (TypeError). The EvictableOperation is the call's one visible node;
 // its gradients are computed by the operation's VJP on Evictable tensors,
-// so each is a new hierarchy too. Its backward(gradient) also takes a
-// cotangent on the result hierarchy's exact primary class (carrier-dispatch,
-// "Evictable backward restores outer gradients"; any other class ->
-// TypeError), as a fresh hierarchy of the result's tier classes; every saved
-// input the VJP reads must be promoted (RuntimeError).
+// so each is a new hierarchy too. Its backward(gradient) takes an Evictable
+// cotangent of the result's tier classes (TypeError otherwise), promoted
+// (RuntimeError), or one on the result hierarchy's exact primary class
+// (carrier-dispatch, "Evictable backward restores outer gradients"; any
+// other class -> TypeError), as a fresh hierarchy of the result's tier
+// classes; every saved input the VJP reads must be promoted (RuntimeError).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -97,6 +100,7 @@
 #include <strideweave/autograd.h>
 #include <strideweave/dependent_carrier.h>
 #include <strideweave/export.h>
+#include <strideweave/placement.h>
 
 STRIDEWEAVE_PUBLIC_BEGIN
 
@@ -105,16 +109,16 @@ namespace strideweave {
 class EvictableOperation;
 
 class Evictable final : public DependentCarrier {
-  struct Token {};
+  struct Token {
+    explicit Token() = default;
+  };
 
  public:
-  static constexpr std::string_view public_name = "Evictable";
-
   // The hierarchy over `primary` and `secondary` (see above for the checks).
   static std::shared_ptr<Evictable> create(const std::shared_ptr<Carrier>& primary,
                                            const std::shared_ptr<Carrier>& secondary);
   // For create() only (make_shared needs a public constructor; the token is
-  // private).
+  // private and cannot be built outside the class).
   Evictable(Token, const std::shared_ptr<Carrier>& primary, const std::shared_ptr<Carrier>& secondary,
             bool mutable_);
 
@@ -125,6 +129,9 @@ class Evictable final : public DependentCarrier {
   void promote();
 
   bool supports_storage_dtype(const DType& dtype) const noexcept override;
+  // The primary's placement at construction (every tier it is given later is
+  // of its exact class).
+  Placement placement() const override { return placement_; }
 
  protected:
   std::int64_t storage_size() const noexcept override { return size_; }
@@ -141,32 +148,61 @@ class Evictable final : public DependentCarrier {
 
  private:
   friend class EvictableOperation;
+  // Concurrency (docs/evictable.md, "Threads"): mutex_ guards the fields
+  // below and is never held while a tier is called. A Pin keeps the
+  // hierarchy promoted for the duration of one access or one operation
+  // (users_ counts them); a transition (evict, promote, release) waits until
+  // no Pin is held, then marks itself in progress, so a Pin taken meanwhile
+  // fails at once with RuntimeError instead of waiting (a caller never
+  // blocks on a transition, which could hold the Python GIL's counterpart).
+  class Pin {
+   public:
+    // The promoted primary, kept promoted while the Pin lives: RuntimeError
+    // (naming `what`) when released, evicted, or in transition.
+    Pin(const Evictable& hierarchy, const char* what);
+    ~Pin();
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+    const std::shared_ptr<Carrier>& primary() const noexcept { return primary_; }
+    const std::shared_ptr<Carrier>& secondary() const noexcept { return secondary_; }
+
+   private:
+    const Evictable& hierarchy_;
+    std::shared_ptr<Carrier> primary_, secondary_;
+  };
   // The hierarchy over fresh tiers of this one's classes (factories and
   // results): `mutable_` is the hierarchy's own mutability.
   static std::shared_ptr<Evictable> create_with(const std::shared_ptr<Carrier>& primary,
                                                 const std::shared_ptr<Carrier>& secondary, bool mutable_);
-  // The promoted primary (RuntimeError when released or evicted); the
-  // caller holds mutex_.
-  const std::shared_ptr<Carrier>& promoted_primary(const char* what) const;
   // RuntimeError when the hierarchy is owned by a composite that is not the
   // acting owner on this thread.
   void require_hierarchy_access(const char* what) const;
+  // Waits until no Pin is held and no other transition runs, then marks a
+  // transition in progress; returns false (nothing marked) when `done`
+  // already holds (evicted for evict, promoted for promote). RuntimeError
+  // when released.
+  bool begin_transition(std::unique_lock<std::mutex>& lock, bool done_when_evicted, const char* what);
+  void end_transition(std::unique_lock<std::mutex>& lock) noexcept;
   // evict() and promote(): moves every slot of `from` into `to_prototype`
   // (when live and large enough) or fresh storage of its class; returns the
-  // tier that now holds the values. The caller holds mutex_.
+  // tier that now holds the values. Runs without mutex_.
   std::shared_ptr<Carrier> transfer(const std::shared_ptr<Carrier>& from, const std::shared_ptr<Carrier>& to_prototype,
                                     const char* what);
   // Releases (when live) and gives back a tier this hierarchy owns.
   void dispose(const std::shared_ptr<Carrier>& tier) noexcept;
-  // Copies `result` (a fresh lowered result on the primary's class, of this
-  // hierarchy's size) into the primary (an operation's output).
+  // Copies `result` (the lowered result: the same layout as this fresh
+  // result hierarchy, on the primary's class) into the primary.
   void adopt_values(const Tensor& result);
 
-  mutable std::mutex mutex_;  // guards the tiers and the residency
+  mutable std::mutex mutex_;
+  mutable std::condition_variable idle_;  // signalled when users_ drops to 0 or a transition ends
   std::shared_ptr<Carrier> primary_;
   std::shared_ptr<Carrier> secondary_;
-  std::int64_t size_ = 0;
+  const std::int64_t size_;
+  const Placement placement_;
   bool evicted_ = false;
+  bool transitioning_ = false;
+  mutable std::int64_t users_ = 0;  // Pins held
 };
 
 // The adapter an Evictable's dispatch hook returns (A14.2): it owns the
@@ -183,7 +219,7 @@ class EvictableOperation final : public Operation {
 
  protected:
   void _forward(const DispatchedCall& call) override;
-  std::optional<Tensor> _cotangent_in_result_class(const Tensor& cotangent, std::size_t result) const override;
+  std::optional<Tensor> _adapt_cotangent(const Tensor& cotangent, std::size_t result) const override;
 
  private:
   std::shared_ptr<Operation> primary_operation_;

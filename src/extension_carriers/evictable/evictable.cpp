@@ -58,12 +58,48 @@ Evictable::Evictable(Token, const std::shared_ptr<Carrier>& primary, const std::
     : DependentCarrier(primary->dtype(), mutable_),
       primary_(primary),
       secondary_(secondary),
-      size_(primary->size()) {
+      size_(primary->size()),
+      placement_(primary->placement()) {
   // All or nothing; a failure below (the snapshot) gives both back: the
   // base's destructor relinquishes every claim of a constructor that threw.
   const std::shared_ptr<Carrier> tiers[] = {primary_, secondary_};
   claim(tiers);
   finalize_operation_capabilities();
+}
+
+// ---------------------------------------------------------------- pins and transitions
+
+Evictable::Pin::Pin(const Evictable& hierarchy, const char* what) : hierarchy_(hierarchy) {
+  const std::lock_guard lock(hierarchy.mutex_);
+  hierarchy.require_live(what);
+  if (hierarchy.transitioning_)
+    throw RuntimeError(fmt::format("{}: the Evictable carrier is being evicted, promoted or released on another "
+                                   "thread",
+                                   what));
+  if (hierarchy.evicted_)
+    throw RuntimeError(fmt::format("{}: the Evictable carrier is evicted; call promote() first", what));
+  primary_ = hierarchy.primary_;
+  secondary_ = hierarchy.secondary_;
+  ++hierarchy.users_;
+}
+
+Evictable::Pin::~Pin() {
+  const std::lock_guard lock(hierarchy_.mutex_);
+  if (--hierarchy_.users_ == 0) hierarchy_.idle_.notify_all();
+}
+
+bool Evictable::begin_transition(std::unique_lock<std::mutex>& lock, bool done_when_evicted, const char* what) {
+  idle_.wait(lock, [&] { return !transitioning_ && users_ == 0; });
+  require_live(what);
+  if (evicted_ == done_when_evicted) return false;
+  transitioning_ = true;
+  return true;
+}
+
+void Evictable::end_transition(std::unique_lock<std::mutex>& lock) noexcept {
+  if (!lock.owns_lock()) lock.lock();
+  transitioning_ = false;
+  idle_.notify_all();
 }
 
 // ---------------------------------------------------------------- queries
@@ -83,23 +119,25 @@ bool Evictable::is_evicted() const {
   return evicted_;
 }
 
-// Structural: the tiers' classes answer whatever their residency or release.
+// Structural: the tiers' classes answer whatever their residency or release
+// (a transition replaces a tier with one of the same exact class).
 bool Evictable::supports_storage_dtype(const DType& dtype) const noexcept {
-  return primary_->supports_storage_dtype(dtype) && secondary_->supports_storage_dtype(dtype);
+  std::shared_ptr<Carrier> primary, secondary;
+  {
+    const std::lock_guard lock(mutex_);
+    primary = primary_;
+    secondary = secondary_;
+  }
+  return primary->supports_storage_dtype(dtype) && secondary->supports_storage_dtype(dtype);
 }
 
+// Called once, by the constructor (before anyone else can see the object).
 std::vector<OperationCapability> Evictable::_generate_operation_capabilities() const {
   std::vector<OperationCapability> out;
   for (OperationCapability& c : primary_->operation_capabilities())
-    if (supports_storage_dtype(c.output())) out.push_back(std::move(c));
+    if (primary_->supports_storage_dtype(c.output()) && secondary_->supports_storage_dtype(c.output()))
+      out.push_back(std::move(c));
   return out;
-}
-
-const std::shared_ptr<Carrier>& Evictable::promoted_primary(const char* what) const {
-  require_live(what);
-  if (evicted_)
-    throw RuntimeError(fmt::format("{}: the Evictable carrier is evicted; call promote() first", what));
-  return primary_;
 }
 
 void Evictable::require_hierarchy_access(const char* what) const {
@@ -111,35 +149,46 @@ void Evictable::require_hierarchy_access(const char* what) const {
 // ---------------------------------------------------------------- storage hooks
 
 Value Evictable::read_slot(std::int64_t index) const {
-  const std::lock_guard lock(mutex_);
-  return promoted_primary("Carrier.get_value")->get_value(index);
+  const Pin pin(*this, "Carrier.get_value");
+  return pin.primary()->get_value(index);
 }
 
 void Evictable::write_slot(std::int64_t index, const Value& value) {
-  const std::lock_guard lock(mutex_);
-  const std::shared_ptr<Carrier>& primary = promoted_primary("Carrier.set_value");
+  const Pin pin(*this, "Carrier.set_value");
   const OwnerAccess access = owner_access();
-  primary->set_value(index, value);
+  pin.primary()->set_value(index, value);
 }
 
 void Evictable::read_range(std::int64_t first, std::int64_t count, Value* out) const {
-  const std::lock_guard lock(mutex_);
-  const std::vector<Value> values = promoted_primary("Carrier.read_values")->read_values(first, count);
+  const Pin pin(*this, "Carrier.read_values");
+  const std::vector<Value> values = pin.primary()->read_values(first, count);
   std::copy(values.begin(), values.end(), out);
 }
 
 void Evictable::write_range(std::int64_t first, std::span<const Value> values) {
-  const std::lock_guard lock(mutex_);
-  const std::shared_ptr<Carrier>& primary = promoted_primary("Carrier.write_values");
+  const Pin pin(*this, "Carrier.write_values");
   const OwnerAccess access = owner_access();
-  primary->write_values(first, values);
+  pin.primary()->write_values(first, values);
 }
 
+// The tier that does not hold the values goes first, so that a failure of
+// the second leaves the hierarchy live with its values.
 void Evictable::release_storage() {
-  const std::lock_guard lock(mutex_);
-  const OwnerAccess access = owner_access();
-  if (!primary_->is_released()) primary_->release();
-  if (!secondary_->is_released()) secondary_->release();
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return !transitioning_ && users_ == 0; });
+  transitioning_ = true;
+  const std::shared_ptr<Carrier> holder = evicted_ ? secondary_ : primary_;
+  const std::shared_ptr<Carrier> other = evicted_ ? primary_ : secondary_;
+  lock.unlock();
+  try {
+    const OwnerAccess access = owner_access();
+    if (!other->is_released()) other->release();
+    if (!holder->is_released()) holder->release();
+  } catch (...) {
+    end_transition(lock);
+    throw;
+  }
+  end_transition(lock);
 }
 
 std::shared_ptr<Carrier> Evictable::make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
@@ -182,44 +231,65 @@ std::shared_ptr<Carrier> Evictable::transfer(const std::shared_ptr<Carrier>& fro
     destination = to_prototype->allocate_like(size_, true, &dtype(), /*empty=*/true);
     claim(destination);
   }
+  std::optional<Tensor> moved;
   try {
     (void)describe_move_route(*from, *destination);  // resolved at the start (NotImplementedError)
     const OwnerAccess access = owner_access();
     const NoGradGuard lowered;  // a transition records no node
-    const Tensor moved = move(flat(from, size_), destination);
-    if (moved.carrier() != destination)
-      throw RuntimeError(fmt::format("{}: the move did not return its destination carrier", what));
+    moved = move(flat(from, size_), destination);
   } catch (...) {
     if (fresh) dispose(destination);
     throw;
   }
+  // The move committed (the source is released): the values are in
+  // `destination`, which move() returns by contract.
+  if (moved->carrier() != destination)
+    throw RuntimeError(fmt::format("{}: the move committed into another carrier than its destination", what));
   return destination;
 }
 
 void Evictable::evict() {
   require_hierarchy_access("Evictable.evict");
-  const std::lock_guard lock(mutex_);
-  require_live("Evictable.evict");
-  if (evicted_) return;
-  const std::shared_ptr<Carrier> destination = transfer(primary_, secondary_, "Evictable.evict");
-  if (destination != secondary_) {  // a fresh secondary replaces the old one
-    const std::shared_ptr<Carrier> replaced = std::exchange(secondary_, destination);
-    dispose(replaced);
+  std::unique_lock lock(mutex_);
+  if (!begin_transition(lock, /*done_when_evicted=*/true, "Evictable.evict")) return;
+  const std::shared_ptr<Carrier> from = primary_, to = secondary_;
+  lock.unlock();
+  std::shared_ptr<Carrier> destination;
+  try {
+    destination = transfer(from, to, "Evictable.evict");
+  } catch (...) {
+    end_transition(lock);
+    throw;
   }
+  lock.lock();
+  std::shared_ptr<Carrier> replaced;
+  if (destination != secondary_) replaced = std::exchange(secondary_, destination);  // a fresh secondary
   evicted_ = true;
+  end_transition(lock);
+  lock.unlock();
+  if (replaced) dispose(replaced);
 }
 
 void Evictable::promote() {
   require_hierarchy_access("Evictable.promote");
-  const std::lock_guard lock(mutex_);
-  require_live("Evictable.promote");
-  if (!evicted_) return;
-  const std::shared_ptr<Carrier> destination = transfer(secondary_, primary_, "Evictable.promote");
-  if (destination != primary_) {  // a fresh primary replaces the released one
-    const std::shared_ptr<Carrier> replaced = std::exchange(primary_, destination);
-    dispose(replaced);
+  std::unique_lock lock(mutex_);
+  if (!begin_transition(lock, /*done_when_evicted=*/false, "Evictable.promote")) return;
+  const std::shared_ptr<Carrier> from = secondary_, to = primary_;
+  lock.unlock();
+  std::shared_ptr<Carrier> destination;
+  try {
+    destination = transfer(from, to, "Evictable.promote");
+  } catch (...) {
+    end_transition(lock);
+    throw;
   }
+  lock.lock();
+  std::shared_ptr<Carrier> replaced;
+  if (destination != primary_) replaced = std::exchange(primary_, destination);  // the released primary
   evicted_ = false;
+  end_transition(lock);
+  lock.unlock();
+  if (replaced) dispose(replaced);
 }
 
 // ---------------------------------------------------------------- dispatch
@@ -227,17 +297,16 @@ void Evictable::promote() {
 std::shared_ptr<Operation> Evictable::_dispatch_op(std::string_view operation_name) const {
   std::shared_ptr<Carrier> primary;
   {
-    const std::lock_guard lock(mutex_);
-    primary = promoted_primary("Evictable.dispatch_op");
+    const Pin pin(*this, "Evictable.dispatch_op");
+    primary = pin.primary();
   }
   return std::make_shared<EvictableOperation>(primary->dispatch_op(operation_name));
 }
 
 void Evictable::adopt_values(const Tensor& result) {
-  const std::lock_guard lock(mutex_);
-  const std::shared_ptr<Carrier>& primary = promoted_primary("EvictableOperation");
+  const Pin pin(*this, "EvictableOperation");
   const OwnerAccess access = owner_access();
-  primary->copy_range(*result.carrier(), result.offset(), 0, size_);
+  pin.primary()->copy_range(*result.carrier(), result.offset(), 0, size_);
 }
 
 EvictableOperation::EvictableOperation(std::shared_ptr<Operation> primary_operation)
@@ -253,34 +322,28 @@ const Evictable* as_evictable(const Tensor& t) { return dynamic_cast<const Evict
 
 void EvictableOperation::_forward(const DispatchedCall& call) {
   const std::string& op = call.operation;
-  // Every tensor operand is a promoted Evictable whose tiers have the first
-  // one's exact classes; its lowered form is the same view of the primary.
-  std::vector<std::shared_ptr<Carrier>> primaries;  // per operand, null for a scalar
-  const Evictable* first = nullptr;
-  std::shared_ptr<Carrier> first_primary, first_secondary;
-  const auto lower = [&](const Tensor& t) -> std::shared_ptr<Carrier> {
+  // Every tensor operand is an Evictable whose tiers have the first one's
+  // exact classes, pinned promoted until the call returns; its lowered
+  // form is the same view of its primary.
+  std::vector<std::unique_ptr<Evictable::Pin>> pins;
+  const auto lower = [&](const Tensor& t) -> Tensor {
     const Evictable* e = as_evictable(t);
     if (!e)
       throw TypeError(fmt::format("{}: an Evictable operation needs Evictable tensor operands, got one on {}", op,
                                   t.carrier()->class_name()));
-    std::shared_ptr<Carrier> primary, secondary;
-    {
-      const std::lock_guard lock(e->mutex_);
-      primary = e->promoted_primary(op.c_str());
-      secondary = e->secondary_;
+    auto pin = std::make_unique<Evictable::Pin>(*e, op.c_str());
+    if (!pins.empty()) {
+      const Evictable::Pin& first = *pins.front();
+      if (!(pin->primary()->exact_class() == first.primary()->exact_class()))
+        throw TypeError(fmt::format("{}: the Evictable operands' primaries differ ({} and {})", op,
+                                    first.primary()->class_name(), pin->primary()->class_name()));
+      if (!(pin->secondary()->exact_class() == first.secondary()->exact_class()))
+        throw TypeError(fmt::format("{}: the Evictable operands' secondaries differ ({} and {})", op,
+                                    first.secondary()->class_name(), pin->secondary()->class_name()));
     }
-    if (!first) {
-      first = e;
-      first_primary = primary;
-      first_secondary = secondary;
-    } else if (!(primary->exact_class() == first_primary->exact_class())) {
-      throw TypeError(fmt::format("{}: the Evictable operands' primaries differ ({} and {})", op,
-                                  first_primary->class_name(), primary->class_name()));
-    } else if (!(secondary->exact_class() == first_secondary->exact_class())) {
-      throw TypeError(fmt::format("{}: the Evictable operands' secondaries differ ({} and {})", op,
-                                  first_secondary->class_name(), secondary->class_name()));
-    }
-    return primary;
+    Tensor lowered(pin->primary(), t.offset(), t.layout());
+    pins.push_back(std::move(pin));
+    return lowered;
   };
   for (const Tensor& out : call.outputs)
     if (!as_evictable(out))
@@ -288,25 +351,29 @@ void EvictableOperation::_forward(const DispatchedCall& call) {
 
   if (!call.invocation) {
     // A built-in: the kernel operands, each tensor as the same view of its
-    // promoted primary, through the primary class's own path.
+    // promoted primary, through the primary class's own path (a dispatch
+    // hook class computes through the primary's Operation this adapter owns).
     std::vector<KernelOperand> lowered;
     lowered.reserve(call.operands.size());
     for (const KernelOperand& o : call.operands) {
-      if (const Tensor* t = std::get_if<Tensor>(&o)) lowered.emplace_back(Tensor(lower(*t), t->offset(), t->layout()));
+      if (const Tensor* t = std::get_if<Tensor>(&o)) lowered.emplace_back(lower(*t));
       else lowered.push_back(o);
     }
-    const Tensor result = execute_lowered(call, lowered);
-    const auto* out = as_evictable(call.output());
-    const_cast<Evictable*>(out)->adopt_values(result);
+    const Tensor result = execute_lowered(call, lowered, primary_operation_);
+    const_cast<Evictable*>(as_evictable(call.output()))->adopt_values(result);
     return;
   }
   // A user-defined operation: its definition, called with the lowered
   // operands and the same options, on the primary class.
   const operation::ResolvedInvocation& inv = *call.invocation;
+  if (!inv.mutated_operands().empty())
+    throw NotImplementedError(fmt::format("{}: a user-defined operation that mutates an operand does not run on an "
+                                          "Evictable yet (docs/evictable.md)",
+                                          op));
   std::vector<operation::CallOperand> lowered;
   lowered.reserve(inv.operands().size());
   for (const operation::CallOperand& o : inv.operands()) {
-    if (const Tensor* t = std::get_if<Tensor>(&o)) lowered.emplace_back(Tensor(lower(*t), t->offset(), t->layout()));
+    if (const Tensor* t = std::get_if<Tensor>(&o)) lowered.emplace_back(lower(*t));
     else lowered.push_back(o);
   }
   const std::vector<Tensor> results = inv.definition()(std::move(lowered), inv.options());
@@ -315,25 +382,38 @@ void EvictableOperation::_forward(const DispatchedCall& call) {
                                    call.outputs.size()));
   for (std::size_t k = 0; k < results.size(); ++k) {
     if (inv.results()[k].alias_of()) continue;  // the operand itself: its primary holds the values already
-    const auto* out = as_evictable(call.outputs[k]);
-    const_cast<Evictable*>(out)->adopt_values(results[k]);
+    // The lowered result has the result's ResultSpec layout (publication
+    // validated it), so its physical span maps slot for slot.
+    const_cast<Evictable*>(as_evictable(call.outputs[k]))->adopt_values(results[k]);
   }
 }
 
-std::optional<Tensor> EvictableOperation::_cotangent_in_result_class(const Tensor& cotangent,
-                                                                      std::size_t result) const {
+std::optional<Tensor> EvictableOperation::_adapt_cotangent(const Tensor& cotangent, std::size_t result) const {
   const std::span<const Tensor> results = outputs();
   if (result >= results.size()) return std::nullopt;
-  const auto* hierarchy = as_evictable(results[result]);
+  const Evictable* hierarchy = as_evictable(results[result]);
   if (!hierarchy) return std::nullopt;
-  std::shared_ptr<Carrier> primary;
+  std::shared_ptr<Carrier> primary, secondary;
   {
     const std::lock_guard lock(hierarchy->mutex_);
     primary = hierarchy->primary_;
+    secondary = hierarchy->secondary_;
   }
-  if (!(cotangent.carrier_type() == primary->exact_class())) return std::nullopt;  // refused: TypeError
-  // A fresh hierarchy of the result's tier classes holding the cotangent's
-  // values (compact); the caller's carrier is not claimed.
+  if (const Evictable* given = as_evictable(cotangent)) {
+    // An Evictable cotangent: promoted, of the result's tier classes.
+    const Evictable::Pin pin(*given, "EvictableOperation.backward");
+    if (!(pin.primary()->exact_class() == primary->exact_class()) ||
+        !(pin.secondary()->exact_class() == secondary->exact_class()))
+      throw TypeError(fmt::format("EvictableOperation.backward: the cotangent's tiers ({}, {}) are not the result's "
+                                  "({}, {})",
+                                  pin.primary()->class_name(), pin.secondary()->class_name(), primary->class_name(),
+                                  secondary->class_name()));
+    return std::nullopt;
+  }
+  if (!(cotangent.carrier_type() == primary->exact_class())) return std::nullopt;  // refused by the class check
+  // On the exact primary class: a fresh hierarchy of the result's tier
+  // classes holding the cotangent's values (compact); the caller's carrier
+  // is not claimed.
   return Tensor(hierarchy->new_like(cotangent.values(), true, &DType::Float32()), 0,
                 Layout::compact(cotangent.shape()));
 }
