@@ -802,6 +802,10 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
            "core-concepts.md 8.5).")
       .def("release", [](Carrier& c) {
              require_no_exports(c, "Carrier.release");
+             // Without the GIL: a composite's release waits for the accesses
+             // in progress on other threads (Evictable), which may need it
+             // for a Python tier's hooks (those take it back themselves).
+             py::gil_scoped_release nogil;
              c.release();
            },
            "Permanent and idempotent; afterwards access, mutation and operations raise RuntimeError. BufferError "

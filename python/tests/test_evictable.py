@@ -374,3 +374,38 @@ def test_execute_lowered_checks_its_operands():
     g = sw.Tensor(sw.Generic([0.0, 0.0], dtype=F32), 0, sw.Layout.compact(sw.Shape(2)))
     raises_exactly(TypeError, sw.execute_lowered, call, [a, g])
     raises_exactly(TypeError, sw.execute_lowered, call, "ab")
+
+
+def test_evictable_threads_transitions_with_a_python_tier_race_operations_without_deadlock():
+    """docs/evictable.md, "Threads": a transition waits for the accesses in
+    progress (without the GIL), an access during a transition raises at once;
+    a Python tier's hooks take the GIL back, so nothing deadlocks."""
+    import threading
+
+    e = sw.Evictable(cpu(1.0, 2.0, 3.0), Flaky(0))
+    t = flat(e)
+    stop = threading.Event()
+    outcomes = {"computed": 0, "refused": 0, "wrong": 0}
+
+    def work():
+        while not stop.is_set():
+            try:
+                values = sw.add(t, t).tolist()
+                outcomes["computed" if values == [2.0, 4.0, 6.0] else "wrong"] += 1
+            except RuntimeError:
+                outcomes["refused"] += 1
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        for _ in range(50):
+            e.evict()
+            e.promote()
+    finally:
+        stop.set()
+        worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert outcomes["wrong"] == 0 and outcomes["computed"] + outcomes["refused"] > 0
+    assert t.tolist() == [1.0, 2.0, 3.0]
+    e.release()
+    assert e.size() == 0
