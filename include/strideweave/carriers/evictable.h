@@ -188,6 +188,8 @@ class Evictable final : public DependentCarrier {
   // tier that now holds the values. Runs without mutex_.
   std::shared_ptr<Carrier> transfer(const std::shared_ptr<Carrier>& from, const std::shared_ptr<Carrier>& to_prototype,
                                     const char* what);
+  // evict() (to_evicted) and promote(), named `what` in messages.
+  void transition(bool to_evicted, const char* what);
   // Releases (when live) and gives back a tier this hierarchy owns.
   void dispose(const std::shared_ptr<Carrier>& tier) noexcept;
   // Copies `result` (the lowered result: the same layout as this fresh

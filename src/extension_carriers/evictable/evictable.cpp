@@ -248,49 +248,34 @@ std::shared_ptr<Carrier> Evictable::transfer(const std::shared_ptr<Carrier>& fro
   return destination;
 }
 
-void Evictable::evict() {
-  require_hierarchy_access("Evictable.evict");
+// evict() (to_evicted) and promote(): the values move from the tier that
+// holds them into the other one (or fresh storage of its class, which then
+// replaces it; the replaced tier is disposed after the state is committed).
+void Evictable::transition(bool to_evicted, const char* what) {
+  require_hierarchy_access(what);
   std::unique_lock lock(mutex_);
-  if (!begin_transition(lock, /*done_when_evicted=*/true, "Evictable.evict")) return;
-  const std::shared_ptr<Carrier> from = primary_, to = secondary_;
+  if (!begin_transition(lock, /*done_when_evicted=*/to_evicted, what)) return;
+  std::shared_ptr<Carrier>& target = to_evicted ? secondary_ : primary_;
+  const std::shared_ptr<Carrier> from = to_evicted ? primary_ : secondary_, to = target;
   lock.unlock();
   std::shared_ptr<Carrier> destination;
   try {
-    destination = transfer(from, to, "Evictable.evict");
+    destination = transfer(from, to, what);
   } catch (...) {
     end_transition(lock);
     throw;
   }
   lock.lock();
   std::shared_ptr<Carrier> replaced;
-  if (destination != secondary_) replaced = std::exchange(secondary_, destination);  // a fresh secondary
-  evicted_ = true;
+  if (destination != target) replaced = std::exchange(target, destination);
+  evicted_ = to_evicted;
   end_transition(lock);
   lock.unlock();
   if (replaced) dispose(replaced);
 }
 
-void Evictable::promote() {
-  require_hierarchy_access("Evictable.promote");
-  std::unique_lock lock(mutex_);
-  if (!begin_transition(lock, /*done_when_evicted=*/false, "Evictable.promote")) return;
-  const std::shared_ptr<Carrier> from = secondary_, to = primary_;
-  lock.unlock();
-  std::shared_ptr<Carrier> destination;
-  try {
-    destination = transfer(from, to, "Evictable.promote");
-  } catch (...) {
-    end_transition(lock);
-    throw;
-  }
-  lock.lock();
-  std::shared_ptr<Carrier> replaced;
-  if (destination != primary_) replaced = std::exchange(primary_, destination);  // the released primary
-  evicted_ = false;
-  end_transition(lock);
-  lock.unlock();
-  if (replaced) dispose(replaced);
-}
+void Evictable::evict() { transition(true, "Evictable.evict"); }
+void Evictable::promote() { transition(false, "Evictable.promote"); }
 
 // ---------------------------------------------------------------- dispatch
 
