@@ -4,12 +4,16 @@
 #include <fmt/format.h>
 
 #include "capability/registry.h"
+#include "core/bootstrap.h"
 #include "extension/registry.h"
 
 namespace strideweave::extension {
 
 Construction Construction::begin(CarrierClass cls, std::int64_t slots, const DType& dtype, bool mutable_,
                                  detail::LikeMaker maker, std::optional<CarrierClass> runtime_class) {
+  // The shipped definition-backed classes (TiledEvictable) are registered by
+  // the library bootstrap: it must have run before the first lookup.
+  ::strideweave::detail::ensure_bootstrapped();
   const CarrierClass named = runtime_class ? *runtime_class : cls;
   const detail::ClassDefinition* record = detail::find_definition_fast(named);
   if (!record)
