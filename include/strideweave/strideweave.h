@@ -9,6 +9,7 @@
 #include <strideweave/carriers/block_device.h>
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/carriers/evictable.h>
+#include <strideweave/carriers/tiled_evictable.h>
 #include <strideweave/carriers/file_backed.h>
 #include <strideweave/carriers/generic.h>
 #include <strideweave/carriers/shipped.h>

@@ -97,6 +97,7 @@ void bind_compose(py::module_& m);    // compose.cpp (concatenate, mean, softmax
 void bind_formats(py::module_& m);     // formats.cpp (.npy and safetensors)
 void bind_move(py::module_& m);       // move.cpp (after carriers and tensors)
 void bind_evictable(py::module_& m);  // evictable.cpp (Evictable, EvictableOperation, execute_lowered; after autograd)
+void bind_tiled_evictable(py::module_& m);  // tiled_evictable.cpp (TiledEvictable, TileSet, ...; after carriers)
 void bind_extension(py::module_& m);   // extension.cpp, extension_records.cpp (after carriers and tensors)
 // Last: every bound function refuses objects whose __init__ never ran
 // (guard.cpp; docs/python.md, "Uninitialised objects").

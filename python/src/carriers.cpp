@@ -637,6 +637,7 @@ CarrierClass carrier_class_arg(py::handle cls, const char* what) {
     if (t == typeid(FileBacked)) return carrier_class<FileBacked>();
     if (t == typeid(BlockDeviceCarrier)) return carrier_class<BlockDeviceCarrier>();
     if (t == typeid(Evictable)) return carrier_class<Evictable>();
+    if (t == typeid(TiledEvictable)) return carrier_class<TiledEvictable>();
   } else if (is_subclass(cls, carrier_type())) {
     return python_class_identity(cls);
   }
@@ -656,7 +657,7 @@ const void* pybind11::polymorphic_type_hook<strideweave::Carrier>::get(const str
     type = nullptr;
     return src;
   }
-  // A dependent class the package binds (Evictable) is its own Python
+  // A dependent class the package binds (Evictable, TiledEvictable) is its own Python
   // class; any other dependent C++ class is shown as DependentCarrier.
   if (src->exact_class().traits().is_dependent && !pybind11::detail::get_type_info(typeid(*src))) {
     type = &typeid(DependentCarrier);
@@ -684,6 +685,7 @@ py::object carrier_class_object(const CarrierClass& cls) {
   if (cls == carrier_class<CPU>()) return py::type::of<CPU>();
   if (cls == carrier_class<FileBacked>()) return py::type::of<FileBacked>();
   if (cls == carrier_class<Evictable>()) return py::type::of<Evictable>();
+  if (cls == carrier_class<TiledEvictable>()) return py::type::of<TiledEvictable>();
   auto it = python_classes().find(cls);
   if (it != python_classes().end()) {
     py::object type = it->second();  // the weak reference's target

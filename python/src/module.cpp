@@ -27,6 +27,7 @@ PYBIND11_MODULE(_core, m) {
   sw::bind_extension(m);
   sw::bind_move(m);
   sw::bind_evictable(m);
+  sw::bind_tiled_evictable(m);
   m.def("num_threads", &strideweave::num_threads, "The number of threads a CPU kernel may use (docs/threading.md).");
   m.def("set_num_threads", &strideweave::set_num_threads, pybind11::arg("n"),
         "Changes it for every later call from any thread; n < 1 -> ValueError.");

@@ -189,6 +189,16 @@ from .carriers.move import (
     move,
     move_async,
 )
+# carrier-composition B1: TiledEvictable and its residency types are also
+# top-level names (the same objects as strideweave.carriers.tiled_evictable's).
+from .carriers.tiled_evictable import (
+    AwaitResidency,
+    ResidencyPlan,
+    ResidencyPolicy,
+    TiledEvictable,
+    TileSelection,
+    TileSet,
+)
 from .carriers.extension import (
     # carrier-extension R1: the top-level exports (the same objects)
     CarrierDefinition,

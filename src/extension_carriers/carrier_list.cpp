@@ -7,6 +7,11 @@
 #include <array>
 
 #include <strideweave/carriers/evictable.h>
+#include <strideweave/carriers/tiled_evictable.h>
+
+namespace strideweave {
+void register_tiled_evictable_definition();  // tiled_evictable/definition.cpp
+}  // namespace strideweave
 
 namespace strideweave::extension_carriers {
 namespace {
@@ -14,6 +19,7 @@ namespace {
 // {public name, its class, its folder's registration}.
 constexpr std::array kCarriers{
     ExtensionCarrier{"Evictable", &carrier_class<Evictable>, nullptr},  // evictable/: definition-free
+    ExtensionCarrier{"TiledEvictable", &carrier_class<TiledEvictable>, &register_tiled_evictable_definition},
 };
 
 }  // namespace

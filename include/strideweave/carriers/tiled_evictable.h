@@ -1,0 +1,335 @@
+// strideweave/carriers/tiled_evictable.h — TiledEvictable, one flat logical
+// extent cut into tiles whose residency is controlled tile by tile
+// (carrier-composition.md Part B; backend-capabilities.md, "TiledEvictable";
+// operation-semantics.md, "The direct tiled operation set";
+// docs/tiled_evictable.md).
+//
+// TiledEvictable is the one definition-backed shipped carrier: a closed
+// extension::DefinedDependentCarrier whose CarrierDefinition holds a
+// StorageProvider (its slots, read and written through the tiles' current
+// residency) and a CompositeProvider (the six direct operations). It is built
+// through the public surface only (src/extension_carriers/tiled_evictable/).
+//
+// Geometry (B1, B2). rank = grid_shape.size() = tile_shape.size() >= 1, every
+// extent >= 1; logical_shape[i] = grid_shape[i] * tile_shape[i]. The tile of a
+// logical coordinate c is c // tile_shape (per axis); tiles are numbered
+// first-axis-fastest over grid_shape. The carrier's slots are tile-major:
+// tile t owns slots [t * tile_size, (t + 1) * tile_size) (its *carrier tile
+// footprint*), within-tile coordinates first-axis-fastest, so one tile is one
+// contiguous run of every tier (one sequential read of a file). The full
+// logical Tensor over the carrier is Tensor(carrier, 0, full_layout()), whose
+// axis i is the nested mode (tile_shape[i], grid_shape[i]); any Tensor whose
+// offset and Layout map every tile's logical coordinates injectively onto
+// exactly that tile's footprint (a within-tile permutation is allowed) is a
+// full Tensor too (check_full_tensor; ValueError otherwise, before any work).
+//
+// Construction (TiledEvictable::create), checks in this order before anything
+// is claimed:
+//   primary or secondary null (not a Carrier)            TypeError
+//   primary and secondary are the same object             ValueError
+//   primary released, then secondary released             RuntimeError
+//   primary owned, then secondary owned                   RuntimeError
+//   the tiers' dtypes are not the same descriptor         TypeError
+//   a rank or extent outside the rules above, or ranks that differ,
+//   or a logical extent that overflows int64              ValueError
+//   a tier that is neither empty nor exactly the logical extent  ValueError
+//   the secondary is not publicly mutable                 RuntimeError
+// then claims both tiers (all or nothing) and freezes its capability snapshot.
+// A full primary seeds every tile (primary-resident and dirty: the values are
+// not yet in the secondary); else a full secondary seeds every tile
+// (secondary-resident, clean); else every tile starts invalid. Each primary
+// residency is a block of the primary's exact class: a seed tile lives in the
+// given primary (released once no tile lives there), a promoted tile in a
+// fresh tile-sized block. An empty secondary is replaced by fresh storage of
+// its class, of the logical extent, at the first eviction that needs it.
+//
+// Tile states (B6): location() is Primary (a primary block holds the value),
+// Secondary (only the secondary does), Implicit (an implicit zero, no
+// storage: what a fresh new_like/allocate_like and gradient tiles hold) or
+// Invalid (no value: unreadable until promoted or written through a scatter).
+// dirty = primary-resident and not (yet) saved to the secondary.
+//
+// Value access (the carrier's slots): a slot of a primary tile reads and
+// writes its block (a write makes the tile dirty); of a secondary tile, the
+// secondary; of an implicit tile, reads 0 and a write first gives the tile a
+// zeroed primary block; of an invalid tile, RuntimeError. A slot of a tile in
+// another caller's incomplete residency request -> RuntimeError (B13.3).
+//
+// Residency (B7, B13). promote_async(tiles) / evict_async(tiles) take a
+// TileSet or a TileSelection (rank or range against the grid -> ValueError;
+// released -> RuntimeError; a tile that is in another incomplete residency
+// request or in use by running work -> RuntimeError at once, never a wait),
+// mark the tiles, and return an AwaitResidency at once; the transfers run on
+// the instance's own worker thread. promote makes each tile primary-valid
+// (copying from the secondary, or zeroing an implicit tile; an invalid tile
+// fails the request with RuntimeError); evict saves each dirty tile to the
+// secondary, then drops its primary block. Both are idempotent, record no
+// autograd node, step no version, and are failure-atomic: a failed request
+// leaves every tile as it was (fresh storage is dropped) and the instance
+// usable. promote(tiles) / evict(tiles) = the async form + wait().
+//
+// Direct operations (B8). A raw tiled Tensor is an operand only of add,
+// elementwise_mul, mul (tensor/tensor, tensor/weak, weak/tensor), relu,
+// reduce_sum and matmul: the snapshot holds the primary class's plans of
+// those six names whose results the primary can store; any other name is
+// UnsupportedOperationPlan at the gate. The operation means the full logical
+// Tensor (every tile, whatever is resident), may block to make values
+// available, and publishes an ordinary dense Tensor of the primary's exact
+// class; the call is the one visible node (its VJP the operation's; a
+// gradient for a tiled operand is a fresh TiledEvictable of the same tier
+// classes and geometry). A residency_policy is asked plan(required,
+// "operation") first (B14): its promotions run before the work, its
+// evictions after it; a plan naming tiles outside the grid -> ValueError, a
+// policy that returns something else -> TypeError, both before any work.
+//
+// Release (B15). release() frees every tile block and both tiers; with an
+// incomplete residency request or running work -> RuntimeError, nothing
+// released. Afterwards residency requests, value access and dispatch raise
+// RuntimeError.
+//
+// Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"):
+// project/scatter and their autograd nodes (B4, B5, B9-B11), the residency
+// budget, streaming direct operations and the prefetcher: today a direct
+// operation gathers each tiled operand into one dense primary-class tensor
+// and runs the primary class's operation once.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <strideweave/completion.h>
+#include <strideweave/extension.h>
+#include <strideweave/layout.h>
+#include <strideweave/placement.h>
+#include <strideweave/tensor.h>
+#include <strideweave/export.h>
+
+STRIDEWEAVE_PUBLIC_BEGIN
+
+namespace strideweave {
+
+// One tile's coordinate: one integer per grid axis.
+using TileCoordinate = std::vector<std::int64_t>;
+
+class TileSet;
+
+// B3 An ordered Cartesian product of tile coordinates: per_axis[i] lists the
+// tiles of axis i in the caller's order. Every axis non-empty, no axis empty
+// list, no duplicate within an axis, no negative coordinate -> ValueError
+// otherwise (an empty per_axis too).
+class TileSelection {
+ public:
+  explicit TileSelection(std::vector<std::vector<std::int64_t>> per_axis);
+
+  const std::vector<std::vector<std::int64_t>>& per_axis() const noexcept { return per_axis_; }
+  std::size_t rank() const noexcept { return per_axis_.size(); }
+  // per_axis[i].size() for each axis.
+  std::vector<std::int64_t> compact_grid_shape() const;
+  // The product, first axis fastest: compact coordinate c maps to
+  // (per_axis[0][c[0]], per_axis[1][c[1]], ...).
+  std::vector<TileCoordinate> coordinates() const;
+  TileSet tile_set() const;
+  // ValueError naming `what` unless rank() == grid_shape.size() and every
+  // coordinate lies inside grid_shape.
+  void check_against(std::span<const std::int64_t> grid_shape, const char* what) const;
+
+  friend bool operator==(const TileSelection&, const TileSelection&) = default;
+
+ private:
+  std::vector<std::vector<std::int64_t>> per_axis_;
+};
+
+// B12 An immutable set of full-rank tile coordinates, sorted first axis
+// fastest (by the reversed tuple). Mixed ranks, a negative component or a
+// duplicate -> ValueError. The empty set is valid (and has no rank).
+class TileSet {
+ public:
+  TileSet() = default;
+  explicit TileSet(std::vector<TileCoordinate> coordinates);
+
+  const std::vector<TileCoordinate>& coordinates() const noexcept { return coordinates_; }
+  std::size_t size() const noexcept { return coordinates_.size(); }
+  bool empty() const noexcept { return coordinates_.empty(); }
+  // The coordinates' rank; nullopt when empty.
+  std::optional<std::size_t> rank() const noexcept;
+  bool contains(std::span<const std::int64_t> coordinate) const;
+  // ValueError naming `what` unless every coordinate has grid_shape's rank
+  // and lies inside it (the empty set binds to every grid).
+  void check_against(std::span<const std::int64_t> grid_shape, const char* what) const;
+
+  friend bool operator==(const TileSet&, const TileSet&) = default;
+
+ private:
+  std::vector<TileCoordinate> coordinates_;
+};
+
+// B12 What a ResidencyPolicy asks for: tiles to promote, to retain and to
+// evict. A tile in two of the sets -> ValueError.
+class ResidencyPlan {
+ public:
+  explicit ResidencyPlan(TileSet promote = {}, TileSet retain = {}, TileSet evict = {});
+  const TileSet& promote() const noexcept { return promote_; }
+  const TileSet& retain() const noexcept { return retain_; }
+  const TileSet& evict() const noexcept { return evict_; }
+  friend bool operator==(const ResidencyPlan&, const ResidencyPlan&) = default;
+
+ private:
+  TileSet promote_, retain_, evict_;
+};
+
+// B14 A residency policy: asked, before tiled work, what to promote, retain
+// and evict around the tiles the work requires. `purpose` is "operation",
+// "projection", "scatter" or "backward". It may only optimise: required
+// tiles are always loaded, evictions of tiles the work needs are deferred
+// until it is done, and without a policy every result is the same. An
+// exception propagates before any work.
+class STRIDEWEAVE_EXPORT ResidencyPolicy {
+ public:
+  virtual ~ResidencyPolicy() = default;
+  virtual ResidencyPlan plan(const TileSet& required, std::string_view purpose) = 0;
+};
+
+enum class TileLocation { Primary, Secondary, Implicit, Invalid };
+STRIDEWEAVE_EXPORT const char* to_string(TileLocation location) noexcept;  // "primary", "secondary", ...
+
+struct TileState {
+  TileLocation location = TileLocation::Invalid;
+  bool valid = false;  // location != Invalid
+  bool dirty = false;  // primary-resident and not saved to the secondary
+  friend bool operator==(const TileState&, const TileState&) = default;
+};
+
+// The handle of a residency request (core-concepts' AwaitResult): done()
+// becomes true at the request's terminal outcome; wait() blocks until then
+// and rethrows its failure (every wait the same one). Thread-safe; copies
+// share the request; dropping every handle neither cancels nor blocks it.
+class AwaitResidency {
+ public:
+  explicit AwaitResidency(extension::ProviderCompletion<void> completion) : completion_(std::move(completion)) {}
+  bool done() const noexcept { return completion_.done(); }
+  void wait() const { completion_.wait(); }
+
+ private:
+  extension::ProviderCompletion<void> completion_;
+};
+
+struct TiledEvictableOptions {
+  // Consulted before tiled work (B14); null: none.
+  std::shared_ptr<ResidencyPolicy> residency_policy;
+};
+
+class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDependentCarrier {
+  struct Init;
+
+ public:
+  // The instance over `primary` (the compute carrier) and `secondary` (the
+  // backing carrier); see the checks above.
+  static std::shared_ptr<TiledEvictable> create(const std::shared_ptr<Carrier>& primary,
+                                                const std::shared_ptr<Carrier>& secondary,
+                                                std::vector<std::int64_t> grid_shape,
+                                                std::vector<std::int64_t> tile_shape,
+                                                TiledEvictableOptions options = {});
+  // For the framework's construction only (extension::create): Init is
+  // private, so no one else can call them.
+  TiledEvictable(extension::Construction key, const std::shared_ptr<Init>& init);
+  // new_like / allocate_like: fresh tiers of the prototype's classes, the
+  // same geometry and policy, every tile implicit zero.
+  TiledEvictable(extension::Construction key, const TiledEvictable& prototype);
+  ~TiledEvictable() override;
+
+  const std::vector<std::int64_t>& grid_shape() const noexcept { return grid_shape_; }
+  const std::vector<std::int64_t>& tile_shape() const noexcept { return tile_shape_; }
+  const std::vector<std::int64_t>& logical_shape() const noexcept { return logical_shape_; }
+  std::int64_t tile_size() const noexcept { return tile_size_; }
+  std::int64_t tile_count() const noexcept { return tile_count_; }
+  // The full logical Tensor's canonical Layout (see above) and the Tensor.
+  const Layout& full_layout() const noexcept { return full_layout_; }
+  Tensor full_tensor();
+  // B2: ValueError (naming `what`) unless `tensor` is a full Tensor of this
+  // carrier: on it, of logical_shape's extents, every tile's footprint exact.
+  void check_full_tensor(const Tensor& tensor, const char* what) const;
+
+  // The tiers as given at construction (the secondary may since have been
+  // replaced by fresh storage of its class: secondary() answers the current).
+  std::shared_ptr<Carrier> primary() const;
+  std::shared_ptr<Carrier> secondary() const;
+  const std::shared_ptr<ResidencyPolicy>& residency_policy() const noexcept { return policy_; }
+
+  TileSet primary_tiles() const;
+  TileSet secondary_tiles() const;
+  TileSet valid_tiles() const;
+  TileSet dirty_tiles() const;
+  TileSet implicit_tiles() const;
+  // ValueError for a coordinate outside the grid.
+  TileState tile_state(std::span<const std::int64_t> coordinate) const;
+
+  AwaitResidency promote_async(const TileSet& tiles);
+  AwaitResidency promote_async(const TileSelection& tiles);
+  AwaitResidency evict_async(const TileSet& tiles);
+  AwaitResidency evict_async(const TileSelection& tiles);
+  void promote(const TileSet& tiles) { promote_async(tiles).wait(); }
+  void promote(const TileSelection& tiles) { promote_async(tiles).wait(); }
+  void evict(const TileSet& tiles) { evict_async(tiles).wait(); }
+  void evict(const TileSelection& tiles) { evict_async(tiles).wait(); }
+  // Every tile of the grid, as a TileSet.
+  TileSet all_tiles() const;
+
+  Placement placement() const override { return placement_; }
+
+ protected:
+  bool released_size_is_zero() const noexcept override { return true; }
+
+ private:
+  friend struct TiledEvictableAccess;  // the definition's callbacks (src/extension_carriers/tiled_evictable/)
+  struct Tile {
+    std::shared_ptr<Carrier> block;  // the primary residency (null: none)
+    std::int64_t block_offset = 0;   // the tile's first slot in `block`
+    bool secondary_valid = false;    // the secondary holds the tile's current value
+    bool implicit_zero = false;      // no storage: the value is zero
+    mutable int users = 0;           // running work that reads or writes the tile (pins)
+    bool busy = false;               // in an incomplete residency request
+  };
+  static TileState state_of(const Tile& tile) noexcept;
+  std::int64_t tile_index(std::span<const std::int64_t> coordinate, const char* what) const;
+  TileCoordinate coordinate_of(std::int64_t tile) const;
+  TileSet tiles_where(bool (*pred)(const Tile&)) const;
+  AwaitResidency submit(const TileSet& tiles, bool promote, const char* what);
+  // The request's work on the worker thread; returns normally or throws
+  // (the tiles are unmarked by the caller either way).
+  void run_promote(const std::vector<std::int64_t>& tiles);
+  void run_evict(const std::vector<std::int64_t>& tiles);
+  void worker_loop();
+  // Gives the seed primary's storage back once no tile lives in it.
+  void drop_block(Tile& tile, std::vector<std::shared_ptr<Carrier>>& to_release);
+
+  const std::vector<std::int64_t> grid_shape_, tile_shape_, logical_shape_, grid_strides_;
+  const std::int64_t tile_size_, tile_count_;
+  const Layout full_layout_;
+  const Placement placement_;
+  const std::shared_ptr<ResidencyPolicy> policy_;
+  std::shared_ptr<Carrier> primary_;  // the compute carrier as given (a seed block, and the class prototype)
+
+  mutable std::mutex mutex_;  // guards everything below; never held across a tier call
+  mutable std::condition_variable idle_;
+  std::shared_ptr<Carrier> secondary_;
+  std::vector<Tile> tiles_;
+  std::int64_t seed_tiles_ = 0;      // tiles whose block is primary_
+  std::int64_t pending_requests_ = 0;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace strideweave
+
+STRIDEWEAVE_PUBLIC_END

@@ -1,0 +1,30 @@
+"""strideweave.carriers.tiled_evictable: TiledEvictable, one flat logical
+extent cut into tiles whose residency is controlled tile by tile
+(carrier-composition.md Part B; docs/tiled_evictable.md).
+
+TiledEvictable, TileSelection, TileSet, ResidencyPlan, ResidencyPolicy and
+AwaitResidency are also top-level names of strideweave (the same objects).
+ResidencyPolicy is a runtime-checkable protocol: any object with a callable
+``plan(required: TileSet, purpose: str) -> ResidencyPlan`` conforms; purpose
+is "operation", "projection", "scatter" or "backward". A policy may only
+optimise: required tiles are always loaded, and without one every result is
+the same.
+
+Not built yet (issue 22): project/scatter and AwaitProjection, the residency
+budget, streaming and prefetch (docs/tiled_evictable.md, "Not built yet").
+"""
+
+from typing import Protocol, runtime_checkable
+
+from .._core import AwaitResidency, ResidencyPlan, TiledEvictable, TileSelection, TileSet
+
+
+@runtime_checkable
+class ResidencyPolicy(Protocol):
+    """plan(required, purpose) -> ResidencyPlan, asked before tiled work
+    (carrier-composition B14)."""
+
+    def plan(self, required: TileSet, purpose: str) -> ResidencyPlan: ...
+
+
+__all__ = ["TiledEvictable", "TileSelection", "TileSet", "ResidencyPlan", "ResidencyPolicy", "AwaitResidency"]

@@ -1,0 +1,366 @@
+// TiledEvictable's CarrierDefinition: the StorageProvider (slots read and
+// written through each tile's residency), release, and the CompositeProvider
+// of the six direct operations (carrier-composition B8, B14, B15). See
+// <strideweave/carriers/tiled_evictable.h>. Public headers only.
+#include "extension_carriers/tiled_evictable/access.h"
+
+#include <strideweave/call.h>
+#include <strideweave/errors.h>
+#include <strideweave/extension.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace strideweave {
+
+namespace {
+
+// The bounded central surface a raw tiled Tensor reaches (B8.1).
+constexpr std::array<std::string_view, 6> kDirectOperations{"add",  "elementwise_mul", "mul",
+                                                            "relu", "reduce_sum",      "matmul"};
+
+}  // namespace
+
+// ---------------------------------------------------------------- storage
+
+bool TiledEvictableAccess::supports(const TiledEvictable& c, const DType& dtype) noexcept {
+  const std::shared_ptr<Carrier> secondary = c.secondary();
+  return c.primary_->supports_storage_dtype(dtype) && secondary->supports_storage_dtype(dtype);
+}
+
+// Reads run by run, one tile's piece at a time: the tile is pinned (users)
+// while its storage is read, so no residency request can move it meanwhile.
+void TiledEvictableAccess::read_range(const TiledEvictable& c, std::int64_t first, std::span<Value> out) {
+  const std::int64_t ts = c.tile_size_;
+  std::int64_t done = 0;
+  while (done < static_cast<std::int64_t>(out.size())) {
+    const std::int64_t slot = first + done;
+    const std::int64_t t = slot / ts;
+    const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(out.size()) - done, (t + 1) * ts - slot);
+    std::shared_ptr<Carrier> source;
+    std::int64_t source_first = 0;
+    {
+      std::lock_guard lock(c.mutex_);
+      const TiledEvictable::Tile& tile = c.tiles_[t];
+      if (c.stopping_) throw RuntimeError("TiledEvictable: the carrier is released");
+      if (tile.busy)
+        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is in an incomplete residency request",
+                                       fmt::join(c.coordinate_of(t), ", ")));
+      if (tile.block) {
+        source = tile.block;
+        source_first = tile.block_offset + (slot - t * ts);
+      } else if (tile.secondary_valid) {
+        source = c.secondary_;
+        source_first = slot;
+      } else if (!tile.implicit_zero) {
+        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is invalid: it has no value until it is promoted "
+                                       "or scattered",
+                                       fmt::join(c.coordinate_of(t), ", ")));
+      }
+      if (source) ++c.tiles_[t].users;
+    }
+    if (!source) {
+      std::fill(out.begin() + done, out.begin() + done + n, *storage_zero(c.dtype()));
+    } else {
+      const auto unpin = [&] {
+        {
+          std::lock_guard lock(c.mutex_);
+          --c.tiles_[t].users;
+        }
+        c.idle_.notify_all();
+      };
+      try {
+        const std::vector<Value> values = source->read_values(source_first, n);
+        std::copy(values.begin(), values.end(), out.begin() + done);
+      } catch (...) {
+        unpin();
+        throw;
+      }
+      unpin();
+    }
+    done += n;
+  }
+}
+
+void TiledEvictableAccess::write_range(TiledEvictable& c, std::int64_t first, std::span<const Value> values) {
+  const std::int64_t ts = c.tile_size_;
+  std::int64_t done = 0;
+  while (done < static_cast<std::int64_t>(values.size())) {
+    const std::int64_t slot = first + done;
+    const std::int64_t t = slot / ts;
+    const std::int64_t n =
+        std::min<std::int64_t>(static_cast<std::int64_t>(values.size()) - done, (t + 1) * ts - slot);
+    std::shared_ptr<Carrier> target;
+    std::int64_t target_first = 0;
+    bool materialize = false;
+    {
+      std::lock_guard lock(c.mutex_);
+      TiledEvictable::Tile& tile = c.tiles_[t];
+      if (c.stopping_) throw RuntimeError("TiledEvictable: the carrier is released");
+      if (tile.busy)
+        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is in an incomplete residency request",
+                                       fmt::join(c.coordinate_of(t), ", ")));
+      if (!tile.block && !tile.secondary_valid && !tile.implicit_zero)
+        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is invalid: promote or scatter it before writing "
+                                       "part of it",
+                                       fmt::join(c.coordinate_of(t), ", ")));
+      materialize = !tile.block && !tile.secondary_valid;  // an implicit zero gets a zeroed block first
+      if (materialize) tile.busy = true;
+    }
+    if (materialize) {
+      std::shared_ptr<Carrier> block;
+      try {
+        block = c.primary_->allocate_like(ts, true, nullptr, false);
+      } catch (...) {
+        {
+          std::lock_guard lock(c.mutex_);
+          c.tiles_[t].busy = false;
+        }
+        c.idle_.notify_all();
+        throw;
+      }
+      std::lock_guard lock(c.mutex_);
+      TiledEvictable::Tile& tile = c.tiles_[t];
+      tile.block = std::move(block);
+      tile.block_offset = 0;
+      tile.implicit_zero = false;
+      tile.busy = false;
+    }
+    {
+      std::lock_guard lock(c.mutex_);
+      TiledEvictable::Tile& tile = c.tiles_[t];
+      if (tile.block) {
+        target = tile.block;
+        target_first = tile.block_offset + (slot - t * ts);
+        tile.secondary_valid = false;  // dirty from now on
+      } else {
+        target = c.secondary_;
+        target_first = slot;
+      }
+      ++tile.users;
+    }
+    const auto unpin = [&] {
+      {
+        std::lock_guard lock(c.mutex_);
+        --c.tiles_[t].users;
+      }
+      c.idle_.notify_all();
+    };
+    try {
+      const DependentCarrier::OwnerAccess access = c.owner_access();  // the seed primary and the secondary are owned
+      target->write_values(target_first, values.subspan(static_cast<std::size_t>(done), static_cast<std::size_t>(n)));
+    } catch (...) {
+      unpin();
+      throw;
+    }
+    unpin();
+    done += n;
+  }
+}
+
+// B15: nothing is released while a request or running work holds a tile.
+void TiledEvictableAccess::release(TiledEvictable& c) {
+  std::vector<std::shared_ptr<Carrier>> tiers;
+  {
+    std::lock_guard lock(c.mutex_);
+    if (c.pending_requests_ > 0)
+      throw RuntimeError("TiledEvictable.release: a residency request is incomplete; wait for it first");
+    for (const TiledEvictable::Tile& tile : c.tiles_)
+      if (tile.users > 0) throw RuntimeError("TiledEvictable.release: work on the carrier is still running");
+    c.stopping_ = true;
+    for (TiledEvictable::Tile& tile : c.tiles_) tile = TiledEvictable::Tile{};
+    c.seed_tiles_ = 0;
+    tiers = {c.primary_, c.secondary_};
+  }
+  c.idle_.notify_all();
+  if (c.worker_.joinable()) c.worker_.join();
+  const DependentCarrier::OwnerAccess access = c.owner_access();
+  for (const std::shared_ptr<Carrier>& tier : tiers) {
+    if (!tier->is_released()) tier->release();
+    c.relinquish(*tier);
+  }
+}
+
+// ---------------------------------------------------------------- direct operations
+
+// The primary class's plans of the six names whose output it can store. The
+// primary's front end runs mul(weak, tensor) as mul(tensor, weak), so its
+// class lists only the latter; the direct surface offers both overloads
+// (B8.1), so each (tensor, weak) plan of mul is mirrored.
+std::vector<OperationCapability> TiledEvictableAccess::capabilities(const TiledEvictable& c) {
+  std::vector<OperationCapability> out;
+  for (OperationCapability& cap : c.primary_->operation_capabilities()) {
+    if (std::find(kDirectOperations.begin(), kDirectOperations.end(), cap.operation()) == kDirectOperations.end() ||
+        !c.primary_->supports_storage_dtype(cap.output()))
+      continue;
+    const std::span<const OperandCapability> ops = cap.operands();
+    if (cap.operation() == "mul" && ops.size() == 2 && ops[0].role() == OperandRole::TENSOR &&
+        ops[1].role() == OperandRole::WEAK_SCALAR) {
+      OperationCapability mirrored(cap.operation(), {ops[1], ops[0]}, cap.compute(), cap.accumulation(),
+                                   cap.accumulator_dtype(), &cap.output());
+      const auto same = [&](const OperationCapability& o) { return o == mirrored; };
+      if (std::none_of(out.begin(), out.end(), same)) out.push_back(std::move(mirrored));
+    }
+    const auto same = [&](const OperationCapability& o) { return o == cap; };
+    if (std::none_of(out.begin(), out.end(), same)) out.push_back(std::move(cap));
+  }
+  return out;
+}
+
+Tensor TiledEvictableAccess::gather_dense(const TiledEvictable& c, const Tensor& tensor) {
+  const std::int64_t ts = c.tile_size_;
+  struct Source {
+    std::shared_ptr<Carrier> carrier;  // null: implicit zero
+    std::int64_t first = 0;
+  };
+  std::vector<Source> sources(static_cast<std::size_t>(c.tile_count_));
+  {
+    std::lock_guard lock(c.mutex_);
+    if (c.stopping_) throw RuntimeError("TiledEvictable: the carrier is released");
+    for (std::int64_t t = 0; t < c.tile_count_; ++t) {
+      const TiledEvictable::Tile& tile = c.tiles_[t];
+      if (tile.busy)
+        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is in an incomplete residency request",
+                                       fmt::join(c.coordinate_of(t), ", ")));
+      if (tile.block) sources[t] = {tile.block, tile.block_offset};
+      else if (tile.secondary_valid) sources[t] = {c.secondary_, t * ts};
+      else if (!tile.implicit_zero)
+        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is invalid: a direct operation needs every tile "
+                                       "(promote or scatter it first)",
+                                       fmt::join(c.coordinate_of(t), ", ")));
+    }
+    for (const TiledEvictable::Tile& tile : c.tiles_) ++tile.users;
+  }
+  const auto unpin = [&] {
+    {
+      std::lock_guard lock(c.mutex_);
+      for (const TiledEvictable::Tile& tile : c.tiles_) --tile.users;
+    }
+    c.idle_.notify_all();
+  };
+  try {
+    std::shared_ptr<Carrier> dense = c.primary_->allocate_like(ts * c.tile_count_, true, nullptr, false);
+    for (std::int64_t t = 0; t < c.tile_count_; ++t)
+      if (sources[t].carrier) dense->copy_range(*sources[t].carrier, sources[t].first, t * ts, ts);
+    unpin();
+    return Tensor(dense, tensor.offset(), tensor.layout());
+  } catch (...) {
+    unpin();
+    throw;
+  }
+}
+
+namespace {
+
+const TiledEvictable& tiled_of(const Tensor& t, const std::string& operation) {
+  const auto* tiled = dynamic_cast<const TiledEvictable*>(t.carrier().get());
+  if (!tiled)
+    throw TypeError(fmt::format("{}: a TiledEvictable operation received a {} Tensor", operation,
+                                t.carrier()->class_name()));
+  return *tiled;
+}
+
+// Equal plans, or mul's (weak, tensor) plan and the (tensor, weak) plan the
+// primary's front end runs for it (the mirrored capability above).
+bool same_plan(const OperationPlan& ran, const OperationPlan& admitted) {
+  if (ran == admitted) return true;
+  const auto a = ran.operands(), b = admitted.operands();
+  return admitted.operation() == "mul" && ran.operation() == "mul" && a.size() == 2 && b.size() == 2 &&
+         a[0] == b[1] && a[1] == b[0] && ran.compute() == admitted.compute() &&
+         ran.accumulation() == admitted.accumulation() && ran.accumulator_dtype() == admitted.accumulator_dtype() &&
+         &ran.output() == &admitted.output();
+}
+
+extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const operation::ResolvedInvocation& inv) {
+  // B2 first: every tiled operand must be a full Tensor.
+  std::vector<std::shared_ptr<TiledEvictable>> instances;
+  for (const operation::CallOperand& operand : inv.operands()) {
+    if (std::holds_alternative<operation::Structural>(operand))
+      throw TypeError(fmt::format("{}: a direct tiled operation takes no structural operand", inv.operation()));
+    const Tensor* t = std::get_if<Tensor>(&operand);
+    if (!t) continue;
+    const TiledEvictable& tiled = tiled_of(*t, inv.operation());
+    tiled.check_full_tensor(*t, inv.operation().c_str());
+    auto instance = std::static_pointer_cast<TiledEvictable>(std::const_pointer_cast<Carrier>(tiled.shared_from_this()));
+    if (std::find(instances.begin(), instances.end(), instance) == instances.end()) instances.push_back(instance);
+  }
+  // B14: each instance's policy, asked before any work; its plan must fit the
+  // grid (ValueError).
+  std::vector<std::pair<std::shared_ptr<TiledEvictable>, ResidencyPlan>> plans;
+  for (const auto& instance : instances) {
+    if (!instance->residency_policy()) continue;
+    ResidencyPlan plan = instance->residency_policy()->plan(instance->all_tiles(), "operation");
+    for (const TileSet* set : {&plan.promote(), &plan.retain(), &plan.evict()})
+      set->check_against(instance->grid_shape(), "TiledEvictable: the residency policy's plan");
+    plans.emplace_back(instance, std::move(plan));
+  }
+  return extension::PreparedComposite([inv = &inv, plans = std::move(plans)]() -> extension::ResultSubmission {
+    for (const auto& [instance, plan] : plans)
+      if (!plan.promote().empty()) instance->promote(plan.promote());
+    std::vector<CallOperand> dense;
+    for (const operation::CallOperand& operand : inv->operands()) {
+      if (const Tensor* t = std::get_if<Tensor>(&operand))
+        dense.emplace_back(TiledEvictableAccess::gather_dense(tiled_of(*t, inv->operation()), *t));
+      else
+        dense.emplace_back(std::get<WeakScalar>(operand));
+    }
+    CallResult result = call_operation(inv->operation(), dense, inv->options());
+    // The dense call must have resolved the very plan the gate admitted (the
+    // options carry the execution choices): never a nearby plan.
+    if (result.plans.empty() || !same_plan(result.plans.front(), inv->plan()))
+      throw RuntimeError(fmt::format("TiledEvictable: the primary resolved {} for the admitted plan {}",
+                                     result.plans.empty() ? std::string("no plan") : result.plans.front().to_string(),
+                                     inv->plan().to_string()));
+    // The policy's evictions, deferred until the work no longer needs them.
+    for (const auto& [instance, plan] : plans)
+      if (!plan.evict().empty()) instance->evict(plan.evict());
+    return extension::ProviderResult(std::move(result.results));
+  });
+}
+
+}  // namespace
+
+void register_tiled_evictable_definition() {
+  using extension::StorageProvider;
+  const auto self = [](const Carrier& c) -> const TiledEvictable& { return static_cast<const TiledEvictable&>(c); };
+  const auto mut = [](Carrier& c) -> TiledEvictable& { return static_cast<TiledEvictable&>(c); };
+  StorageProvider storage(
+      [self](const Carrier& c, const DType& dtype) { return TiledEvictableAccess::supports(self(c), dtype); },
+      [self](const Carrier& c) { return self(c).tile_size() * self(c).tile_count(); },
+      [self](Carrier& c, std::int64_t slots) {
+        if (slots != self(c).tile_size() * self(c).tile_count())
+          throw ValueError(fmt::format("TiledEvictable: {} slots requested, the geometry holds {}", slots,
+                                       self(c).tile_size() * self(c).tile_count()));
+      },
+      [mut](Carrier& c) { TiledEvictableAccess::release(mut(c)); },
+      [self](const Carrier& c, std::int64_t index) {
+        Value v{};
+        TiledEvictableAccess::read_range(self(c), index, std::span<Value>(&v, 1));
+        return v;
+      },
+      [mut](Carrier& c, std::int64_t index, const Value& value) {
+        TiledEvictableAccess::write_range(mut(c), index, std::span<const Value>(&value, 1));
+      },
+      /*elementwise_fallback=*/true);
+  storage = storage.with_ranges(
+      [self](const Carrier& c, std::int64_t first, std::span<Value> out) {
+        TiledEvictableAccess::read_range(self(c), first, out);
+      },
+      [mut](Carrier& c, std::int64_t first, std::span<const Value> values) {
+        TiledEvictableAccess::write_range(mut(c), first, values);
+      });
+  extension::CompositeProvider composite(
+      [self](const Carrier& c) { return TiledEvictableAccess::capabilities(self(c)); },
+      [self](const Carrier& c, const operation::ResolvedInvocation& inv) {
+        return std::vector<CarrierClass>(inv.results().size(), self(c).primary()->exact_class());
+      },
+      &prepare_direct);
+  extension::register_carrier_definition(carrier_class<TiledEvictable>(),
+                                         extension::CarrierDefinition(storage, std::nullopt, {}, composite));
+}
+
+}  // namespace strideweave
