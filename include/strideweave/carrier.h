@@ -251,6 +251,11 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // Throws RuntimeError naming `what` unless publicly mutable and live.
   void require_writable(const char* what) const;
 
+  // Whether this instance, while empty (size() == 0), can establish storage
+  // of a requested size: what move() does with an empty destination
+  // (core-concepts 7.1; FileBacked can, CPU cannot).
+  bool allocates_when_empty() const noexcept { return supports_allocation(); }
+
   // Whether this carrier may be a tier of an Evictable composite. True
   // unless its class refuses the role: BlockDeviceCarrier answers false
   // (core-concepts.md 8.5), and Evictable's construction will check it.

@@ -76,6 +76,15 @@ py::object forward_object(const std::shared_ptr<Operation>& self, const py::args
 // Python subclass it also keeps the Python object alive (autograd.cpp).
 std::shared_ptr<Operation> operation_arg(py::handle value, const char* what);
 
+// A move in flight as Python sees it (move.cpp binds it as AwaitMove;
+// TiledEvictable.scatter returns one): the C++ handle and the Tensor object
+// its first wait() returned (guarded by the GIL), so that every wait()
+// returns that very object.
+struct PyAwaitMove {
+  AwaitMove<Tensor> pending;
+  py::object result = py::object();
+};
+
 // ---- module parts, one function per file (module.cpp calls them in order)
 void bind_errors(py::module_& m);      // errors.cpp
 void bind_enums(py::module_& m);       // enums.cpp

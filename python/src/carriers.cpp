@@ -799,6 +799,9 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
       .def("is_owner_acting_here", &Carrier::is_owner_acting_here,
            "Whether this carrier is owned by the composite whose owner access (_owner_access()) is the innermost "
            "scope open on this thread: that composite may then mutate, move and release it.")
+      .def("allocates_when_empty", &Carrier::allocates_when_empty,
+           "Whether this instance, while empty, can establish storage of a requested size (what move() does with an "
+           "empty destination; FileBacked can, CPU cannot).")
       .def("can_be_evictable_tier", &Carrier::can_be_evictable_tier,
            "Whether this carrier may be a tier of an Evictable composite (False for BlockDeviceCarrier, "
            "core-concepts.md 8.5).")

@@ -81,13 +81,6 @@ MoveOptions options_arg(py::handle progress, py::handle threshold, py::handle wi
   return o;
 }
 
-// A move in flight as Python sees it: the C++ handle and the Tensor object
-// its first wait() returned (guarded by the GIL), so that every wait()
-// returns that very object.
-struct PyAwaitMove {
-  AwaitMove<Tensor> pending;
-  py::object result = py::object();
-};
 
 AwaitMove<Tensor> start_move(py::handle tensor, py::handle destination, py::handle progress, py::handle threshold,
                              py::handle window) {

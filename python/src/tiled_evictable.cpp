@@ -106,11 +106,11 @@ TypeError; no axes, an empty axis, a duplicate or a negative -> ValueError.
 coordinates is the product, first axis fastest.)doc")
       .def(py::init([](py::handle per_axis) { return TileSelection(nested_arg(per_axis, "TileSelection")); }),
            py::arg("per_axis"))
-      .def_property_readonly("per_axis", [](const TileSelection& s) { return nested_tuple(s.per_axis()); })
-      .def_property_readonly("rank", &TileSelection::rank)
-      .def_property_readonly("compact_grid_shape", [](const TileSelection& s) { return int_tuple(s.compact_grid_shape()); })
-      .def_property_readonly("coordinates", [](const TileSelection& s) { return nested_tuple(s.coordinates()); })
-      .def_property_readonly("tile_set", &TileSelection::tile_set)
+      .def_property_readonly("per_axis", [](const TileSelection& s) { return nested_tuple(s.per_axis()); }, "The tile coordinates of each axis, in the caller's order.")
+      .def_property_readonly("rank", &TileSelection::rank, "The number of axes.")
+      .def_property_readonly("compact_grid_shape", [](const TileSelection& s) { return int_tuple(s.compact_grid_shape()); }, "len(per_axis[i]) for each axis.")
+      .def_property_readonly("coordinates", [](const TileSelection& s) { return nested_tuple(s.coordinates()); }, "The Cartesian product, first axis fastest.")
+      .def_property_readonly("tile_set", &TileSelection::tile_set, "The selected tiles as a TileSet.")
       .def("__eq__", [](const TileSelection& a, py::handle b) {
         return py::isinstance<TileSelection>(b) && a == b.cast<const TileSelection&>();
       })
@@ -126,10 +126,10 @@ non-int component -> TypeError; mixed ranks, a negative or a duplicate ->
 ValueError. The empty set is valid.)doc")
       .def(py::init([](py::handle coordinates) { return TileSet(nested_arg(coordinates, "TileSet")); }),
            py::arg("coordinates") = py::tuple())
-      .def_property_readonly("coordinates", [](const TileSet& s) { return nested_tuple(s.coordinates()); })
+      .def_property_readonly("coordinates", [](const TileSet& s) { return nested_tuple(s.coordinates()); }, "The coordinates, sorted first axis fastest.")
       .def_property_readonly("rank", [](const TileSet& s) -> py::object {
         return s.rank() ? py::object(py::int_(*s.rank())) : py::object(py::none());
-      })
+      }, "The coordinates' rank (None when empty).")
       .def("__len__", &TileSet::size)
       .def("__iter__", [](const TileSet& s) { return py::iter(nested_tuple(s.coordinates())); })
       .def("__contains__", [](const TileSet& s, py::handle c) {
@@ -154,9 +154,9 @@ another type -> TypeError); a tile in two fields -> ValueError.)doc")
                                   plan_field_arg(evict, "evict"));
            }),
            py::arg("promote") = py::none(), py::arg("retain") = py::none(), py::arg("evict") = py::none())
-      .def_property_readonly("promote", &ResidencyPlan::promote)
-      .def_property_readonly("retain", &ResidencyPlan::retain)
-      .def_property_readonly("evict", &ResidencyPlan::evict)
+      .def_property_readonly("promote", &ResidencyPlan::promote, "Tiles to promote before the work.")
+      .def_property_readonly("retain", &ResidencyPlan::retain, "Tiles to keep resident.")
+      .def_property_readonly("evict", &ResidencyPlan::evict, "Tiles to evict once the work no longer needs them.")
       .def("__eq__", [](const ResidencyPlan& a, py::handle b) {
         return py::isinstance<ResidencyPlan>(b) && a == b.cast<const ResidencyPlan&>();
       })
@@ -172,11 +172,22 @@ The handle of a residency request (an AwaitResult[None]): done becomes True at
 its terminal outcome; wait() blocks until then and returns None or raises its
 failure (every wait the same). Thread-safe; dropping it neither cancels nor
 blocks the request. Not a Tensor.)doc")
-      .def_property_readonly("done", &AwaitResidency::done)
+      .def_property_readonly("done", &AwaitResidency::done, "Whether the request reached its terminal outcome.")
       .def("wait", [](const AwaitResidency& h) {
         py::gil_scoped_release nogil;
         h.wait();
-      });
+      }, "Blocks until the request's outcome; returns None or raises its failure.");
+
+  py::class_<AwaitProjection>(m, "AwaitProjection", R"doc(
+The handle of a projection (an AwaitResult[Tensor]): the selected tiles'
+transfers start when project() returns it; the first wait() gathers the
+compact Tensor, and every wait returns that same Tensor (or raises the same
+failure). done becomes True at that outcome. Thread-safe; not a Tensor.)doc")
+      .def_property_readonly("done", &AwaitProjection::done, "Whether the projection reached its terminal outcome.")
+      .def("wait", [](const AwaitProjection& h) {
+        py::gil_scoped_release nogil;
+        return h.wait();
+      }, "Blocks until the projection's outcome; returns its Tensor (every wait the same) or raises.");
 
   const auto residency = [](const char* what, bool promote, bool blocking) {
     return [what, promote, blocking](TiledEvictable& t, py::handle tiles) -> py::object {
@@ -218,37 +229,88 @@ unsupported on it. Closed to subclassing.)doc")
            }),
            py::arg("primary"), py::arg("secondary"), py::arg("grid_shape"), py::arg("tile_shape"), py::kw_only(),
            py::arg("residency_policy") = py::none())
-      .def_property_readonly("grid_shape", [](const TiledEvictable& t) { return int_tuple(t.grid_shape()); })
-      .def_property_readonly("tile_shape", [](const TiledEvictable& t) { return int_tuple(t.tile_shape()); })
-      .def_property_readonly("logical_shape", [](const TiledEvictable& t) { return int_tuple(t.logical_shape()); })
-      .def_property_readonly("tile_size", &TiledEvictable::tile_size)
-      .def_property_readonly("tile_count", &TiledEvictable::tile_count)
-      .def_property_readonly("full_layout", &TiledEvictable::full_layout)
+      .def_property_readonly("grid_shape", [](const TiledEvictable& t) { return int_tuple(t.grid_shape()); }, "Tiles per axis.")
+      .def_property_readonly("tile_shape", [](const TiledEvictable& t) { return int_tuple(t.tile_shape()); }, "Elements per tile, per axis.")
+      .def_property_readonly("logical_shape", [](const TiledEvictable& t) { return int_tuple(t.logical_shape()); }, "grid_shape[i] * tile_shape[i].")
+      .def_property_readonly("tile_size", &TiledEvictable::tile_size, "Elements per tile (slots per tile footprint).")
+      .def_property_readonly("tile_count", &TiledEvictable::tile_count, "The number of tiles.")
+      .def_property_readonly("full_layout", &TiledEvictable::full_layout, "The full logical Tensor's Layout: axis i = (tile_shape[i], grid_shape[i]), tile-major slots.")
       .def("full_tensor", &TiledEvictable::full_tensor, "The full logical Tensor: Tensor(self, 0, self.full_layout).")
       .def("check_full_tensor", [](const TiledEvictable& t, const Tensor& x) { t.check_full_tensor(x, "check_full_tensor"); },
            py::arg("tensor"),
            "B2: ValueError unless tensor's offset and Layout map each tile exactly onto its slots.")
-      .def_property_readonly("primary", [](const TiledEvictable& t) { return carrier_object(*t.primary()); })
-      .def_property_readonly("secondary", [](const TiledEvictable& t) { return carrier_object(*t.secondary()); })
+      .def_property_readonly("primary", [](const TiledEvictable& t) { return carrier_object(*t.primary()); }, "The compute carrier as given (owned; released once no tile lives in it).")
+      .def_property_readonly("secondary", [](const TiledEvictable& t) { return carrier_object(*t.secondary()); }, "The current backing carrier (owned).")
       .def_property_readonly("residency_policy", [](const TiledEvictable& t) -> py::object {
         if (auto* p = dynamic_cast<PyResidencyPolicy*>(t.residency_policy().get())) return p->object();
         return py::none();
-      })
-      .def_property_readonly("primary_tiles", &TiledEvictable::primary_tiles)
-      .def_property_readonly("secondary_tiles", &TiledEvictable::secondary_tiles)
-      .def_property_readonly("valid_tiles", &TiledEvictable::valid_tiles)
-      .def_property_readonly("dirty_tiles", &TiledEvictable::dirty_tiles)
-      .def_property_readonly("implicit_tiles", &TiledEvictable::implicit_tiles)
-      .def_property_readonly("all_tiles", &TiledEvictable::all_tiles)
+      }, "The ResidencyPolicy given at construction, or None.")
+      .def_property_readonly("primary_tiles", &TiledEvictable::primary_tiles, "Tiles held by a primary block.")
+      .def_property_readonly("secondary_tiles", &TiledEvictable::secondary_tiles, "Tiles held only by the secondary.")
+      .def_property_readonly("valid_tiles", &TiledEvictable::valid_tiles, "Tiles that have a value.")
+      .def_property_readonly("dirty_tiles", &TiledEvictable::dirty_tiles, "Primary tiles not saved to the secondary.")
+      .def_property_readonly("implicit_tiles", &TiledEvictable::implicit_tiles, "Tiles that are an implicit zero (no storage).")
+      .def_property_readonly("all_tiles", &TiledEvictable::all_tiles, "Every tile of the grid.")
       .def("tile_state", [](const TiledEvictable& t, py::handle coordinate) {
              return tile_state_object(t.tile_state(int_sequence_arg(coordinate, "TiledEvictable.tile_state")));
            },
            py::arg("coordinate"),
            "The tile's location ('primary', 'secondary', 'implicit', 'invalid'), valid and dirty.")
-      .def("promote_async", residency("TiledEvictable.promote_async", true, false), py::arg("tiles"))
-      .def("evict_async", residency("TiledEvictable.evict_async", false, false), py::arg("tiles"))
-      .def("promote", residency("TiledEvictable.promote", true, true), py::arg("tiles"))
-      .def("evict", residency("TiledEvictable.evict", false, true), py::arg("tiles"));
+      .def("promote_async", residency("TiledEvictable.promote_async", true, false), py::arg("tiles"), "Starts making the tiles primary-valid; returns an AwaitResidency at once.")
+      .def("evict_async", residency("TiledEvictable.evict_async", false, false), py::arg("tiles"), "Starts saving dirty tiles and dropping their primary blocks; returns an AwaitResidency at once.")
+      .def("promote", residency("TiledEvictable.promote", true, true), py::arg("tiles"), "promote_async(tiles).wait().")
+      .def("evict", residency("TiledEvictable.evict", false, true), py::arg("tiles"), "evict_async(tiles).wait().")
+      .def("project",
+           [](TiledEvictable& t, py::handle tensor, py::handle selection, py::handle destination) {
+             if (!py::isinstance<Tensor>(tensor))
+               throw TypeError(fmt::format("TiledEvictable.project: expected a Tensor, got {}",
+                                           py::repr(tensor).cast<std::string>()));
+             if (!py::isinstance<TileSelection>(selection))
+               throw TypeError(fmt::format("TiledEvictable.project: expected a TileSelection, got {}",
+                                           py::repr(selection).cast<std::string>()));
+             const Tensor x = tensor.cast<Tensor>();
+             const TileSelection s = selection.cast<TileSelection>();
+             std::shared_ptr<Carrier> d =
+                 destination.is_none() ? nullptr : carrier_arg(destination, "TiledEvictable.project: destination");
+             py::gil_scoped_release nogil;
+             return t.project(x, s, d);
+           },
+           py::arg("tensor"), py::arg("selection"), py::arg("destination") = py::none(),
+           "B4: the selected tiles of the full Tensor, packed in selection.coordinates order into a dense compact "
+           "Tensor of the compute carrier's class (in destination when given); returns an AwaitProjection at once.")
+      .def("scatter",
+           [](py::object self, py::handle a, py::handle b, py::handle c, py::args rest, py::kwargs kwargs) -> py::object {
+             // scatter(compact, template, selection, *, reduction="replace") (B10); any other third argument is
+             // the carrier scatter of core-concepts 1.7 (Carrier.scatter).
+             if (!py::isinstance<TileSelection>(c))
+               return py::type::of<Carrier>().attr("scatter")(self, a, b, c, *rest, **kwargs);
+             TiledEvictable& t = self.cast<TiledEvictable&>();
+             if (rest.size() > 0) throw TypeError("TiledEvictable.scatter: reduction is keyword-only");
+             std::string reduction = "replace";
+             for (auto item : kwargs) {
+               const std::string key = py::str(item.first);
+               if (key != "reduction") throw TypeError(fmt::format("TiledEvictable.scatter: unexpected keyword '{}'", key));
+               if (!py::isinstance<py::str>(item.second))
+                 throw TypeError("TiledEvictable.scatter: reduction must be 'replace' or 'add'");
+               reduction = item.second.cast<std::string>();
+             }
+             if (reduction != "replace" && reduction != "add")
+               throw ValueError(fmt::format("TiledEvictable.scatter: reduction must be 'replace' or 'add', got '{}'",
+                                            reduction));
+             if (!py::isinstance<Tensor>(a) || !py::isinstance<Tensor>(b))
+               throw TypeError("TiledEvictable.scatter: compact and template must be Tensors");
+             const Tensor compact = a.cast<Tensor>(), tmpl = b.cast<Tensor>();
+             const TileSelection s = c.cast<TileSelection>();
+             AwaitMove<Tensor> handle = [&] {
+               py::gil_scoped_release nogil;
+               return t.scatter(compact, tmpl, s, reduction == "add" ? ScatterReduction::Add : ScatterReduction::Replace);
+             }();
+             return py::cast(PyAwaitMove{std::move(handle)});
+           },
+           "B10: with a TileSelection third, scatter(compact, template, selection, *, reduction='replace') returns an "
+           "AwaitMove of a fresh full Tensor on a new TiledEvictable like template whose selected tiles hold compact's (or template's plus them), every "
+           "other tile invalid. With another third argument: Carrier.scatter(to_scatter, scatter_onto, mapping, "
+           "mapping_offset=0).");
 }
 
 }  // namespace strideweave::python

@@ -223,7 +223,8 @@ def test_B8_any_other_name_is_unsupported_and_handles_are_not_tensors():
     with pytest.raises(NotImplementedError):
         sw.sub(a.full_tensor(), a.full_tensor())
     assert {c.operation for c in a.operation_capabilities()} <= {
-        "add", "elementwise_mul", "mul", "relu", "reduce_sum", "matmul"}
+        "add", "elementwise_mul", "mul", "relu", "reduce_sum", "matmul",
+        "tiled_evictable.gather", "tiled_evictable.scatter"}
     handle = a.promote_async(sw.TileSet())
     handle.wait()
     with pytest.raises(TypeError):
@@ -241,6 +242,117 @@ def test_B8_the_call_is_the_one_node_and_gradients_are_tiled():
     assert g.carrier.grid_shape == (2, 2)
     assert type(g.carrier.secondary) is sw.FileBacked
     assert g.values() == [3.0] * 16
+
+
+# ---------------------------------------------------------------- B4, B5, B9
+
+
+def projected(full_values, logical_shape, tile, selection):
+    """The expected projection: full_values (first axis fastest) tile by tile in selection order."""
+    compact = [len(a) * t for a, t in zip(selection.per_axis, tile)]
+    out = []
+    n = 1
+    for e in compact:
+        n *= e
+    for k in range(n):
+        rest, key, stride = k, 0, 1
+        for i, e in enumerate(compact):
+            y = rest % e
+            rest //= e
+            key += (selection.per_axis[i][y // tile[i]] * tile[i] + y % tile[i]) * stride
+            stride *= logical_shape[i]
+        out.append(full_values[key])
+    return out
+
+
+def test_B4_project_eagerly_returns_a_completion_handle_for_a_compact_tensor():
+    t = tiled_4x4()
+    t.evict(t.all_tiles)
+    s = sw.TileSelection([[1], [0, 1]])
+    h = t.project(t.full_tensor(), s)
+    assert isinstance(h, sw.AwaitProjection) and te.AwaitProjection is sw.AwaitProjection
+    p = h.wait()
+    assert h.done and type(p.carrier) is sw.CPU and p.shape == sw.Shape(2, 4)
+    assert p.values() == projected(t.full_tensor().values(), (4, 4), (2, 2), s)
+    assert h.wait().carrier is p.carrier
+    assert t.primary_tiles == sw.TileSet([(1, 0), (1, 1)])
+    for bad in (lambda: t.project(t.full_tensor().values(), s), lambda: t.project(t.full_tensor(), [[0], [0]]),
+                lambda: t.project(t.full_tensor(), s, sw.FileBacked(dtype=F32)), lambda: sw.relu(h)):
+        with pytest.raises(TypeError):
+            bad()
+    with pytest.raises(ValueError):
+        t.project(t.full_tensor(), sw.TileSelection([[2], [0]]))
+    with pytest.raises(ValueError):
+        t.project(t.full_tensor(), s, sw.CPU(3))
+    destination = cpu([-1.0] * 9)
+    q = t.project(t.full_tensor(), s, destination).wait()
+    assert q.carrier is destination and destination[8] == -1.0
+    assert q.values() == p.values()
+    assert sw.FileBacked(dtype=F32).allocates_when_empty() and not sw.CPU(0).allocates_when_empty()
+
+
+def test_B9_gather_preserves_public_tile_selection_ordering():
+    t = tiled_4x4()
+    s = sw.TileSelection([[1, 0], [1]])
+    assert t.project(t.full_tensor(), s).wait().values() == projected(t.full_tensor().values(), (4, 4), (2, 2), s)
+    transposed = sw.Tensor(t, 0, sw.Layout(sw.Shape((2, 2), (2, 2)), sw.Stride((2, 4), (1, 8))))
+    assert t.project(transposed, s).wait().values() == projected(transposed.values(), (4, 4), (2, 2), s)
+
+
+def test_B5_projection_is_an_autograd_visible_gather():
+    t = tiled_4x4()
+    x = t.full_tensor()
+    a = t.project(x, sw.TileSelection([[0, 1], [0]])).wait()
+    b = t.project(x, sw.TileSelection([[1], [0, 1]])).wait()
+    assert a.grad_fn.name == "tiled_evictable.gather"
+    sw.add(sw.reduce_sum(a), sw.reduce_sum(b)).backward()
+    g = x.grad
+    assert type(g.carrier) is sw.TiledEvictable and g.layout == x.layout
+    want = [float((c < 2) + (r >= 2)) for c in range(4) for r in range(4)]
+    assert g.values() == want
+    with sw.no_grad():
+        assert t.project(x, sw.TileSelection([[0], [0]])).wait().grad_fn is None
+
+
+# ---------------------------------------------------------------- B10, B11
+
+
+def test_B10_scatter_is_the_asynchronous_projection_counterpart():
+    t = tiled_4x4()
+    x = t.full_tensor()
+    s = sw.TileSelection([[1], [0, 1]])
+    compact = sw.mul(t.project(x, s).wait(), 10.0)
+    h = t.scatter(compact, x, s)
+    assert isinstance(h, sw.AwaitMove)
+    r = h.wait()
+    out = r.carrier
+    assert type(out) is sw.TiledEvictable and out is not t and r.layout == x.layout
+    assert out.valid_tiles == s.tile_set and out.dirty_tiles == s.tile_set
+    assert out.tile_state((0, 0)).location == "invalid"
+    assert out.project(r, s).wait().values() == compact.values()
+    added = t.scatter(compact, x, s, reduction="add").wait()
+    assert added.carrier.project(added, s).wait().values() == sw.add(compact, t.project(x, s).wait()).values()
+    with pytest.raises(ValueError):
+        t.scatter(compact, x, s, reduction="max")
+    with pytest.raises(TypeError):
+        t.scatter(compact, x, s, "add")  # keyword-only
+    with pytest.raises(ValueError):
+        t.scatter(compact, x, sw.TileSelection([[0, 1], [0]]))
+    with pytest.raises(ValueError):  # any other third argument is the carrier scatter (core-concepts 1.7)
+        t.scatter(compact, compact, sw.Layout.compact(sw.Shape(2, 4)))
+
+
+def test_B11_scatter_participates_in_autograd():
+    t = tiled_4x4()
+    x = t.full_tensor()
+    s = sw.TileSelection([[1], [0, 1]])
+    compact = sw.Tensor(cpu([0.5] * 8), 0, sw.Layout.compact(sw.Shape(2, 4)))
+    r = t.scatter(compact, x, s, reduction="add").wait()
+    assert r.grad_fn.name == "tiled_evictable.scatter"
+    sw.reduce_sum(sw.mul(r.carrier.project(r, s).wait(), 3.0)).backward()
+    assert type(compact.grad.carrier) is sw.CPU and compact.grad.values() == [3.0] * 8
+    assert type(x.grad.carrier) is sw.TiledEvictable
+    assert x.grad.carrier.implicit_tiles == sw.TileSet([(0, 0), (0, 1)])
 
 
 # ---------------------------------------------------------------- B12

@@ -155,6 +155,17 @@ Tensor sum(const Tensor& a, const Tensor& b) {
   std::vector<Value> values = a.values();
   const std::vector<Value> more = b.values();
   for (std::size_t k = 0; k < values.size(); ++k) values[k] = Value::from_float32(values[k].f + more[k].f);
+  // The sum keeps a's offset and injective Layout (a TiledEvictable
+  // gradient's tile footprints, carrier-composition B5: overlapping
+  // projections sum into one full-shaped gradient).
+  const Layout& layout = a.layout();
+  if (layout.size() > 0 && layout.is_injective()) {
+    std::vector<Value> slots(static_cast<std::size_t>(a.offset() + layout.cosize()), Value::from_float32(0.0f));
+    detail::for_each_run(layout, [&](std::int64_t ordinal, std::int64_t index, std::int64_t length) {
+      std::copy_n(values.begin() + ordinal, length, slots.begin() + a.offset() + index);
+    });
+    return Tensor(a.carrier()->new_like(slots, true, &DType::Float32()), a.offset(), layout);
+  }
   return Tensor(a.carrier()->new_like(values, true, &DType::Float32()), Shape::of(a.shape().extents()));
 }
 

@@ -17,6 +17,7 @@
 
 #include "autograd/graph.h"
 #include "autograd/record.h"
+#include "storage/ranges.h"
 
 namespace strideweave::autograd {
 
@@ -31,6 +32,25 @@ CarrierClass dispatch_class_of(const ResolvedInvocation& invocation, std::span<c
   for (const operation::CallOperand& o : invocation.operands())
     if (const Tensor* t = std::get_if<Tensor>(&o)) return t->carrier_type();
   return results.front().carrier_type();
+}
+
+// A gradient copied onto its operand's exact class (from a result's class)
+// keeps the operand's offset and Layout when that Layout is injective: a
+// TiledEvictable full Tensor's Layout fixes its tile footprints
+// (carrier-composition B2, B5), and any other class keeps the element
+// placement its operand had. Otherwise the compact layout of its shape.
+Tensor on_operand_class(const Tensor& operand, const Tensor& g) {
+  const std::vector<Value> values = g.values();  // logical order
+  const Layout& layout = operand.layout();
+  if (layout.size() > 0 && layout.is_injective()) {
+    std::vector<Value> slots(static_cast<std::size_t>(operand.offset() + layout.cosize()), Value::from_float32(0.0f));
+    strideweave::detail::for_each_run(layout, [&](std::int64_t ordinal, std::int64_t index, std::int64_t length) {
+      std::copy_n(values.begin() + ordinal, length, slots.begin() + operand.offset() + index);
+    });
+    return Tensor(operand.carrier()->new_like(slots, true, &DType::Float32()), operand.offset(), layout);
+  }
+  return Tensor(operand.carrier()->new_like(values, true, &DType::Float32()), 0,
+                Layout::compact(Shape::of(operand.shape().extents())));
 }
 }  // namespace
 
@@ -172,9 +192,7 @@ std::vector<std::optional<Tensor>> OperationAccess::apply_definition(
       throw TypeError(fmt::format("backward: the VJP of '{}' returned a gradient on {} for operand '{}' on {}; a "
                                   "gradient lives on its operand's exact carrier class (or on a result's class)",
                                   name, g.carrier()->class_name(), specs[i].name(), operand->carrier()->class_name()));
-    if (needs_grad[i])
-      out[input_of[i]] = Tensor(operand->carrier()->new_like(g.values(), true, &DType::Float32()), 0,
-                      Layout::compact(Shape::of(operand->shape().extents())));
+    if (needs_grad[i]) out[input_of[i]] = on_operand_class(*operand, g);
   }
   return out;
 }

@@ -79,7 +79,7 @@ Tensor dense_cpu(const std::vector<float>& logical_values, std::int64_t rows, st
 // request kept in flight), and whose writes fail while `failing` is set.
 class Gated final : public Carrier {
  public:
-  explicit Gated(std::int64_t n) : Carrier(DType::Float32(), true), values_(static_cast<std::size_t>(n)) {}
+  explicit Gated(std::int64_t n) : Carrier(DType::Float32(), true), values_(iota(static_cast<std::size_t>(n))) {}
   bool supports_storage_dtype(const DType& d) const noexcept override { return &d == &DType::Float32(); }
   static inline std::mutex mutex;
   static inline std::condition_variable cv;
@@ -419,7 +419,8 @@ TEST(CarrierComposition_B8_ADirectTiledOperandMeansTheFullLogicalTensor, AnyOthe
   for (const OperationCapability& c : a->operation_capabilities()) {
     const std::string& n = c.operation();
     EXPECT_TRUE(n == "add" || n == "elementwise_mul" || n == "mul" || n == "relu" || n == "reduce_sum" ||
-                n == "matmul")
+                n == "matmul" || n == TiledEvictable::gather_operation_name ||
+                n == TiledEvictable::scatter_operation_name)
         << n;
   }
   EXPECT_FALSE(a->operation_capabilities("matmul").empty());
@@ -440,9 +441,247 @@ TEST(CarrierComposition_B8_ADirectTiledOperandMeansTheFullLogicalTensor, TheCall
   EXPECT_EQ(floats(*x.grad()), std::vector<float>(16, 3.0f));
 }
 
+TEST(CarrierComposition_B8_ADirectTiledOperandMeansTheFullLogicalTensor, AGradientKeepsTheOperandsLayout) {
+  // A gradient copied onto the operand's class keeps its Layout (its tile
+  // footprints), element by element: d/dx sum(x * x) = 2x.
+  auto a = tiled_4x4();
+  const Tensor x = a->full_tensor();
+  reduce_sum(elementwise_mul(x, x)).backward();
+  ASSERT_TRUE(x.grad());
+  EXPECT_EQ(x.grad()->layout(), x.layout());
+  EXPECT_NO_THROW(std::static_pointer_cast<TiledEvictable>(x.grad()->carrier())->check_full_tensor(*x.grad(), "test"));
+  std::vector<float> want = floats(x);
+  for (float& v : want) v *= 2.0f;
+  EXPECT_EQ(floats(*x.grad()), want);
+}
+
 TEST(CarrierComposition_B8_ADirectTiledOperandMeansTheFullLogicalTensor, AnInvalidTileFailsTheOperation) {
   auto t = TiledEvictable::create(cpu_empty(), file_backed(), {2}, {2});
   EXPECT_THROW((void)relu(t->full_tensor()), RuntimeError);
+}
+
+// ---------------------------------------------------------------- B4, B5, B9
+
+// The projection a test expects: the full Tensor's logical values (dense,
+// first axis fastest over the logical shape), tile by tile in selection order.
+std::vector<float> expected_projection(const std::vector<float>& full, const std::vector<std::int64_t>& logical,
+                                       const std::vector<std::int64_t>& tile, const TileSelection& s) {
+  const std::size_t rank = logical.size();
+  std::vector<std::int64_t> compact;
+  std::int64_t n = 1;
+  for (std::size_t i = 0; i < rank; ++i) {
+    compact.push_back(static_cast<std::int64_t>(s.per_axis()[i].size()) * tile[i]);
+    n *= compact.back();
+  }
+  std::vector<float> out;
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::int64_t rest = k, key = 0, stride = 1;
+    for (std::size_t i = 0; i < rank; ++i) {
+      const std::int64_t y = rest % compact[i];
+      rest /= compact[i];
+      key += (s.per_axis()[i][static_cast<std::size_t>(y / tile[i])] * tile[i] + y % tile[i]) * stride;
+      stride *= logical[i];
+    }
+    out.push_back(full[static_cast<std::size_t>(key)]);
+  }
+  return out;
+}
+
+TEST(CarrierComposition_B4_ProjectEagerlyReturnsACompletionHandle, ProjectACompactTensorOfTheComputeClass) {
+  auto t = tiled_4x4();
+  t->evict(t->all_tiles());
+  const TileSelection s = selection({{1}, {0, 1}});
+  AwaitProjection h = t->project(t->full_tensor(), s);
+  const Tensor p = h.wait();
+  EXPECT_TRUE(h.done());
+  EXPECT_EQ(p.carrier()->exact_class(), carrier_class<CPU>());
+  EXPECT_EQ(p.shape(), Shape::of({2, 4}));
+  EXPECT_TRUE(p.layout().is_compact());
+  EXPECT_EQ(floats(p), expected_projection(floats(t->full_tensor()), {4, 4}, {2, 2}, s));
+  EXPECT_EQ(h.wait().carrier(), p.carrier());  // every wait the same Tensor
+  EXPECT_EQ(t->primary_tiles(), tiles({{1, 0}, {1, 1}}));  // only the selected tiles moved
+  EXPECT_EQ(t->secondary_tiles(), tiles({{0, 0}, {0, 1}}));
+}
+
+TEST(CarrierComposition_B4_ProjectEagerlyReturnsACompletionHandle, ChecksPrecedeWorkInTheStatedOrder) {
+  auto t = tiled_4x4();
+  auto other = tiled_4x4();
+  const TileSelection s = selection({{0}, {0}});
+  EXPECT_THROW((void)t->project(other->full_tensor(), s), TypeError);
+  EXPECT_THROW((void)t->project(t->full_tensor(), selection({{0}})), ValueError);
+  EXPECT_THROW((void)t->project(t->full_tensor(), selection({{2}, {0}})), ValueError);
+  EXPECT_THROW((void)t->project(Tensor(t, 0, Layout::compact(Shape::of({4, 4}))), s), ValueError);
+  EXPECT_THROW((void)t->project(t->full_tensor(), s, file_backed()), TypeError);
+  auto released = cpu(iota(4));
+  released->release();
+  EXPECT_THROW((void)t->project(t->full_tensor(), s, released), RuntimeError);
+  EXPECT_THROW((void)t->project(t->full_tensor(), s, cpu(iota(4), false)), RuntimeError);
+  EXPECT_THROW((void)t->project(t->full_tensor(), s, CPU::from_values(std::vector<Value>(4, Value::from_int32(0)),
+                                                                       DType::Int32())),
+               TypeError);
+  EXPECT_THROW((void)t->project(t->full_tensor(), s, cpu(iota(3))), ValueError);
+  EXPECT_THROW((void)t->project(t->full_tensor(), s, cpu_empty()), ValueError);  // CPU cannot allocate when empty
+  EXPECT_EQ(t->primary_tiles().size(), 4u);  // nothing moved
+  auto destination = cpu(std::vector<float>(6, -1.0f));
+  const Tensor p = t->project(t->full_tensor(), s, destination).wait();
+  EXPECT_EQ(p.carrier(), destination);
+  EXPECT_EQ(floats(p), expected_projection(floats(t->full_tensor()), {4, 4}, {2, 2}, s));
+  EXPECT_EQ(destination->get_value(5).f, -1.0f);  // beyond the result: untouched
+  t->release();
+  EXPECT_THROW((void)t->project(Tensor(t, 0, t->full_layout()), s), RuntimeError);
+}
+
+TEST(CarrierComposition_B4_ProjectEagerlyReturnsACompletionHandle, ReturnsBeforeTheTransfersFinish) {
+  auto secondary = std::make_shared<Gated>(8);
+  auto t = TiledEvictable::create(cpu_empty(), secondary, {2}, {4});
+  Gated::close();
+  AwaitProjection h = t->project(t->full_tensor(), selection({{1}}));
+  Gated::await_waiter();
+  EXPECT_FALSE(h.done());
+  Gated::open();
+  EXPECT_EQ(floats(h.wait()), (std::vector<float>{4, 5, 6, 7}));
+}
+
+TEST(CarrierComposition_B4_ProjectEagerlyReturnsACompletionHandle, AWriteBeforeWaitFailsTheProjection) {
+  auto t = tiled_4x4();
+  AwaitProjection h = t->project(t->full_tensor(), selection({{0}, {0}}));
+  t->set_value(15, Value::from_float32(1));
+  EXPECT_THROW((void)h.wait(), RuntimeError);
+}
+
+TEST(CarrierComposition_B9_GatherPreservesPublicTileSelectionOrdering, CoordinatesOrderAndTheLayoutsWithinTilePlacement) {
+  auto t = tiled_4x4();
+  const TileSelection s = selection({{1, 0}, {1}});
+  EXPECT_EQ(floats(t->project(t->full_tensor(), s).wait()),
+            expected_projection(floats(t->full_tensor()), {4, 4}, {2, 2}, s));
+  // Each tile transposed in place: the Layout fixes the within-tile placement.
+  const Tensor transposed(t, 0, Layout(Shape{IntTuple{2, 2}, IntTuple{2, 2}}, Stride{IntTuple{2, 4}, IntTuple{1, 8}}));
+  EXPECT_EQ(floats(t->project(transposed, s).wait()), expected_projection(floats(transposed), {4, 4}, {2, 2}, s));
+  EXPECT_NE(floats(transposed), floats(t->full_tensor()));
+}
+
+TEST(CarrierComposition_B5_ProjectionIsAnAutogradVisibleGather, TheGatherNodeScattersIntoAFreshTiledGradient) {
+  auto t = tiled_4x4();
+  const Tensor x = t->full_tensor();
+  const Tensor p = t->project(x, selection({{1}, {0, 1}})).wait();
+  ASSERT_TRUE(p.grad_fn());
+  EXPECT_EQ(p.grad_fn()->name(), TiledEvictable::gather_operation_name);
+  reduce_sum(mul(p, WeakScalar(2.0))).backward();
+  ASSERT_TRUE(x.grad());
+  const auto* g = dynamic_cast<const TiledEvictable*>(x.grad()->carrier().get());
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(x.grad()->layout(), x.layout());
+  EXPECT_EQ(g->implicit_tiles(), tiles({{0, 0}, {0, 1}}));  // untouched tiles: implicit zero
+  std::vector<float> want(16, 0.0f);
+  for (int k : {2, 3, 6, 7, 10, 11, 14, 15}) want[static_cast<std::size_t>(k)] = 2.0f;  // logical rows 2..3
+  EXPECT_EQ(floats(*x.grad()), want);
+}
+
+TEST(CarrierComposition_B5_ProjectionIsAnAutogradVisibleGather, OverlappingProjectionsSum) {
+  auto t = tiled_4x4();
+  const Tensor x = t->full_tensor();
+  const Tensor a = t->project(x, selection({{0, 1}, {0}})).wait();
+  const Tensor b = t->project(x, selection({{1}, {0, 1}})).wait();
+  add(reduce_sum(a), reduce_sum(b)).backward();
+  ASSERT_TRUE(x.grad());
+  EXPECT_NE(dynamic_cast<const TiledEvictable*>(x.grad()->carrier().get()), nullptr);
+  EXPECT_EQ(x.grad()->layout(), x.layout());
+  // Logical (row, column), first axis fastest: tile (1,0) is in both.
+  std::vector<float> want(16, 0.0f);
+  for (std::int64_t r = 0; r < 4; ++r)
+    for (std::int64_t c = 0; c < 4; ++c)
+      want[static_cast<std::size_t>(r + 4 * c)] = static_cast<float>((c < 2 ? 1 : 0) + (r >= 2 ? 1 : 0));
+  EXPECT_EQ(floats(*x.grad()), want);
+}
+
+TEST(CarrierComposition_B5_ProjectionIsAnAutogradVisibleGather, BackwardChecksSavedVersions) {
+  auto t = tiled_4x4();
+  const Tensor x = t->full_tensor();
+  const Tensor p = t->project(x, selection({{0}, {0}})).wait();
+  t->set_value(0, Value::from_float32(9));
+  EXPECT_THROW(reduce_sum(p).backward(), RuntimeError);
+}
+
+// ---------------------------------------------------------------- B10, B11
+
+TEST(CarrierComposition_B10_ScatterIsTheAsynchronousProjectionCounterpart, ReplaceAndAddIntoAFreshInstance) {
+  auto t = tiled_4x4();
+  const Tensor x = t->full_tensor();
+  const TileSelection s = selection({{1}, {0, 1}});
+  const Tensor compact = mul(t->project(x, s).wait(), WeakScalar(10.0));
+  const std::uint64_t version = t->version();
+  AwaitMove<Tensor> h = t->scatter(compact, x, s);
+  const Tensor r = h.wait();
+  EXPECT_TRUE(h.done());
+  const auto out = std::dynamic_pointer_cast<TiledEvictable>(r.carrier());
+  ASSERT_NE(out, nullptr);
+  EXPECT_NE(out, t);
+  EXPECT_EQ(r.layout(), x.layout());
+  EXPECT_EQ(out->grid_shape(), t->grid_shape());
+  EXPECT_EQ(out->secondary()->exact_class(), carrier_class<FileBacked>());
+  EXPECT_EQ(out->valid_tiles(), s.tile_set());
+  EXPECT_EQ(out->dirty_tiles(), s.tile_set());
+  EXPECT_EQ(out->tile_state(std::vector<std::int64_t>{0, 0}).location, TileLocation::Invalid);
+  EXPECT_EQ(out->version(), 1u);  // one commit
+  EXPECT_EQ(floats(out->project(r, s).wait()), floats(compact));  // projecting returns compact
+  EXPECT_EQ(t->version(), version);  // the inputs are untouched
+  EXPECT_EQ(floats(x), expected_logical(iota(16), {2, 2}, {2, 2}));
+  const Tensor added = t->scatter(compact, x, s, ScatterReduction::Add).wait();
+  const auto a = std::dynamic_pointer_cast<TiledEvictable>(added.carrier());
+  EXPECT_EQ(floats(a->project(added, s).wait()), floats(add(compact, t->project(x, s).wait())));
+}
+
+TEST(CarrierComposition_B10_ScatterIsTheAsynchronousProjectionCounterpart, ChecksPrecedeAnyChange) {
+  auto t = tiled_4x4();
+  const Tensor x = t->full_tensor();
+  const TileSelection s = selection({{0}, {0}});
+  const Tensor compact = t->project(x, s).wait();
+  EXPECT_THROW((void)t->scatter(Tensor(Generic::create(values_of(iota(4)), DType::Float32()), 0, compact.layout()), x, s),
+               TypeError);
+  EXPECT_THROW((void)t->scatter(compact, tiled_4x4()->full_tensor(), s), TypeError);
+  EXPECT_THROW((void)t->scatter(Tensor(CPU::from_values(std::vector<Value>(4, Value::from_int32(0)), DType::Int32()), 0,
+                                       compact.layout()),
+                                x, s),
+               TypeError);
+  EXPECT_THROW((void)t->scatter(compact, x, selection({{0, 1}, {0}})), ValueError);  // shape
+  EXPECT_THROW((void)t->scatter(compact, x, selection({{2}, {0}})), ValueError);     // range
+  EXPECT_THROW((void)t->scatter(compact, Tensor(t, 0, Layout::compact(Shape::of({4, 4}))), s), ValueError);
+  EXPECT_EQ(t->primary_tiles().size(), 4u);
+}
+
+TEST(CarrierComposition_B11_ScatterParticipatesInAutograd, AddGivesBothContributorsTheSelectedCotangent) {
+  auto t = tiled_4x4();
+  const Tensor x = t->full_tensor();
+  const TileSelection s = selection({{1}, {0, 1}});
+  const Tensor compact = Tensor(cpu(std::vector<float>(8, 0.5f)), 0, Layout::compact(Shape::of({2, 4})));
+  const Tensor r = t->scatter(compact, x, s, ScatterReduction::Add).wait();
+  ASSERT_TRUE(r.grad_fn());
+  EXPECT_EQ(r.grad_fn()->name(), TiledEvictable::scatter_operation_name);
+  const auto out = std::dynamic_pointer_cast<TiledEvictable>(r.carrier());
+  reduce_sum(mul(out->project(r, s).wait(), WeakScalar(3.0))).backward();
+  ASSERT_TRUE(compact.grad());
+  EXPECT_EQ(compact.grad()->carrier()->exact_class(), carrier_class<CPU>());
+  EXPECT_EQ(floats(*compact.grad()), std::vector<float>(8, 3.0f));
+  ASSERT_TRUE(x.grad());
+  const auto* g = dynamic_cast<const TiledEvictable*>(x.grad()->carrier().get());
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->implicit_tiles(), tiles({{0, 0}, {0, 1}}));
+  std::vector<float> want(16, 0.0f);
+  for (int k : {2, 3, 6, 7, 10, 11, 14, 15}) want[static_cast<std::size_t>(k)] = 3.0f;
+  EXPECT_EQ(floats(*x.grad()), want);
+}
+
+TEST(CarrierComposition_B11_ScatterParticipatesInAutograd, ReplaceGivesTheTemplateNoGradient) {
+  auto t = tiled_4x4();
+  const Tensor x = t->full_tensor();
+  const TileSelection s = selection({{0}, {1}});
+  const Tensor compact = Tensor(cpu(std::vector<float>(4, 1.0f)), 0, Layout::compact(Shape::of({2, 2})));
+  const Tensor r = t->scatter(compact, x, s).wait();
+  const auto out = std::dynamic_pointer_cast<TiledEvictable>(r.carrier());
+  reduce_sum(out->project(r, s).wait()).backward();
+  ASSERT_TRUE(compact.grad());
+  EXPECT_EQ(floats(*compact.grad()), std::vector<float>(4, 1.0f));
+  EXPECT_FALSE(x.grad());
 }
 
 // ---------------------------------------------------------------- B12

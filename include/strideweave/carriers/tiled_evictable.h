@@ -87,8 +87,8 @@
 // released. Afterwards residency requests, value access and dispatch raise
 // RuntimeError.
 //
-// Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"):
-// project/scatter and their autograd nodes (B4, B5, B9-B11), the residency
+// Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"): the
+// residency
 // budget, streaming direct operations and the prefetcher: today a direct
 // operation gathers each tiled operand into one dense primary-class tensor
 // and runs the primary class's operation once.
@@ -110,6 +110,7 @@
 #include <strideweave/completion.h>
 #include <strideweave/extension.h>
 #include <strideweave/layout.h>
+#include <strideweave/move_operation.h>
 #include <strideweave/placement.h>
 #include <strideweave/tensor.h>
 #include <strideweave/export.h>
@@ -223,6 +224,24 @@ class AwaitResidency {
   extension::ProviderCompletion<void> completion_;
 };
 
+// The handle of a projection (B4; core-concepts' AwaitResult[Tensor]): the
+// transfers of the selected tiles start when project() returns it; the
+// first wait() finishes them and gathers the compact Tensor, and every wait
+// returns that same Tensor (or rethrows the same failure). done() becomes
+// true at that terminal outcome. Thread-safe; not a Tensor.
+class AwaitProjection {
+ public:
+  explicit AwaitProjection(extension::ProviderCompletion<Tensor> completion) : completion_(std::move(completion)) {}
+  bool done() const noexcept { return completion_.done(); }
+  Tensor wait() const { return completion_.wait(); }
+
+ private:
+  extension::ProviderCompletion<Tensor> completion_;
+};
+
+// B10 How scatter combines the compact values with the template's.
+enum class ScatterReduction { Replace, Add };
+
 struct TiledEvictableOptions {
   // Consulted before tiled work (B14); null: none.
   std::shared_ptr<ResidencyPolicy> residency_policy;
@@ -283,6 +302,48 @@ class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDepende
   void evict(const TileSelection& tiles) { evict_async(tiles).wait(); }
   // Every tile of the grid, as a TileSet.
   TileSet all_tiles() const;
+
+  // B4, B5, B9: the selected tiles of the full Tensor `tensor`, packed in
+  // selection.coordinates() order into one dense compact Tensor of the
+  // primary's exact class: axis i has selection.per_axis()[i].size() *
+  // tile_shape[i] elements, compact tile c holds source tile
+  // (per_axis[0][c[0]], ...), and the within-tile placement is the source
+  // Layout's. Checks, all before any work: `tensor` not on this carrier ->
+  // TypeError; released -> RuntimeError; rank, range or footprint ->
+  // ValueError; `destination` (null: fresh primary-class storage) of
+  // another exact class or dtype -> TypeError, released or not publicly
+  // mutable -> RuntimeError, smaller than the result and not an empty
+  // carrier that can allocate -> ValueError. Starts promoting the selected
+  // tiles and returns at once; wait() gathers (an invalid tile, or a write
+  // to the source since project(): RuntimeError). With grad mode on (as it
+  // was at project()) and a Float32 source, the result's one node is the
+  // gather ("tiled_evictable.gather"): its backward scatters the cotangent
+  // into a fresh TiledEvictable of the source's geometry, tier classes,
+  // offset and Layout, unselected tiles implicit zero.
+  AwaitProjection project(const Tensor& tensor, const TileSelection& selection,
+                          const std::shared_ptr<Carrier>& destination = nullptr);
+  // The registered name of the gather operation behind project().
+  static constexpr const char* gather_operation_name = "tiled_evictable.gather";
+
+  // B10, B11: a fresh full Tensor on a new TiledEvictable like `template_`
+  // (its geometry, tier classes, offset and Layout) whose selected tiles
+  // hold `compact`'s tiles (Replace) or the template's plus them (Add, the
+  // central arithmetic: binary32, or checked int32), valid and dirty, every
+  // other tile invalid; the inputs are untouched. `compact` has the
+  // projection's shape, on the primary's exact class. Checks, all before any
+  // change: `compact` on another class, `template_` not on this carrier, a
+  // dtype that differs, or Add on Bool -> TypeError; released ->
+  // RuntimeError; rank, range, footprint or shape -> ValueError. Returns at
+  // once (Add starts promoting the template's selected tiles); wait()
+  // commits. With grad mode on, the result's one node is the scatter
+  // ("tiled_evictable.scatter", whose operands are the template and, on the
+  // compute class, the compact Tensor): compact's gradient is the projection
+  // of the cotangent at the selection, on the compute class; the template's
+  // is the cotangent's selected tiles for Add, none for Replace.
+  AwaitMove<Tensor> scatter(const Tensor& compact, const Tensor& template_, const TileSelection& selection,
+                            ScatterReduction reduction = ScatterReduction::Replace);
+  using Carrier::scatter;  // the carrier scatter of core-concepts 1.7
+  static constexpr const char* scatter_operation_name = "tiled_evictable.scatter";
 
   Placement placement() const override { return placement_; }
 

@@ -10,13 +10,13 @@ is "operation", "projection", "scatter" or "backward". A policy may only
 optimise: required tiles are always loaded, and without one every result is
 the same.
 
-Not built yet (issue 22): project/scatter and AwaitProjection, the residency
-budget, streaming and prefetch (docs/tiled_evictable.md, "Not built yet").
+Not built yet (issue 22): scatter, the residency budget, streaming and
+prefetch (docs/tiled_evictable.md, "Not built yet").
 """
 
 from typing import Protocol, runtime_checkable
 
-from .._core import AwaitResidency, ResidencyPlan, TiledEvictable, TileSelection, TileSet
+from .._core import AwaitProjection, AwaitResidency, ResidencyPlan, TiledEvictable, TileSelection, TileSet
 
 
 @runtime_checkable
@@ -24,7 +24,11 @@ class ResidencyPolicy(Protocol):
     """plan(required, purpose) -> ResidencyPlan, asked before tiled work
     (carrier-composition B14)."""
 
-    def plan(self, required: TileSet, purpose: str) -> ResidencyPlan: ...
+    def plan(self, required: TileSet, purpose: str) -> ResidencyPlan:
+        """What to promote, retain and evict around the tiles `required` by work of
+        kind `purpose`; required tiles are loaded whatever it says."""
+        ...
 
 
-__all__ = ["TiledEvictable", "TileSelection", "TileSet", "ResidencyPlan", "ResidencyPolicy", "AwaitResidency"]
+__all__ = ["TiledEvictable", "TileSelection", "TileSet", "ResidencyPlan", "ResidencyPolicy", "AwaitResidency",
+           "AwaitProjection"]

@@ -3,10 +3,13 @@
 // direct operations use. Internal to src/extension_carriers/tiled_evictable/.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
 #include <strideweave/capability.h>
+#include <strideweave/extension.h>
+#include <strideweave/operation.h>
 #include <strideweave/carriers/tiled_evictable.h>
 #include <strideweave/tensor.h>
 #include <strideweave/value.h>
@@ -29,7 +32,89 @@ struct TiledEvictableAccess {
   // primary's class; every tile is pinned while it is read. RuntimeError for
   // an invalid tile or a tile in an incomplete residency request.
   static Tensor gather_dense(const TiledEvictable& carrier, const Tensor& tensor);
+  // The values of the selected tiles of `tensor` (a checked full Tensor),
+  // in the compact result's logical order; the tiles are pinned while read.
+  static std::vector<Value> gather_selected(const TiledEvictable& carrier, const Tensor& tensor,
+                                            const TileSelection& selection);
+  // A fresh instance like `like` (geometry, tier classes, policy) whose
+  // selected tiles are implicit zero and every other tile invalid: what a
+  // scatter fills.
+  static std::shared_ptr<TiledEvictable> fresh_with_valid(const TiledEvictable& like, const TileSelection& selection);
 };
+
+// ---- projection (projection.cpp) and scatter (scatter.cpp)
+
+// The projection's shape: per axis, len(per_axis[i]) * tile_shape[i].
+std::vector<std::int64_t> projected_shape(const TiledEvictable& tiled, const TileSelection& selection);
+
+// Calls f(selected, tile, index, key, slot) for every element of the
+// projection of `tensor` (a checked full Tensor of `tiled`) by `selection`,
+// tile by tile: selected is the position in coordinates() order, tile the
+// source tile's index, index the element's position in the compact
+// result's logical order, key its logical key in the full Tensor (first
+// axis fastest), slot the carrier slot the Tensor's offset and Layout give
+// it.
+template <class F>
+void for_each_projected(const TiledEvictable& tiled, const Tensor& tensor, const TileSelection& selection, F&& f) {
+  const std::size_t rank = selection.rank();
+  const std::vector<std::int64_t>& tile = tiled.tile_shape();
+  const std::vector<std::int64_t>& logical = tiled.logical_shape();
+  const std::vector<std::int64_t> compact = projected_shape(tiled, selection);
+  std::vector<std::int64_t> grid_stride(rank), logical_stride(rank), compact_stride(rank);
+  std::int64_t g = 1, l = 1, c = 1;
+  for (std::size_t i = 0; i < rank; ++i) {
+    grid_stride[i] = g;
+    logical_stride[i] = l;
+    compact_stride[i] = c;
+    g *= tiled.grid_shape()[i];
+    l *= logical[i];
+    c *= compact[i];
+  }
+  const std::vector<TileCoordinate> coordinates = selection.coordinates();
+  std::vector<std::int64_t> cc(rank, 0);  // the compact tile coordinate
+  for (std::size_t s = 0; s < coordinates.size(); ++s) {
+    const TileCoordinate& source = coordinates[s];
+    std::int64_t t = 0;
+    for (std::size_t i = 0; i < rank; ++i) t += source[i] * grid_stride[i];
+    std::vector<std::int64_t> w(rank, 0);  // the within-tile coordinate
+    for (std::int64_t e = 0; e < tiled.tile_size(); ++e) {
+      std::int64_t key = 0, index = 0;
+      for (std::size_t i = 0; i < rank; ++i) {
+        key += (source[i] * tile[i] + w[i]) * logical_stride[i];
+        index += (cc[i] * tile[i] + w[i]) * compact_stride[i];
+      }
+      f(s, t, index, key, tensor.offset() + tensor.layout()(key));
+      for (std::size_t i = 0; i < rank; ++i) {  // first axis fastest
+        if (++w[i] < tile[i]) break;
+        w[i] = 0;
+      }
+    }
+    for (std::size_t i = 0; i < rank; ++i) {
+      if (++cc[i] < static_cast<std::int64_t>(selection.per_axis()[i].size())) break;
+      cc[i] = 0;
+    }
+  }
+}
+
+
+// A TileSelection as the gather operation's `per_axis` option: [rank,
+// len(per_axis[0]), ..., then every axis's coordinates]. decode is the
+// inverse; a malformed list is a ValueError naming `what`.
+std::vector<std::int64_t> encode_selection(const TileSelection& selection);
+TileSelection decode_selection(std::span<const std::int64_t> encoded, const char* what);
+// The gather operation behind project() ("tiled_evictable.gather"),
+// registered once; its plan for `dtype` (every instance's snapshot holds the
+// one of its dtype).
+std::shared_ptr<const operation::OperationDefinition> gather_definition();
+OperationCapability gather_capability(const SimpleDType& dtype);
+// The composite's preparation of a gather invocation.
+extension::CompositeProvider::Prepared prepare_gather(const operation::ResolvedInvocation& invocation);
+
+// The scatter operation behind scatter() ("tiled_evictable.scatter"); its
+// plan for `dtype` and `reduction`; the composite's preparation.
+std::shared_ptr<const operation::OperationDefinition> scatter_definition();
+OperationCapability scatter_capability(const SimpleDType& dtype, ScatterReduction reduction);
+extension::CompositeProvider::Prepared prepare_scatter(const operation::ResolvedInvocation& invocation);
 
 // Registers TiledEvictable's CarrierDefinition (the library bootstrap, once).
 void register_tiled_evictable_definition();

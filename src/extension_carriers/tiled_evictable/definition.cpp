@@ -19,7 +19,8 @@ namespace strideweave {
 
 namespace {
 
-// The bounded central surface a raw tiled Tensor reaches (B8.1).
+// The bounded central surface a raw tiled Tensor reaches (B8.1); beside it
+// the instance executes only project()'s gather and scatter()'s scatter.
 constexpr std::array<std::string_view, 6> kDirectOperations{"add",  "elementwise_mul", "mul",
                                                             "relu", "reduce_sum",      "matmul"};
 
@@ -108,8 +109,18 @@ void TiledEvictableAccess::write_range(TiledEvictable& c, std::int64_t first, st
         throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is invalid: promote or scatter it before writing "
                                        "part of it",
                                        fmt::join(c.coordinate_of(t), ", ")));
-      materialize = !tile.block && !tile.secondary_valid;  // an implicit zero gets a zeroed block first
-      if (materialize) tile.busy = true;
+      if (!tile.block && !tile.secondary_valid) {
+        // An implicit zero: writing zeros keeps it one (a gradient's
+        // untouched tiles, B5); anything else gets a zeroed block first.
+        const Value zero = *storage_zero(c.dtype());
+        const auto piece = values.subspan(static_cast<std::size_t>(done), static_cast<std::size_t>(n));
+        if (std::all_of(piece.begin(), piece.end(), [&](const Value& v) { return v == zero; })) {
+          done += n;
+          continue;
+        }
+        materialize = true;
+        tile.busy = true;
+      }
     }
     if (materialize) {
       std::shared_ptr<Carrier> block;
@@ -208,6 +219,15 @@ std::vector<OperationCapability> TiledEvictableAccess::capabilities(const TiledE
     const auto same = [&](const OperationCapability& o) { return o == cap; };
     if (std::none_of(out.begin(), out.end(), same)) out.push_back(std::move(cap));
   }
+  out.push_back(gather_capability(c.dtype()));  // project()'s gather (B4)
+  // scatter()'s operation (B10): one plan per reduction (Float32's two
+  // share one plan shape; Bool has no 'add').
+  for (ScatterReduction r : {ScatterReduction::Replace, ScatterReduction::Add}) {
+    if (r == ScatterReduction::Add && &c.dtype() == &DType::Bool()) continue;
+    OperationCapability cap = scatter_capability(c.dtype(), r);
+    if (std::none_of(out.begin(), out.end(), [&](const OperationCapability& o) { return o == cap; }))
+      out.push_back(std::move(cap));
+  }
   return out;
 }
 
@@ -276,6 +296,8 @@ bool same_plan(const OperationPlan& ran, const OperationPlan& admitted) {
 }
 
 extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const operation::ResolvedInvocation& inv) {
+  if (inv.operation() == TiledEvictable::gather_operation_name) return prepare_gather(inv);
+  if (inv.operation() == TiledEvictable::scatter_operation_name) return prepare_scatter(inv);
   // B2 first: every tiled operand must be a full Tensor.
   std::vector<std::shared_ptr<TiledEvictable>> instances;
   for (const operation::CallOperand& operand : inv.operands()) {
@@ -325,6 +347,8 @@ extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const oper
 }  // namespace
 
 void register_tiled_evictable_definition() {
+  (void)gather_definition();  // project()'s and scatter()'s operations, registered with the carrier
+  (void)scatter_definition();
   using extension::StorageProvider;
   const auto self = [](const Carrier& c) -> const TiledEvictable& { return static_cast<const TiledEvictable&>(c); };
   const auto mut = [](Carrier& c) -> TiledEvictable& { return static_cast<TiledEvictable&>(c); };
@@ -356,7 +380,12 @@ void register_tiled_evictable_definition() {
   extension::CompositeProvider composite(
       [self](const Carrier& c) { return TiledEvictableAccess::capabilities(self(c)); },
       [self](const Carrier& c, const operation::ResolvedInvocation& inv) {
-        return std::vector<CarrierClass>(inv.results().size(), self(c).primary()->exact_class());
+        // A scatter publishes a new TiledEvictable; everything else a dense
+        // primary-class result.
+        const CarrierClass cls = inv.operation() == TiledEvictable::scatter_operation_name
+                                     ? carrier_class<TiledEvictable>()
+                                     : self(c).primary()->exact_class();
+        return std::vector<CarrierClass>(inv.results().size(), cls);
       },
       &prepare_direct);
   extension::register_carrier_definition(carrier_class<TiledEvictable>(),
