@@ -155,11 +155,12 @@ Tensor sum(const Tensor& a, const Tensor& b) {
   std::vector<Value> values = a.values();
   const std::vector<Value> more = b.values();
   for (std::size_t k = 0; k < values.size(); ++k) values[k] = Value::from_float32(values[k].f + more[k].f);
-  // The sum keeps a's offset and injective Layout (a TiledEvictable
-  // gradient's tile footprints, carrier-composition B5: overlapping
-  // projections sum into one full-shaped gradient).
+  // The sum keeps a's offset and Layout when a covers its whole carrier
+  // injectively (a TiledEvictable gradient's tile footprints,
+  // carrier-composition B5: overlapping projections sum into one
+  // full-shaped gradient).
   const Layout& layout = a.layout();
-  if (layout.size() > 0 && layout.is_injective()) {
+  if (layout.size() > 0 && a.offset() + layout.cosize() == a.carrier()->size() && layout.is_injective()) {
     std::vector<Value> slots(static_cast<std::size_t>(a.offset() + layout.cosize()), Value::from_float32(0.0f));
     detail::for_each_run(layout, [&](std::int64_t ordinal, std::int64_t index, std::int64_t length) {
       std::copy_n(values.begin() + ordinal, length, slots.begin() + a.offset() + index);

@@ -35,14 +35,14 @@ CarrierClass dispatch_class_of(const ResolvedInvocation& invocation, std::span<c
 }
 
 // A gradient copied onto its operand's exact class (from a result's class)
-// keeps the operand's offset and Layout when that Layout is injective: a
-// TiledEvictable full Tensor's Layout fixes its tile footprints
-// (carrier-composition B2, B5), and any other class keeps the element
-// placement its operand had. Otherwise the compact layout of its shape.
+// keeps the operand's offset and Layout when the operand covers its whole
+// carrier injectively (a TiledEvictable full Tensor, whose Layout fixes its
+// tile footprints: carrier-composition B2, B5); otherwise (a view of part
+// of a carrier) the compact layout of its shape, in just its own slots.
 Tensor on_operand_class(const Tensor& operand, const Tensor& g) {
   const std::vector<Value> values = g.values();  // logical order
   const Layout& layout = operand.layout();
-  if (layout.size() > 0 && layout.is_injective()) {
+  if (layout.size() > 0 && operand.offset() + layout.cosize() == operand.carrier()->size() && layout.is_injective()) {
     std::vector<Value> slots(static_cast<std::size_t>(operand.offset() + layout.cosize()), Value::from_float32(0.0f));
     strideweave::detail::for_each_run(layout, [&](std::int64_t ordinal, std::int64_t index, std::int64_t length) {
       std::copy_n(values.begin() + ordinal, length, slots.begin() + operand.offset() + index);

@@ -59,11 +59,12 @@ void check_alias_rule(const ResolvedInvocation& invocation) {
 
 namespace {
 // Beyond the one-class rule (docs/extension.md, "Operands of a composite's
-// own operations"): a definition-backed composite (a dependent class with a
-// CompositeProvider) also takes operands on the exact class of a carrier
-// it composes (one of its owned children, at the same placement), so a
-// composite's own operation can take a Tensor of its compute tier beside
-// its own (TiledEvictable's scatter).
+// own operations"): for a user-defined operation, a definition-backed
+// composite (a dependent class with a CompositeProvider) also takes operands
+// on the exact class of a carrier it composes (one of its owned children, at
+// the same placement), so a composite's own operation can take a Tensor of
+// its compute tier beside its own (TiledEvictable's scatter). Built-in
+// operations keep the one-class rule.
 bool composed_by(const Carrier& composite, const Carrier& other) {
   const auto* dependent = dynamic_cast<const DependentCarrier*>(&composite);
   if (!dependent || !extension::carrier_definition(composite.exact_class())) return false;
@@ -81,7 +82,7 @@ const Carrier& dispatch_carrier(const ResolvedInvocation& invocation) {
     if (!first) {
       first = t->carrier().get();
     } else if (t->carrier().get() != first) {
-      if (composed_by(*first, *t->carrier())) continue;
+      if (!invocation.definition().is_builtin() && composed_by(*first, *t->carrier())) continue;
       if (!(first->exact_class() == t->carrier()->exact_class()))
         throw TypeError(fmt::format("{}: operands live on different carrier classes ({} and {}); move one first",
                                     invocation.operation(), first->class_name(), t->carrier()->class_name()));

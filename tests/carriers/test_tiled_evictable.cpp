@@ -127,6 +127,22 @@ class Gated final : public Carrier {
   std::vector<float> values_;
 };
 
+// A policy that records its calls and answers a fixed plan.
+class Recording final : public ResidencyPolicy {
+ public:
+  explicit Recording(ResidencyPlan answer) : answer_(std::move(answer)) {}
+  ResidencyPlan plan(const TileSet& required, std::string_view purpose) override {
+    calls.emplace_back(required, std::string(purpose));
+    if (throws) throw ValueError("Recording: refused");
+    return answer_;
+  }
+  std::vector<std::pair<TileSet, std::string>> calls;
+  bool throws = false;
+
+ private:
+  ResidencyPlan answer_;
+};
+
 // ---------------------------------------------------------------- B1
 
 TEST(CarrierComposition_B1_TiledEvictableOwnsOneFlatLogicalExtent, ConstructAndExposeTheGeometry) {
@@ -294,6 +310,15 @@ TEST(CarrierComposition_B6_ResidencyStateIsIndependentOfSelectionShape, WritesFo
   t->evict(t->all_tiles());
   EXPECT_EQ(t->get_value(0).f, 100.0f);
   EXPECT_EQ(t->get_value(4).f, 200.0f);
+}
+
+TEST(CarrierComposition_B6_ResidencyStateIsIndependentOfSelectionShape, NewLikeTakesTheRequestedDtype) {
+  auto t = tiled_4x4();
+  std::vector<Value> ints;
+  for (int i = 0; i < 16; ++i) ints.push_back(Value::from_int32(i));
+  auto like = std::static_pointer_cast<TiledEvictable>(t->new_like(ints, true, &DType::Int32()));
+  EXPECT_EQ(&like->dtype(), &DType::Int32());
+  EXPECT_EQ(like->get_value(7).i, 7);
 }
 
 TEST(CarrierComposition_B6_ResidencyStateIsIndependentOfSelectionShape, ImplicitTilesReadZeroAndMaterializeOnWrite) {
@@ -542,6 +567,24 @@ TEST(CarrierComposition_B4_ProjectEagerlyReturnsACompletionHandle, ReturnsBefore
   EXPECT_EQ(floats(h.wait()), (std::vector<float>{4, 5, 6, 7}));
 }
 
+TEST(CarrierComposition_B4_ProjectEagerlyReturnsACompletionHandle, OverlappingProjectionsAndPrefetchNeverFailEachOther) {
+  auto t = tiled_4x4();
+  t->evict(t->all_tiles());
+  const TileSelection s = selection({{0, 1}, {1}});
+  AwaitProjection a = t->project(t->full_tensor(), s);
+  AwaitProjection b = t->project(t->full_tensor(), s);  // its prefetch skips the tiles a's request holds
+  EXPECT_EQ(floats(a.wait()), floats(b.wait()));
+  // A tile that cannot be promoted (invalid) is left to the gather, which
+  // reports it; a policy naming one does not fail the work (best effort).
+  auto u = TiledEvictable::create(cpu(iota(8)), file_backed(), {2}, {4},
+                                  {std::make_shared<Recording>(ResidencyPlan(tiles({{1}})))});
+  const TileSelection first = selection({{0}});
+  const Tensor r = u->scatter(u->project(u->full_tensor(), first).wait(), u->full_tensor(), first).wait();
+  const auto out = std::dynamic_pointer_cast<TiledEvictable>(r.carrier());  // the policy came along
+  EXPECT_EQ(out->tile_state(std::vector<std::int64_t>{1}).location, TileLocation::Invalid);
+  EXPECT_EQ(floats(out->project(r, first).wait()), (std::vector<float>{0, 1, 2, 3}));
+}
+
 TEST(CarrierComposition_B4_ProjectEagerlyReturnsACompletionHandle, AWriteBeforeWaitFailsTheProjection) {
   auto t = tiled_4x4();
   AwaitProjection h = t->project(t->full_tensor(), selection({{0}, {0}}));
@@ -611,6 +654,7 @@ TEST(CarrierComposition_B10_ScatterIsTheAsynchronousProjectionCounterpart, Repla
   const Tensor compact = mul(t->project(x, s).wait(), WeakScalar(10.0));
   const std::uint64_t version = t->version();
   AwaitMove<Tensor> h = t->scatter(compact, x, s);
+  EXPECT_FALSE(h.done());  // the scatter runs at the first wait
   const Tensor r = h.wait();
   EXPECT_TRUE(h.done());
   const auto out = std::dynamic_pointer_cast<TiledEvictable>(r.carrier());
@@ -708,20 +752,6 @@ TEST(CarrierComposition_B12_ResidencyRequestsUseArbitraryImmutableTileSets, Resi
 
 // ---------------------------------------------------------------- B14
 
-class Recording final : public ResidencyPolicy {
- public:
-  explicit Recording(ResidencyPlan answer) : answer_(std::move(answer)) {}
-  ResidencyPlan plan(const TileSet& required, std::string_view purpose) override {
-    calls.emplace_back(required, std::string(purpose));
-    if (throws) throw ValueError("Recording: refused");
-    return answer_;
-  }
-  std::vector<std::pair<TileSet, std::string>> calls;
-  bool throws = false;
-
- private:
-  ResidencyPlan answer_;
-};
 
 TEST(CarrierComposition_B14_ResidencyPolicyCanOptimizeButCannotDefineCorrectness, ThePolicyIsAskedAndItsPlanApplied) {
   auto policy = std::make_shared<Recording>(ResidencyPlan(tiles({{0, 0}}), TileSet(), tiles({{1, 1}})));
@@ -733,6 +763,23 @@ TEST(CarrierComposition_B14_ResidencyPolicyCanOptimizeButCannotDefineCorrectness
   EXPECT_EQ(policy->calls[0].first, t->all_tiles());
   EXPECT_EQ(policy->calls[0].second, "operation");
   EXPECT_EQ(t->primary_tiles(), tiles({{0, 0}}));  // promoted before, (1,1) evicted after
+}
+
+TEST(CarrierComposition_B14_ResidencyPolicyCanOptimizeButCannotDefineCorrectness, EveryPurposeIsAsked) {
+  auto policy = std::make_shared<Recording>(ResidencyPlan(TileSet(), TileSet(), tiles({{1, 1}})));
+  auto t = tiled_4x4({policy});
+  const Tensor x = t->full_tensor();
+  const TileSelection s = selection({{0}, {0}});
+  const Tensor p = t->project(x, s).wait();
+  EXPECT_EQ(t->tile_state(std::vector<std::int64_t>{1, 1}).location, TileLocation::Secondary);  // evicted after
+  const Tensor r = t->scatter(p, x, s, ScatterReduction::Add).wait();
+  reduce_sum(p).backward();
+  std::vector<std::string> purposes;
+  for (const auto& [required, purpose] : policy->calls) purposes.push_back(purpose);
+  EXPECT_EQ(purposes, (std::vector<std::string>{"projection", "scatter", "backward"}));
+  EXPECT_EQ(policy->calls[0].first, s.tile_set());
+  EXPECT_EQ(floats(std::static_pointer_cast<TiledEvictable>(r.carrier())->project(r, s).wait()),
+            floats(mul(p, WeakScalar(2.0))));
 }
 
 TEST(CarrierComposition_B14_ResidencyPolicyCanOptimizeButCannotDefineCorrectness, ABadPlanOrAnExceptionStopsBeforeWork) {
@@ -769,6 +816,25 @@ TEST(CarrierComposition_B15_TiledReleaseEndsAllOwnedResidency, ReleaseFreesTiers
   EXPECT_THROW(t->evict(tiles({{0, 0}})), RuntimeError);
   EXPECT_THROW((void)t->get_value(0), RuntimeError);
   EXPECT_THROW((void)relu(Tensor(t, 0, t->full_layout())), RuntimeError);
+}
+
+TEST(CarrierComposition_B15_TiledReleaseEndsAllOwnedResidency, AnUnfinishedProjectionOrScatterBlocksRelease) {
+  auto t = tiled_4x4();
+  const TileSelection s = selection({{0}, {0}});
+  {
+    AwaitProjection h = t->project(t->full_tensor(), s);
+    EXPECT_THROW(t->release(), RuntimeError);
+    EXPECT_FALSE(t->is_released());
+    const Tensor p = h.wait();
+    AwaitMove<Tensor> m = t->scatter(p, t->full_tensor(), s);
+    EXPECT_THROW(t->release(), RuntimeError);
+    (void)m.wait();
+  }
+  {
+    AwaitProjection dropped = t->project(t->full_tensor(), s);  // dropping a handle ends its hold
+  }
+  EXPECT_NO_THROW(t->release());
+  EXPECT_TRUE(t->is_released());
 }
 
 TEST(CarrierComposition_B15_TiledReleaseEndsAllOwnedResidency, DestroyingWithoutReleaseGivesTheTiersBack) {
@@ -808,6 +874,35 @@ TEST(CarrierComposition_TiledThreads, RequestsReadsAndOperationsRaceSafely) {
   mover.join();
   EXPECT_EQ(mismatches.load(), 0);
   EXPECT_EQ(floats(t->full_tensor()), expected);
+}
+
+TEST(CarrierComposition_TiledThreads, WritesRacingTransitionsAreNeverLost) {
+  // A write pins its tile in the same locked step as its checks, so an
+  // evict or promote either refuses it or waits for nothing: no write lands
+  // in a block a transition has already copied and drops.
+  auto t = TiledEvictable::create(cpu(iota(64)), file_backed(), {4, 4}, {2, 2});
+  std::atomic<bool> done{false};
+  std::thread mover([&] {
+    for (int i = 0; !done.load(); ++i) {
+      try {
+        t->evict(t->all_tiles());
+        t->promote(t->all_tiles());
+      } catch (const RuntimeError&) {
+      }
+    }
+  });
+  for (std::int64_t k = 0; k < 64; ++k) {
+    for (;;) {
+      try {
+        t->set_value(k, Value::from_float32(1000.0f + static_cast<float>(k)));
+        break;
+      } catch (const RuntimeError&) {  // the tile was in a request: try again
+      }
+    }
+  }
+  done = true;
+  mover.join();
+  for (std::int64_t k = 0; k < 64; ++k) EXPECT_EQ(t->get_value(k).f, 1000.0f + static_cast<float>(k)) << k;
 }
 
 }  // namespace

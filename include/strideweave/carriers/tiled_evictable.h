@@ -359,17 +359,24 @@ class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDepende
     bool implicit_zero = false;      // no storage: the value is zero
     mutable int users = 0;           // running work that reads or writes the tile (pins)
     bool busy = false;               // in an incomplete residency request
+    bool prefetching = false;        // ... a best-effort one (project's, scatter's, a policy's): a gather waits
   };
   static TileState state_of(const Tile& tile) noexcept;
   std::int64_t tile_index(std::span<const std::int64_t> coordinate, const char* what) const;
   TileCoordinate coordinate_of(std::int64_t tile) const;
   TileSet tiles_where(bool (*pred)(const Tile&)) const;
-  AwaitResidency submit(const TileSet& tiles, bool promote, const char* what);
+  // A residency request. best_effort (prefetch, a policy's plan): tiles
+  // that are busy, pinned, or already where the request would put them (or,
+  // to promote, invalid) are left out instead of failing the request.
+  AwaitResidency submit(const TileSet& tiles, bool promote, const char* what, bool best_effort = false);
   // The request's work on the worker thread; returns normally or throws
   // (the tiles are unmarked by the caller either way).
   void run_promote(const std::vector<std::int64_t>& tiles);
   void run_evict(const std::vector<std::int64_t>& tiles);
   void worker_loop();
+  // Counts an unfinished projection or scatter (release() refuses while one
+  // is) until the returned object is dropped.
+  std::shared_ptr<void> hold_pending();
   // Gives the seed primary's storage back once no tile lives in it.
   void drop_block(Tile& tile, std::vector<std::shared_ptr<Carrier>>& to_release);
 
@@ -385,7 +392,7 @@ class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDepende
   std::shared_ptr<Carrier> secondary_;
   std::vector<Tile> tiles_;
   std::int64_t seed_tiles_ = 0;      // tiles whose block is primary_
-  std::int64_t pending_requests_ = 0;
+  std::int64_t pending_requests_ = 0;  // residency requests, projections and scatters not yet complete
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   std::thread worker_;

@@ -40,6 +40,15 @@ struct TiledEvictableAccess {
   // selected tiles are implicit zero and every other tile invalid: what a
   // scatter fills.
   static std::shared_ptr<TiledEvictable> fresh_with_valid(const TiledEvictable& like, const TileSelection& selection);
+  // Best effort, for transfers that only speed work up (project's and
+  // scatter's, a policy's promotions): promotes the valid tiles of `tiles`
+  // that are not resident and not in use by anyone; a completed handle when
+  // none qualify. Errors of the transfer itself surface at wait().
+  static AwaitResidency prefetch(TiledEvictable& carrier, const TileSet& tiles);
+  // Best effort, for a policy's evictions after the work: evicts the
+  // resident tiles of `tiles` that are not in use. A failure changes no
+  // tile (evict is failure-atomic) and is dropped: the work's result stands.
+  static void evict_if_possible(TiledEvictable& carrier, const TileSet& tiles) noexcept;
 };
 
 // ---- projection (projection.cpp) and scatter (scatter.cpp)
@@ -115,6 +124,16 @@ extension::CompositeProvider::Prepared prepare_gather(const operation::ResolvedI
 std::shared_ptr<const operation::OperationDefinition> scatter_definition();
 OperationCapability scatter_capability(const SimpleDType& dtype, ScatterReduction reduction);
 extension::CompositeProvider::Prepared prepare_scatter(const operation::ResolvedInvocation& invocation);
+
+// ---- the residency policy (definition.cpp)
+
+// B14: `instance`'s policy's plan for the tiles `required` by work of kind
+// `purpose` ("operation", "projection", "scatter", "backward"); an empty plan
+// without a policy. Its sets must fit the grid (ValueError); the policy's
+// own exceptions propagate. Asked before any work.
+ResidencyPlan policy_plan(const TiledEvictable& instance, const TileSet& required, const char* purpose);
+// The tiles in either set.
+TileSet tile_union(const TileSet& a, const TileSet& b);
 
 // Registers TiledEvictable's CarrierDefinition (the library bootstrap, once).
 void register_tiled_evictable_definition();

@@ -97,35 +97,55 @@ void TiledEvictableAccess::write_range(TiledEvictable& c, std::int64_t first, st
         std::min<std::int64_t>(static_cast<std::int64_t>(values.size()) - done, (t + 1) * ts - slot);
     std::shared_ptr<Carrier> target;
     std::int64_t target_first = 0;
-    bool materialize = false;
-    {
-      std::lock_guard lock(c.mutex_);
-      TiledEvictable::Tile& tile = c.tiles_[t];
-      if (c.stopping_) throw RuntimeError("TiledEvictable: the carrier is released");
-      if (tile.busy)
-        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is in an incomplete residency request",
-                                       fmt::join(c.coordinate_of(t), ", ")));
-      if (!tile.block && !tile.secondary_valid && !tile.implicit_zero)
-        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is invalid: promote or scatter it before writing "
-                                       "part of it",
-                                       fmt::join(c.coordinate_of(t), ", ")));
-      if (!tile.block && !tile.secondary_valid) {
-        // An implicit zero: writing zeros keeps it one (a gradient's
-        // untouched tiles, B5); anything else gets a zeroed block first.
-        const Value zero = *storage_zero(c.dtype());
-        const auto piece = values.subspan(static_cast<std::size_t>(done), static_cast<std::size_t>(n));
-        if (std::all_of(piece.begin(), piece.end(), [&](const Value& v) { return v == zero; })) {
-          done += n;
-          continue;
+    // The checks and the pin happen in one locked section, so no residency
+    // request can take the tile between them. An implicit tile that needs a
+    // block is marked busy while the block is allocated (outside the lock),
+    // then checked and pinned again.
+    std::shared_ptr<Carrier> fresh;
+    for (;;) {
+      bool materialize = false;
+      {
+        std::lock_guard lock(c.mutex_);
+        TiledEvictable::Tile& tile = c.tiles_[t];
+        if (fresh) {  // our materialization: install the block (the tile is ours, busy)
+          tile.block = std::move(fresh);
+          tile.block_offset = 0;
+          tile.implicit_zero = false;
+          tile.busy = false;
+          c.idle_.notify_all();
         }
-        materialize = true;
-        tile.busy = true;
+        if (c.stopping_) throw RuntimeError("TiledEvictable: the carrier is released");
+        if (tile.busy)
+          throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is in an incomplete residency request or being "
+                                         "materialized by another writer",
+                                         fmt::join(c.coordinate_of(t), ", ")));
+        if (!tile.block && !tile.secondary_valid && !tile.implicit_zero)
+          throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is invalid: promote or scatter it before writing "
+                                         "part of it",
+                                         fmt::join(c.coordinate_of(t), ", ")));
+        if (!tile.block && !tile.secondary_valid) {
+          // An implicit zero: writing zeros keeps it one (a gradient's
+          // untouched tiles, B5); anything else gets a zeroed block first.
+          const Value zero = *storage_zero(c.dtype());
+          const auto piece = values.subspan(static_cast<std::size_t>(done), static_cast<std::size_t>(n));
+          if (std::all_of(piece.begin(), piece.end(), [&](const Value& v) { return v == zero; })) break;
+          materialize = true;
+          tile.busy = true;
+        } else {
+          if (tile.block) {
+            target = tile.block;
+            target_first = tile.block_offset + (slot - t * ts);
+            tile.secondary_valid = false;  // dirty from now on
+          } else {
+            target = c.secondary_;
+            target_first = slot;
+          }
+          ++tile.users;
+        }
       }
-    }
-    if (materialize) {
-      std::shared_ptr<Carrier> block;
+      if (!materialize) break;
       try {
-        block = c.primary_->allocate_like(ts, true, nullptr, false);
+        fresh = c.primary_->allocate_like(ts, true, nullptr, false);
       } catch (...) {
         {
           std::lock_guard lock(c.mutex_);
@@ -134,25 +154,10 @@ void TiledEvictableAccess::write_range(TiledEvictable& c, std::int64_t first, st
         c.idle_.notify_all();
         throw;
       }
-      std::lock_guard lock(c.mutex_);
-      TiledEvictable::Tile& tile = c.tiles_[t];
-      tile.block = std::move(block);
-      tile.block_offset = 0;
-      tile.implicit_zero = false;
-      tile.busy = false;
     }
-    {
-      std::lock_guard lock(c.mutex_);
-      TiledEvictable::Tile& tile = c.tiles_[t];
-      if (tile.block) {
-        target = tile.block;
-        target_first = tile.block_offset + (slot - t * ts);
-        tile.secondary_valid = false;  // dirty from now on
-      } else {
-        target = c.secondary_;
-        target_first = slot;
-      }
-      ++tile.users;
+    if (!target) {  // zeros into an implicit zero: nothing to write
+      done += n;
+      continue;
     }
     const auto unpin = [&] {
       {
@@ -173,27 +178,41 @@ void TiledEvictableAccess::write_range(TiledEvictable& c, std::int64_t first, st
   }
 }
 
-// B15: nothing is released while a request or running work holds a tile.
+// B15: nothing is released while a request, a projection or scatter, a
+// materializing write or running work holds a tile. The tiers are released
+// before the tile table is wiped: a tier whose release fails leaves the
+// instance live and as it was (the framework then keeps it unreleased).
 void TiledEvictableAccess::release(TiledEvictable& c) {
   std::vector<std::shared_ptr<Carrier>> tiers;
   {
     std::lock_guard lock(c.mutex_);
     if (c.pending_requests_ > 0)
-      throw RuntimeError("TiledEvictable.release: a residency request is incomplete; wait for it first");
+      throw RuntimeError("TiledEvictable.release: a residency request, projection or scatter is incomplete; wait for "
+                         "it first");
     for (const TiledEvictable::Tile& tile : c.tiles_)
-      if (tile.users > 0) throw RuntimeError("TiledEvictable.release: work on the carrier is still running");
+      if (tile.users > 0 || tile.busy) throw RuntimeError("TiledEvictable.release: work on the carrier is still running");
     c.stopping_ = true;
-    for (TiledEvictable::Tile& tile : c.tiles_) tile = TiledEvictable::Tile{};
-    c.seed_tiles_ = 0;
-    tiers = {c.primary_, c.secondary_};
+    tiers = {c.secondary_, c.primary_};
   }
   c.idle_.notify_all();
   if (c.worker_.joinable()) c.worker_.join();
-  const DependentCarrier::OwnerAccess access = c.owner_access();
-  for (const std::shared_ptr<Carrier>& tier : tiers) {
-    if (!tier->is_released()) tier->release();
-    c.relinquish(*tier);
+  try {
+    const DependentCarrier::OwnerAccess access = c.owner_access();
+    for (const std::shared_ptr<Carrier>& tier : tiers)
+      if (!tier->is_released()) tier->release();
+  } catch (...) {
+    {
+      std::lock_guard lock(c.mutex_);
+      c.stopping_ = false;
+    }
+    throw;
   }
+  {
+    std::lock_guard lock(c.mutex_);
+    for (TiledEvictable::Tile& tile : c.tiles_) tile = TiledEvictable::Tile{};
+    c.seed_tiles_ = 0;
+  }
+  for (const std::shared_ptr<Carrier>& tier : tiers) c.relinquish(*tier);
 }
 
 // ---------------------------------------------------------------- direct operations
@@ -274,6 +293,34 @@ Tensor TiledEvictableAccess::gather_dense(const TiledEvictable& c, const Tensor&
   }
 }
 
+AwaitResidency TiledEvictableAccess::prefetch(TiledEvictable& c, const TileSet& tiles) {
+  if (tiles.empty()) return AwaitResidency(extension::ProviderCompletion<void>::ready());
+  return c.submit(tiles, true, "TiledEvictable (prefetch)", true);
+}
+
+void TiledEvictableAccess::evict_if_possible(TiledEvictable& c, const TileSet& tiles) noexcept {
+  if (tiles.empty()) return;
+  try {
+    c.submit(tiles, false, "TiledEvictable (policy eviction)", true).wait();
+  } catch (...) {  // nothing changed (failure-atomic); an optimisation that could not run
+  }
+}
+
+ResidencyPlan policy_plan(const TiledEvictable& instance, const TileSet& required, const char* purpose) {
+  if (!instance.residency_policy()) return ResidencyPlan();
+  ResidencyPlan plan = instance.residency_policy()->plan(required, purpose);
+  for (const TileSet* set : {&plan.promote(), &plan.retain(), &plan.evict()})
+    set->check_against(instance.grid_shape(), "TiledEvictable: the residency policy's plan");
+  return plan;
+}
+
+TileSet tile_union(const TileSet& a, const TileSet& b) {
+  std::vector<TileCoordinate> all = a.coordinates();
+  for (const TileCoordinate& c : b.coordinates())
+    if (!a.contains(c)) all.push_back(c);
+  return TileSet(std::move(all));
+}
+
 namespace {
 
 const TiledEvictable& tiled_of(const Tensor& t, const std::string& operation) {
@@ -313,16 +360,10 @@ extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const oper
   // B14: each instance's policy, asked before any work; its plan must fit the
   // grid (ValueError).
   std::vector<std::pair<std::shared_ptr<TiledEvictable>, ResidencyPlan>> plans;
-  for (const auto& instance : instances) {
-    if (!instance->residency_policy()) continue;
-    ResidencyPlan plan = instance->residency_policy()->plan(instance->all_tiles(), "operation");
-    for (const TileSet* set : {&plan.promote(), &plan.retain(), &plan.evict()})
-      set->check_against(instance->grid_shape(), "TiledEvictable: the residency policy's plan");
-    plans.emplace_back(instance, std::move(plan));
-  }
+  for (const auto& instance : instances)
+    if (instance->residency_policy()) plans.emplace_back(instance, policy_plan(*instance, instance->all_tiles(), "operation"));
   return extension::PreparedComposite([inv = &inv, plans = std::move(plans)]() -> extension::ResultSubmission {
-    for (const auto& [instance, plan] : plans)
-      if (!plan.promote().empty()) instance->promote(plan.promote());
+    for (const auto& [instance, plan] : plans) TiledEvictableAccess::prefetch(*instance, plan.promote()).wait();
     std::vector<CallOperand> dense;
     for (const operation::CallOperand& operand : inv->operands()) {
       if (const Tensor* t = std::get_if<Tensor>(&operand))
@@ -338,8 +379,7 @@ extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const oper
                                      result.plans.empty() ? std::string("no plan") : result.plans.front().to_string(),
                                      inv->plan().to_string()));
     // The policy's evictions, deferred until the work no longer needs them.
-    for (const auto& [instance, plan] : plans)
-      if (!plan.evict().empty()) instance->evict(plan.evict());
+    for (const auto& [instance, plan] : plans) TiledEvictableAccess::evict_if_possible(*instance, plan.evict());
     return extension::ProviderResult(std::move(result.results));
   });
 }

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_set>
 
@@ -135,7 +136,12 @@ std::vector<Value> TiledEvictableAccess::gather_selected(const TiledEvictable& c
   };
   std::vector<Source> sources;
   {
-    std::lock_guard lock(c.mutex_);
+    std::unique_lock lock(c.mutex_);
+    // A best-effort transfer (another projection's prefetch) is waited for:
+    // it is no caller's residency request, and it ends on its own.
+    c.idle_.wait(lock, [&] {
+      return std::none_of(tiles.begin(), tiles.end(), [&](std::int64_t t) { return c.tiles_[t].prefetching; });
+    });
     if (c.stopping_) throw RuntimeError("TiledEvictable: the carrier is released");
     for (std::int64_t t : tiles) {
       const TiledEvictable::Tile& tile = c.tiles_[t];
@@ -222,6 +228,7 @@ std::shared_ptr<const operation::OperationDefinition> gather_definition() {
         const TileSelection selection = decode_selection(
             std::get<std::vector<std::int64_t>>(ctx.invocation().options().at("per_axis")),
             TiledEvictable::gather_operation_name);
+        (void)policy_plan(tiled, selection.tile_set(), "backward");  // B14: asked; it reads no tile here
         const std::vector<Value> values = cotangents[0]->values();  // the compact result's logical order
         std::vector<std::int64_t> slots(values.size());
         for_each_projected(tiled, source, selection, [&](std::size_t, std::int64_t, std::int64_t index, std::int64_t, std::int64_t slot) {
@@ -282,21 +289,31 @@ AwaitProjection TiledEvictable::project(const Tensor& tensor, const TileSelectio
       throw ValueError(fmt::format("{}: the destination holds {} slots, the projection needs {}", what,
                                    destination->size(), needed));
   }
+  // B14: the policy's promotions join the transfers; its evictions wait
+  // until the gather is done with the tiles.
+  const ResidencyPlan plan = policy_plan(*this, selection.tile_set(), "projection");
   // The transfers start now; the gather runs at the first wait(), with the
-  // grad mode of this call, and refuses a source written in between.
-  const AwaitResidency transfers = promote_async(selection.tile_set());
+  // grad mode of this call, and refuses a source written in between. Until
+  // the handle completes (or is dropped) release() refuses (B15).
+  const AwaitResidency transfers = TiledEvictableAccess::prefetch(*this, tile_union(selection.tile_set(), plan.promote()));
+  const std::shared_ptr<void> pending = hold_pending();
   const bool grad = is_grad_enabled();
   const std::uint64_t version = this->version();
   operation::OptionMap options{{"per_axis", encode_selection(selection)}};
   if (destination) options.emplace("destination", destination_option(destination));
+  auto self = std::static_pointer_cast<TiledEvictable>(shared_from_this());
   return AwaitProjection(extension::ProviderCompletion<Tensor>::deferred(
-      [transfers, grad, version, tensor, options = std::move(options)]() -> Tensor {
+      [self, transfers, pending, grad, version, tensor, evict = plan.evict(),
+       options = std::move(options)]() -> Tensor {
         transfers.wait();
-        const auto* source = static_cast<const TiledEvictable*>(tensor.carrier().get());
-        if (source->version() != version)
+        if (self->version() != version)
           throw RuntimeError(fmt::format("{}: the source was written after project() and before wait()", what));
-        const GradModeGuard mode(grad);
-        return (*gather_definition())({tensor}, options).front();
+        Tensor result = [&] {
+          const GradModeGuard mode(grad);
+          return (*gather_definition())({tensor}, options).front();
+        }();
+        TiledEvictableAccess::evict_if_possible(*self, evict);
+        return result;
       }));
 }
 

@@ -113,6 +113,7 @@ std::shared_ptr<const operation::OperationDefinition> scatter_definition() {
         const TiledEvictable& tiled = tiled_of(template_, TiledEvictable::scatter_operation_name);
         const TileSelection selection = decode_selection(
             std::get<std::vector<std::int64_t>>(inv.options().at("per_axis")), TiledEvictable::scatter_operation_name);
+        (void)policy_plan(tiled, selection.tile_set(), "backward");  // B14: asked before the tiled backward
         const std::vector<Value> cot = cotangents[0]->values();  // logical order over the logical shape
         std::vector<Value> projected(static_cast<std::size_t>(compact.size()));
         std::vector<std::int64_t> slots(projected.size());
@@ -164,7 +165,8 @@ extension::CompositeProvider::Prepared prepare_scatter(const operation::Resolved
     for_each_projected(tiled, tmpl, selection, [&](std::size_t, std::int64_t, std::int64_t index, std::int64_t,
                                                    std::int64_t slot) { slots[static_cast<std::size_t>(index)] = slot; });
     std::shared_ptr<TiledEvictable> result = TiledEvictableAccess::fresh_with_valid(tiled, selection);
-    result->write_slots(slots, values);  // one versioned mutation: the selected tiles, valid and dirty
+    result->write_slots(slots, values);  // one versioned mutation
+    result->promote(selection.tile_set());  // an all-zero tile stays implicit above: every selected tile dirty (B10.3)
     return extension::ProviderResult({Tensor(result, tmpl.offset(), tmpl.layout())});
   });
 }
@@ -179,7 +181,10 @@ class ScatterTransaction final : public detail::MoveTransaction<Tensor> {
  public:
   ScatterTransaction(std::optional<AwaitResidency> transfers, std::function<Tensor()> run)
       : transfers_(std::move(transfers)), run_(std::move(run)) {}
-  bool transfer_done() const noexcept override { return !transfers_ || transfers_->done(); }
+  // The scatter itself runs in finish(): until then the outcome is not
+  // terminal, so done() stays false, and a dropped handle's scatter runs on
+  // the detached thread AwaitMove gives it (never in the dropping thread).
+  bool transfer_done() const noexcept override { return false; }
   Tensor finish() override {
     if (transfers_) transfers_->wait();
     return run_();
@@ -213,19 +218,29 @@ AwaitMove<Tensor> TiledEvictable::scatter(const Tensor& compact, const Tensor& t
   if (!std::ranges::equal(compact.shape().extents(), shape))
     throw ValueError(fmt::format("{}: the compact Tensor has shape {}, the selection needs {}", what,
                                  compact.shape().to_string(), Shape::of(shape).to_string()));
+  // B14: the policy's promotions join the transfers ('add' reads the
+  // template's selected tiles); its evictions wait until the commit.
+  const ResidencyPlan plan = policy_plan(*this, selection.tile_set(), "scatter");
+  TileSet to_promote = plan.promote();
+  if (reduction == ScatterReduction::Add) to_promote = tile_union(selection.tile_set(), to_promote);
   std::optional<AwaitResidency> transfers;
-  if (reduction == ScatterReduction::Add) transfers = promote_async(selection.tile_set());
+  if (!to_promote.empty()) transfers = TiledEvictableAccess::prefetch(*this, to_promote);
+  const std::shared_ptr<void> pending = hold_pending();  // release() refuses until the scatter completes (B15)
   const bool grad = is_grad_enabled();
   const std::uint64_t template_version = version(), compact_version = compact.carrier()->version();
   auto self = std::static_pointer_cast<TiledEvictable>(shared_from_this());
   operation::OptionMap options{{"per_axis", encode_selection(selection)},
                                {"reduction", std::string(reduction == ScatterReduction::Add ? "add" : "replace")}};
-  auto run = [self, compact, template_, grad, template_version, compact_version,
+  auto run = [self, compact, template_, grad, template_version, compact_version, pending, evict = plan.evict(),
               options = std::move(options)]() -> Tensor {
     if (self->version() != template_version || compact.carrier()->version() != compact_version)
       throw RuntimeError(fmt::format("{}: an input was written after scatter() and before wait()", what));
-    const GradModeGuard mode(grad);
-    return (*scatter_definition())({template_, compact}, options).front();
+    Tensor result = [&] {
+      const GradModeGuard mode(grad);
+      return (*scatter_definition())({template_, compact}, options).front();
+    }();
+    TiledEvictableAccess::evict_if_possible(*self, evict);
+    return result;
   };
   return AwaitMove<Tensor>(std::make_shared<ScatterTransaction>(std::move(transfers), std::move(run)));
 }

@@ -148,8 +148,8 @@ TiledEvictable::TiledEvictable(extension::Construction key, const TiledEvictable
       full_layout_(prototype.full_layout_),
       placement_(prototype.placement_),
       policy_(prototype.policy_),
-      primary_(prototype.primary_->allocate_like(0, true, nullptr, true)),
-      secondary_(prototype.secondary()->allocate_like(0, true, nullptr, true)),
+      primary_(prototype.primary_->allocate_like(0, true, &dtype(), true)),  // the requested dtype
+      secondary_(prototype.secondary()->allocate_like(0, true, &dtype(), true)),
       tiles_(static_cast<std::size_t>(tile_count_)) {
   const std::shared_ptr<Carrier> tiers[] = {primary_, secondary_};
   claim(tiers);
@@ -315,16 +315,18 @@ AwaitResidency TiledEvictable::promote_async(const TileSet& tiles) {
   return submit(tiles, true, "TiledEvictable.promote");
 }
 AwaitResidency TiledEvictable::promote_async(const TileSelection& tiles) {
+  require_live("TiledEvictable.promote");
   tiles.check_against(grid_shape_, "TiledEvictable.promote");
   return submit(tiles.tile_set(), true, "TiledEvictable.promote");
 }
 AwaitResidency TiledEvictable::evict_async(const TileSet& tiles) { return submit(tiles, false, "TiledEvictable.evict"); }
 AwaitResidency TiledEvictable::evict_async(const TileSelection& tiles) {
+  require_live("TiledEvictable.evict");
   tiles.check_against(grid_shape_, "TiledEvictable.evict");
   return submit(tiles.tile_set(), false, "TiledEvictable.evict");
 }
 
-AwaitResidency TiledEvictable::submit(const TileSet& tiles, bool promote, const char* what) {
+AwaitResidency TiledEvictable::submit(const TileSet& tiles, bool promote, const char* what, bool best_effort) {
   require_live(what);
   tiles.check_against(grid_shape_, what);
   std::vector<std::int64_t> indices;
@@ -334,6 +336,15 @@ AwaitResidency TiledEvictable::submit(const TileSet& tiles, bool promote, const 
   {
     const std::lock_guard lock(mutex_);
     if (stopping_) throw RuntimeError(fmt::format("{}: the carrier is released", what));
+    if (best_effort) {
+      std::erase_if(indices, [&](std::int64_t t) {
+        const Tile& tile = tiles_[t];
+        if (tile.busy || tile.users > 0) return true;
+        if (promote) return tile.block != nullptr || (!tile.secondary_valid && !tile.implicit_zero);
+        return tile.block == nullptr;
+      });
+      if (indices.empty()) return AwaitResidency(extension::ProviderCompletion<void>::ready());
+    }
     for (std::int64_t t : indices) {
       if (tiles_[t].busy)
         throw RuntimeError(fmt::format("{}: tile ({}) is in another caller's incomplete residency request", what,
@@ -353,18 +364,39 @@ AwaitResidency TiledEvictable::submit(const TileSet& tiles, bool promote, const 
       }
       {
         const std::lock_guard done(mutex_);
-        for (std::int64_t t : indices) tiles_[t].busy = false;
+        for (std::int64_t t : indices) tiles_[t].busy = tiles_[t].prefetching = false;
         --pending_requests_;
       }
       idle_.notify_all();
       if (error) promise.set_exception(error);
       else promise.set_value();
     });
-    for (std::int64_t t : indices) tiles_[t].busy = true;
+    for (std::int64_t t : indices) {
+      tiles_[t].busy = true;
+      tiles_[t].prefetching = best_effort;
+    }
     ++pending_requests_;
   }
   idle_.notify_all();
   return AwaitResidency(std::move(completion));
+}
+
+std::shared_ptr<void> TiledEvictable::hold_pending() {
+  {
+    const std::lock_guard lock(mutex_);
+    ++pending_requests_;
+  }
+  // The deleter runs when the last copy goes (the handle's work finished, or
+  // the handle was dropped), also for the null pointer it owns.
+  // The deleter keeps the instance alive until it has run.
+  auto self = std::static_pointer_cast<TiledEvictable>(shared_from_this());
+  return std::shared_ptr<void>(nullptr, [self](void*) {
+    {
+      const std::lock_guard lock(self->mutex_);
+      --self->pending_requests_;
+    }
+    self->idle_.notify_all();
+  });
 }
 
 void TiledEvictable::worker_loop() {
