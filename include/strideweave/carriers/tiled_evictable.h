@@ -88,8 +88,7 @@
 // RuntimeError.
 //
 // Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"): the
-// residency
-// budget, streaming direct operations and the prefetcher: today a direct
+// residency budget, streaming direct operations and the prefetcher: today a direct
 // operation gathers each tiled operand into one dense primary-class tensor
 // and runs the primary class's operation once.
 #pragma once

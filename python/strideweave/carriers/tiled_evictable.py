@@ -2,16 +2,16 @@
 extent cut into tiles whose residency is controlled tile by tile
 (carrier-composition.md Part B; docs/tiled_evictable.md).
 
-TiledEvictable, TileSelection, TileSet, ResidencyPlan, ResidencyPolicy and
-AwaitResidency are also top-level names of strideweave (the same objects).
+TiledEvictable, TileSelection, TileSet, ResidencyPlan, ResidencyPolicy,
+AwaitResidency and AwaitProjection are also top-level names of strideweave (the same objects).
 ResidencyPolicy is a runtime-checkable protocol: any object with a callable
 ``plan(required: TileSet, purpose: str) -> ResidencyPlan`` conforms; purpose
 is "operation", "projection", "scatter" or "backward". A policy may only
 optimise: required tiles are always loaded, and without one every result is
 the same.
 
-Not built yet (issue 22): scatter, the residency budget, streaming and
-prefetch (docs/tiled_evictable.md, "Not built yet").
+Not built yet (issue 22): the residency budget, streaming direct operations
+and the tile-order prefetcher (docs/tiled_evictable.md, "Not built yet").
 """
 
 from typing import Protocol, runtime_checkable
