@@ -132,6 +132,8 @@ extension::CompositeProvider::Prepared prepare_scatter(const operation::Resolved
 // without a policy. Its sets must fit the grid (ValueError); the policy's
 // own exceptions propagate. Asked before any work.
 ResidencyPlan policy_plan(const TiledEvictable& instance, const TileSet& required, const char* purpose);
+// The TiledEvictable a Tensor lives on (TypeError naming `what` otherwise).
+const TiledEvictable& tiled_of(const Tensor& tensor, const char* what);
 // The tiles in either set.
 TileSet tile_union(const TileSet& a, const TileSet& b);
 

@@ -314,6 +314,14 @@ ResidencyPlan policy_plan(const TiledEvictable& instance, const TileSet& require
   return plan;
 }
 
+const TiledEvictable& tiled_of(const Tensor& tensor, const char* what) {
+  const auto* tiled = dynamic_cast<const TiledEvictable*>(tensor.carrier().get());
+  if (!tiled)
+    throw TypeError(fmt::format("{}: expected a TiledEvictable Tensor, got a {} one", what,
+                                tensor.carrier()->class_name()));
+  return *tiled;
+}
+
 TileSet tile_union(const TileSet& a, const TileSet& b) {
   std::vector<TileCoordinate> all = a.coordinates();
   for (const TileCoordinate& c : b.coordinates())
@@ -322,14 +330,6 @@ TileSet tile_union(const TileSet& a, const TileSet& b) {
 }
 
 namespace {
-
-const TiledEvictable& tiled_of(const Tensor& t, const std::string& operation) {
-  const auto* tiled = dynamic_cast<const TiledEvictable*>(t.carrier().get());
-  if (!tiled)
-    throw TypeError(fmt::format("{}: a TiledEvictable operation received a {} Tensor", operation,
-                                t.carrier()->class_name()));
-  return *tiled;
-}
 
 // Equal plans, or mul's (weak, tensor) plan and the (tensor, weak) plan the
 // primary's front end runs for it (the mirrored capability above).
@@ -352,7 +352,7 @@ extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const oper
       throw TypeError(fmt::format("{}: a direct tiled operation takes no structural operand", inv.operation()));
     const Tensor* t = std::get_if<Tensor>(&operand);
     if (!t) continue;
-    const TiledEvictable& tiled = tiled_of(*t, inv.operation());
+    const TiledEvictable& tiled = tiled_of(*t, inv.operation().c_str());
     tiled.check_full_tensor(*t, inv.operation().c_str());
     auto instance = std::static_pointer_cast<TiledEvictable>(std::const_pointer_cast<Carrier>(tiled.shared_from_this()));
     if (std::find(instances.begin(), instances.end(), instance) == instances.end()) instances.push_back(instance);
@@ -367,7 +367,7 @@ extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const oper
     std::vector<CallOperand> dense;
     for (const operation::CallOperand& operand : inv->operands()) {
       if (const Tensor* t = std::get_if<Tensor>(&operand))
-        dense.emplace_back(TiledEvictableAccess::gather_dense(tiled_of(*t, inv->operation()), *t));
+        dense.emplace_back(TiledEvictableAccess::gather_dense(tiled_of(*t, inv->operation().c_str()), *t));
       else
         dense.emplace_back(std::get<WeakScalar>(operand));
     }

@@ -87,14 +87,6 @@ std::shared_ptr<Carrier> destination_of(const operation::OptionValue& value) {
                               TiledEvictable::gather_operation_name));
 }
 
-const TiledEvictable& tiled_source(const Tensor& source) {
-  const auto* tiled = dynamic_cast<const TiledEvictable*>(source.carrier().get());
-  if (!tiled)
-    throw TypeError(fmt::format("{}: the source must be a TiledEvictable Tensor, not a {} one",
-                                TiledEvictable::gather_operation_name, source.carrier()->class_name()));
-  return *tiled;
-}
-
 Arithmetic copy_arithmetic(const SimpleDType& dtype) {
   return &dtype == &DType::Float32() ? Arithmetic::BINARY32 : Arithmetic::INT32_EXACT;
 }
@@ -122,7 +114,6 @@ std::shared_ptr<TiledEvictable> TiledEvictableAccess::fresh_with_valid(const Til
     if (!selected[static_cast<std::size_t>(t)]) fresh->tiles_[t].implicit_zero = false;  // invalid
   return fresh;
 }
-
 
 std::vector<Value> TiledEvictableAccess::gather_selected(const TiledEvictable& c, const Tensor& tensor,
                                                          const TileSelection& selection) {
@@ -201,7 +192,7 @@ std::shared_ptr<const operation::OperationDefinition> gather_definition() {
                            op::OptionSpec("destination", op::OptionValue{}, "set by TiledEvictable.project")}),
       [](const op::BoundOperationCall& call) {
         const Tensor& source = call.tensor(0);
-        const TiledEvictable& tiled = tiled_source(source);
+        const TiledEvictable& tiled = tiled_of(source, TiledEvictable::gather_operation_name);
         const auto* encoded = std::get_if<std::vector<std::int64_t>>(&call.option("per_axis"));
         if (!encoded)
           throw TypeError(fmt::format("{}: option 'per_axis' must be a list of integers",
@@ -224,7 +215,7 @@ std::shared_ptr<const operation::OperationDefinition> gather_definition() {
         std::vector<std::optional<Tensor>> out(1);
         if (!cotangents[0]) return out;
         const Tensor& source = std::get<Tensor>(ctx.invocation().operands()[0]);
-        const TiledEvictable& tiled = tiled_source(source);
+        const TiledEvictable& tiled = tiled_of(source, TiledEvictable::gather_operation_name);
         const TileSelection selection = decode_selection(
             std::get<std::vector<std::int64_t>>(ctx.invocation().options().at("per_axis")),
             TiledEvictable::gather_operation_name);
@@ -245,7 +236,7 @@ std::shared_ptr<const operation::OperationDefinition> gather_definition() {
 
 extension::CompositeProvider::Prepared prepare_gather(const operation::ResolvedInvocation& invocation) {
   const Tensor& source = std::get<Tensor>(invocation.operands()[0]);
-  const TiledEvictable& tiled = tiled_source(source);
+  const TiledEvictable& tiled = tiled_of(source, TiledEvictable::gather_operation_name);
   TileSelection selection = decode_selection(std::get<std::vector<std::int64_t>>(invocation.options().at("per_axis")),
                                              TiledEvictable::gather_operation_name);
   std::shared_ptr<Carrier> destination = destination_of(invocation.options().at("destination"));

@@ -14,13 +14,6 @@ namespace strideweave {
 
 namespace {
 
-const TiledEvictable& tiled_of(const Tensor& t, const char* what) {
-  const auto* tiled = dynamic_cast<const TiledEvictable*>(t.carrier().get());
-  if (!tiled)
-    throw TypeError(fmt::format("{}: expected a TiledEvictable Tensor, got a {} one", what, t.carrier()->class_name()));
-  return *tiled;
-}
-
 ScatterReduction reduction_of(const operation::OptionValue& value) {
   const auto* text = std::get_if<std::string>(&value);
   if (text && *text == "replace") return ScatterReduction::Replace;
