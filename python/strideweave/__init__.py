@@ -192,11 +192,13 @@ from .carriers.move import (
 # carrier-composition B1: TiledEvictable and its residency types are also
 # top-level names (the same objects as strideweave.carriers.tiled_evictable's).
 from .carriers.tiled_evictable import (
+    DEFAULT_RESIDENCY_BYTES,
     AwaitProjection,
     AwaitResidency,
     ResidencyPlan,
     ResidencyPolicy,
     TiledEvictable,
+    TiledEvictableCounters,
     TileSelection,
     TileSet,
 )

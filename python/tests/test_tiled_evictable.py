@@ -209,13 +209,21 @@ def test_B8_the_six_direct_operations_mean_the_full_logical_tensor():
 
 
 def test_B8_execution_options_reach_the_dense_call():
+    # Tiles that span the whole contraction (a's columns, b's rows), so each
+    # result block is one product of the primary's own: the options decide it.
     slots = [0.1 * i + 0.37 for i in range(16)]
-    x = sw.TiledEvictable(cpu(slots), sw.FileBacked(dtype=F32), (2, 2), (2, 2)).full_tensor()
-    d = dense(x.values(), 4, 4)
+    x = sw.TiledEvictable(cpu(slots), sw.FileBacked(dtype=F32), (2, 1), (2, 4)).full_tensor()
+    y = sw.TiledEvictable(cpu(slots), sw.FileBacked(dtype=F32), (1, 2), (4, 2)).full_tensor()
+    dx, dy = dense(x.values(), 4, 4), dense(y.values(), 4, 4)
     fused = sw.OperationExecutionOptions("matmul", arithmetic=sw.Arithmetic.BINARY32_FUSED)
-    assert sw.matmul(x, x, options=fused).values() == sw.matmul(d, d, options=fused).values()
-    assert sw.matmul(d, d, options=fused).values() != sw.matmul(d, d).values()  # the options matter here
-    assert sw.matmul(x, x).values() == sw.matmul(d, d).values()
+    assert sw.matmul(x, y, options=fused).values() == sw.matmul(dx, dy, options=fused).values()
+    assert sw.matmul(dx, dy, options=fused).values() != sw.matmul(dx, dy).values()  # the options matter here
+    assert sw.matmul(x, y).values() == sw.matmul(dx, dy).values()
+    # Cut contractions sum the panels' products in binary32: the plan lets
+    # the backend associate, so only the rounding differs.
+    t = sw.TiledEvictable(cpu(slots), sw.FileBacked(dtype=F32), (2, 2), (2, 2)).full_tensor()
+    dt = dense(t.values(), 4, 4)
+    assert sw.matmul(t, t, options=fused).values() == pytest.approx(sw.matmul(dt, dt, options=fused).values(), rel=1e-6)
 
 
 def test_B8_any_other_name_is_unsupported_and_handles_are_not_tensors():

@@ -82,15 +82,40 @@
 // evictions after it; a plan naming tiles outside the grid -> ValueError, a
 // policy that returns something else -> TypeError, both before any work.
 //
+// The operations stream (docs/tiled_evictable.md, "Streaming"): the result
+// is allocated once and filled block by block, where a block never crosses
+// a tile of any operand. A tile that is primary-resident is read in place;
+// any other is *staged*: copied from the secondary into a tile-sized primary
+// buffer that lives only for the operation and never changes the tile's
+// state. Elementwise operations and relu run the primary's operation per
+// block; reduce_sum combines per-tile partial sums in the plan's
+// accumulator (Float32 or Float64; exact integers for Int32, the narrowing
+// checked once at the end) in ascending tile order, so its answer depends on
+// neither residency nor the budget; matmul keeps the result resident and
+// streams the contraction in tile panels (Float32 accumulation: partial
+// products summed in binary32 panel by panel; a Float64 accumulator or Int32
+// operands: one product per result block over the whole contraction, so
+// the plan's accumulation holds exactly).
+//
+// The residency budget (residency_bytes, default 512 MiB). Staged tiles
+// are kept, while they will be needed again, only as long as the tiles the
+// instance holds in the primary plus the staged ones fit the budget; beyond
+// it the staged tile needed furthest in the future is dropped (free: its
+// value is in the secondary). So an operation holds at most max(budget,
+// the primary-resident tiles) + the result + one staged tile per operand
+// (+ matmul's panel, and one block result). Explicit promote() and a
+// primary that seeds the tiles are the caller's decision and are not
+// limited by it. resident_bytes() and counters() report.
+//
 // Release (B15). release() frees every tile block and both tiers; with an
 // incomplete residency request or running work -> RuntimeError, nothing
 // released. Afterwards residency requests, value access and dispatch raise
 // RuntimeError.
 //
-// Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"): the
-// residency budget, streaming direct operations and the prefetcher: today a direct
-// operation gathers each tiled operand into one dense primary-class tensor
-// and runs the primary class's operation once.
+// Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"):
+// streamed backward (a VJP still copies a saved tiled operand into one dense
+// primary tensor), the prefetcher (staging is synchronous), asynchronous
+// write-back of dirty tiles under the budget.
 #pragma once
 
 #include <condition_variable>
@@ -241,9 +266,26 @@ class AwaitProjection {
 // B10 How scatter combines the compact values with the template's.
 enum class ScatterReduction { Replace, Add };
 
+// The residency budget a TiledEvictable takes when none is given: 512 MiB
+// (docs/tiled_evictable.md, "The residency budget").
+inline constexpr std::int64_t default_residency_bytes = std::int64_t{512} << 20;
+
 struct TiledEvictableOptions {
   // Consulted before tiled work (B14); null: none.
   std::shared_ptr<ResidencyPolicy> residency_policy;
+  // The residency budget in bytes (> 0, ValueError otherwise): the primary
+  // memory the instance uses on its own initiative (see "The residency
+  // budget" above).
+  std::int64_t residency_bytes = default_residency_bytes;
+};
+
+// What an instance has moved and held since construction (monotonic but
+// for peak_resident_bytes, the largest resident_bytes() seen).
+struct TiledEvictableCounters {
+  std::int64_t bytes_read = 0;     // from the secondary tier: promotions, staged tiles, reads of secondary tiles
+  std::int64_t bytes_written = 0;  // to the secondary tier: evictions of dirty tiles
+  std::int64_t peak_resident_bytes = 0;
+  friend bool operator==(const TiledEvictableCounters&, const TiledEvictableCounters&) = default;
 };
 
 class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDependentCarrier {
@@ -282,6 +324,13 @@ class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDepende
   std::shared_ptr<Carrier> primary() const;
   std::shared_ptr<Carrier> secondary() const;
   const std::shared_ptr<ResidencyPolicy>& residency_policy() const noexcept { return policy_; }
+  // The residency budget (bytes) and one tile's bytes in the primary.
+  std::int64_t residency_bytes() const noexcept { return budget_; }
+  std::int64_t tile_bytes() const noexcept;
+  // Primary bytes held now: every primary-resident tile plus the tiles
+  // running operations have staged.
+  std::int64_t resident_bytes() const;
+  TiledEvictableCounters counters() const;
 
   TileSet primary_tiles() const;
   TileSet secondary_tiles() const;
@@ -378,12 +427,15 @@ class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDepende
   std::shared_ptr<void> hold_pending();
   // Gives the seed primary's storage back once no tile lives in it.
   void drop_block(Tile& tile, std::vector<std::shared_ptr<Carrier>>& to_release);
+  // After resident_tiles_ or staged_bytes_ grew (mutex_ held): the peak.
+  void note_resident_locked() noexcept;
 
   const std::vector<std::int64_t> grid_shape_, tile_shape_, logical_shape_, grid_strides_;
   const std::int64_t tile_size_, tile_count_;
   const Layout full_layout_;
   const Placement placement_;
   const std::shared_ptr<ResidencyPolicy> policy_;
+  const std::int64_t budget_;
   std::shared_ptr<Carrier> primary_;  // the compute carrier as given (a seed block, and the class prototype)
 
   mutable std::mutex mutex_;  // guards everything below; never held across a tier call
@@ -391,6 +443,9 @@ class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDepende
   std::shared_ptr<Carrier> secondary_;
   std::vector<Tile> tiles_;
   std::int64_t seed_tiles_ = 0;      // tiles whose block is primary_
+  std::int64_t resident_tiles_ = 0;  // tiles with a block
+  std::int64_t staged_bytes_ = 0;    // tiles staged by running operations (stream.cpp)
+  mutable TiledEvictableCounters counters_;  // statistics: also counted by const reads
   std::int64_t pending_requests_ = 0;  // residency requests, projections and scatters not yet complete
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;

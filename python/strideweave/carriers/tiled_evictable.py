@@ -16,7 +16,16 @@ and the tile-order prefetcher (docs/tiled_evictable.md, "Not built yet").
 
 from typing import Protocol, runtime_checkable
 
-from .._core import AwaitProjection, AwaitResidency, ResidencyPlan, TiledEvictable, TileSelection, TileSet
+from .._core import (
+    DEFAULT_RESIDENCY_BYTES,
+    AwaitProjection,
+    AwaitResidency,
+    ResidencyPlan,
+    TiledEvictable,
+    TiledEvictableCounters,
+    TileSelection,
+    TileSet,
+)
 
 
 @runtime_checkable
@@ -31,4 +40,4 @@ class ResidencyPolicy(Protocol):
 
 
 __all__ = ["TiledEvictable", "TileSelection", "TileSet", "ResidencyPlan", "ResidencyPolicy", "AwaitResidency",
-           "AwaitProjection"]
+           "AwaitProjection", "TiledEvictableCounters", "DEFAULT_RESIDENCY_BYTES"]

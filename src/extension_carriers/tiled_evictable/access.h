@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -27,11 +30,25 @@ struct TiledEvictableAccess {
   static void release(TiledEvictable& carrier);
   // The CompositeProvider's snapshot (B8.4).
   static std::vector<OperationCapability> capabilities(const TiledEvictable& carrier);
-  // The values of the full Tensor `tensor` (checked by the caller) as a
-  // Tensor of the same offset and Layout over fresh dense storage of the
-  // primary's class; every tile is pinned while it is read. RuntimeError for
-  // an invalid tile or a tile in an incomplete residency request.
-  static Tensor gather_dense(const TiledEvictable& carrier, const Tensor& tensor);
+  // The streaming engine's way to the tiles (stream.cpp). pin_tile: under
+  // the lock, waits out a best-effort prefetch of tile t, then pins it
+  // (users + 1) and returns its primary run when it is resident; an
+  // implicit tile sets `implicit` (nothing pinned); a valid secondary tile
+  // is pinned and `secondary` set (the caller stages it). RuntimeError when
+  // released, for an invalid tile, or a tile in another caller's incomplete
+  // residency request. unpin_tile undoes one pin.
+  static std::optional<std::pair<std::shared_ptr<Carrier>, std::int64_t>> pin_tile(
+      TiledEvictable& carrier, std::int64_t tile, bool& implicit, std::shared_ptr<Carrier>& secondary);
+  static void unpin_tile(TiledEvictable& carrier, std::int64_t tile) noexcept;
+  // Counts running work as unfinished (release() refuses) until dropped.
+  static std::shared_ptr<void> hold(TiledEvictable& carrier) { return carrier.hold_pending(); }
+  // Whether `extra` more primary bytes would take the instance past its budget.
+  static bool exceeds_budget_with(const TiledEvictable& carrier, std::int64_t extra);
+  // Staged bytes come (delta > 0) or go; `read` bytes were copied from the
+  // secondary.
+  static void note_staged(TiledEvictable& carrier, std::int64_t delta, std::int64_t read) noexcept;
+  // Every tile valid (RuntimeError naming the first invalid one otherwise).
+  static void require_all_valid(const TiledEvictable& carrier, const char* what);
   // The values of the selected tiles of `tensor` (a checked full Tensor),
   // in the compact result's logical order; the tiles are pinned while read.
   static std::vector<Value> gather_selected(const TiledEvictable& carrier, const Tensor& tensor,
@@ -136,6 +153,13 @@ ResidencyPlan policy_plan(const TiledEvictable& instance, const TileSet& require
 const TiledEvictable& tiled_of(const Tensor& tensor, const char* what);
 // The tiles in either set.
 TileSet tile_union(const TileSet& a, const TileSet& b);
+
+// ---- the direct operations (direct.cpp)
+
+// The dense primary-class result of a direct operation (add,
+// elementwise_mul, mul, relu, reduce_sum, matmul) on full tiled operands
+// (checked), streamed within each instance's budget.
+Tensor run_direct_operation(const operation::ResolvedInvocation& invocation);
 
 // Registers TiledEvictable's CarrierDefinition (the library bootstrap, once).
 void register_tiled_evictable_definition();

@@ -57,6 +57,7 @@ void TiledEvictableAccess::read_range(const TiledEvictable& c, std::int64_t firs
       } else if (tile.secondary_valid) {
         source = c.secondary_;
         source_first = slot;
+        c.counters_.bytes_read += n * (c.tile_bytes() / ts);
       } else if (!tile.implicit_zero) {
         throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is invalid: it has no value until it is promoted "
                                        "or scattered",
@@ -112,6 +113,8 @@ void TiledEvictableAccess::write_range(TiledEvictable& c, std::int64_t first, st
           tile.block_offset = 0;
           tile.implicit_zero = false;
           tile.busy = false;
+          ++c.resident_tiles_;
+          c.note_resident_locked();
           c.idle_.notify_all();
         }
         if (c.stopping_) throw RuntimeError("TiledEvictable: the carrier is released");
@@ -187,8 +190,8 @@ void TiledEvictableAccess::release(TiledEvictable& c) {
   {
     std::lock_guard lock(c.mutex_);
     if (c.pending_requests_ > 0)
-      throw RuntimeError("TiledEvictable.release: a residency request, projection or scatter is incomplete; wait for "
-                         "it first");
+      throw RuntimeError("TiledEvictable.release: a residency request, projection, scatter or operation is "
+                         "incomplete; wait for it first");
     for (const TiledEvictable::Tile& tile : c.tiles_)
       if (tile.users > 0 || tile.busy) throw RuntimeError("TiledEvictable.release: work on the carrier is still running");
     c.stopping_ = true;
@@ -210,7 +213,7 @@ void TiledEvictableAccess::release(TiledEvictable& c) {
   {
     std::lock_guard lock(c.mutex_);
     for (TiledEvictable::Tile& tile : c.tiles_) tile = TiledEvictable::Tile{};
-    c.seed_tiles_ = 0;
+    c.seed_tiles_ = c.resident_tiles_ = 0;
   }
   for (const std::shared_ptr<Carrier>& tier : tiers) c.relinquish(*tier);
 }
@@ -250,52 +253,23 @@ std::vector<OperationCapability> TiledEvictableAccess::capabilities(const TiledE
   return out;
 }
 
-Tensor TiledEvictableAccess::gather_dense(const TiledEvictable& c, const Tensor& tensor) {
-  const std::int64_t ts = c.tile_size_;
-  struct Source {
-    std::shared_ptr<Carrier> carrier;  // null: implicit zero
-    std::int64_t first = 0;
-  };
-  std::vector<Source> sources(static_cast<std::size_t>(c.tile_count_));
-  {
-    std::lock_guard lock(c.mutex_);
-    if (c.stopping_) throw RuntimeError("TiledEvictable: the carrier is released");
-    for (std::int64_t t = 0; t < c.tile_count_; ++t) {
-      const TiledEvictable::Tile& tile = c.tiles_[t];
-      if (tile.busy)
-        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is in an incomplete residency request",
-                                       fmt::join(c.coordinate_of(t), ", ")));
-      if (tile.block) sources[t] = {tile.block, tile.block_offset};
-      else if (tile.secondary_valid) sources[t] = {c.secondary_, t * ts};
-      else if (!tile.implicit_zero)
-        throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is invalid: a direct operation needs every tile "
-                                       "(promote or scatter it first)",
-                                       fmt::join(c.coordinate_of(t), ", ")));
-    }
-    for (const TiledEvictable::Tile& tile : c.tiles_) ++tile.users;
-  }
-  const auto unpin = [&] {
-    {
-      std::lock_guard lock(c.mutex_);
-      for (const TiledEvictable::Tile& tile : c.tiles_) --tile.users;
-    }
-    c.idle_.notify_all();
-  };
-  try {
-    std::shared_ptr<Carrier> dense = c.primary_->allocate_like(ts * c.tile_count_, true, nullptr, false);
-    for (std::int64_t t = 0; t < c.tile_count_; ++t)
-      if (sources[t].carrier) dense->copy_range(*sources[t].carrier, sources[t].first, t * ts, ts);
-    unpin();
-    return Tensor(dense, tensor.offset(), tensor.layout());
-  } catch (...) {
-    unpin();
-    throw;
-  }
-}
-
+// Within the budget: only as many tiles as fit beside what is resident are
+// promoted (the others are read from the secondary when needed).
 AwaitResidency TiledEvictableAccess::prefetch(TiledEvictable& c, const TileSet& tiles) {
-  if (tiles.empty()) return AwaitResidency(extension::ProviderCompletion<void>::ready());
-  return c.submit(tiles, true, "TiledEvictable (prefetch)", true);
+  std::vector<TileCoordinate> fitting;
+  {
+    const std::lock_guard lock(c.mutex_);
+    std::int64_t room = c.budget_ - c.resident_tiles_ * c.tile_bytes() - c.staged_bytes_;
+    for (const TileCoordinate& coordinate : tiles.coordinates()) {
+      const TiledEvictable::Tile& tile = c.tiles_[c.tile_index(coordinate, "TiledEvictable (prefetch)")];
+      if (tile.block) continue;
+      if (room < c.tile_bytes()) break;
+      room -= c.tile_bytes();
+      fitting.push_back(coordinate);
+    }
+  }
+  if (fitting.empty()) return AwaitResidency(extension::ProviderCompletion<void>::ready());
+  return c.submit(TileSet(std::move(fitting)), true, "TiledEvictable (prefetch)", true);
 }
 
 void TiledEvictableAccess::evict_if_possible(TiledEvictable& c, const TileSet& tiles) noexcept {
@@ -331,17 +305,6 @@ TileSet tile_union(const TileSet& a, const TileSet& b) {
 
 namespace {
 
-// Equal plans, or mul's (weak, tensor) plan and the (tensor, weak) plan the
-// primary's front end runs for it (the mirrored capability above).
-bool same_plan(const OperationPlan& ran, const OperationPlan& admitted) {
-  if (ran == admitted) return true;
-  const auto a = ran.operands(), b = admitted.operands();
-  return admitted.operation() == "mul" && ran.operation() == "mul" && a.size() == 2 && b.size() == 2 &&
-         a[0] == b[1] && a[1] == b[0] && ran.compute() == admitted.compute() &&
-         ran.accumulation() == admitted.accumulation() && ran.accumulator_dtype() == admitted.accumulator_dtype() &&
-         &ran.output() == &admitted.output();
-}
-
 extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const operation::ResolvedInvocation& inv) {
   if (inv.operation() == TiledEvictable::gather_operation_name) return prepare_gather(inv);
   if (inv.operation() == TiledEvictable::scatter_operation_name) return prepare_scatter(inv);
@@ -364,23 +327,10 @@ extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const oper
     if (instance->residency_policy()) plans.emplace_back(instance, policy_plan(*instance, instance->all_tiles(), "operation"));
   return extension::PreparedComposite([inv = &inv, plans = std::move(plans)]() -> extension::ResultSubmission {
     for (const auto& [instance, plan] : plans) TiledEvictableAccess::prefetch(*instance, plan.promote()).wait();
-    std::vector<CallOperand> dense;
-    for (const operation::CallOperand& operand : inv->operands()) {
-      if (const Tensor* t = std::get_if<Tensor>(&operand))
-        dense.emplace_back(TiledEvictableAccess::gather_dense(tiled_of(*t, inv->operation().c_str()), *t));
-      else
-        dense.emplace_back(std::get<WeakScalar>(operand));
-    }
-    CallResult result = call_operation(inv->operation(), dense, inv->options());
-    // The dense call must have resolved the very plan the gate admitted (the
-    // options carry the execution choices): never a nearby plan.
-    if (result.plans.empty() || !same_plan(result.plans.front(), inv->plan()))
-      throw RuntimeError(fmt::format("TiledEvictable: the primary resolved {} for the admitted plan {}",
-                                     result.plans.empty() ? std::string("no plan") : result.plans.front().to_string(),
-                                     inv->plan().to_string()));
+    Tensor result = run_direct_operation(*inv);  // streamed (direct.cpp)
     // The policy's evictions, deferred until the work no longer needs them.
     for (const auto& [instance, plan] : plans) TiledEvictableAccess::evict_if_possible(*instance, plan.evict());
-    return extension::ProviderResult(std::move(result.results));
+    return extension::ProviderResult({std::move(result)});
   });
 }
 

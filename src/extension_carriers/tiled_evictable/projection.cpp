@@ -140,7 +140,10 @@ std::vector<Value> TiledEvictableAccess::gather_selected(const TiledEvictable& c
         throw RuntimeError(fmt::format("{}: tile ({}) is in an incomplete residency request",
                                        TiledEvictable::gather_operation_name, fmt::join(c.coordinate_of(t), ", ")));
       if (tile.block) sources.push_back({tile.block, tile.block_offset});
-      else if (tile.secondary_valid) sources.push_back({c.secondary_, t * ts});
+      else if (tile.secondary_valid) {
+        sources.push_back({c.secondary_, t * ts});
+        c.counters_.bytes_read += c.tile_bytes();
+      }
       else if (tile.implicit_zero) sources.push_back({});
       else
         throw RuntimeError(fmt::format("{}: tile ({}) is invalid: promote or scatter it first",

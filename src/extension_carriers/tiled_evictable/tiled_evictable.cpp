@@ -95,6 +95,8 @@ std::shared_ptr<TiledEvictable> TiledEvictable::create(const std::shared_ptr<Car
                                 secondary->dtype().name()));
   std::int64_t tile_size = 0, tile_count = 0;
   std::vector<std::int64_t> logical = checked_geometry(grid_shape, tile_shape, &tile_size, &tile_count);
+  if (options.residency_bytes <= 0)
+    throw ValueError(fmt::format("TiledEvictable: residency_bytes must be positive, got {}", options.residency_bytes));
   const std::int64_t slots = tile_size * tile_count;
   for (const auto& [tier, name] : {std::pair{&primary, "primary"}, std::pair{&secondary, "secondary"}})
     if ((*tier)->size() != 0 && (*tier)->size() != slots)
@@ -118,6 +120,7 @@ TiledEvictable::TiledEvictable(extension::Construction key, const std::shared_pt
       full_layout_(TiledEvictableAccess::full_layout_of(grid_shape_, tile_shape_)),
       placement_(init->primary->placement()),
       policy_(init->options.residency_policy),
+      budget_(init->options.residency_bytes),
       primary_(init->primary),
       secondary_(init->secondary),
       tiles_(static_cast<std::size_t>(tile_count_)) {
@@ -131,7 +134,8 @@ TiledEvictable::TiledEvictable(extension::Construction key, const std::shared_pt
       tiles_[t].block = primary_;
       tiles_[t].block_offset = t * tile_size_;
     }
-    seed_tiles_ = tile_count_;
+    seed_tiles_ = resident_tiles_ = tile_count_;
+    note_resident_locked();
   } else if (secondary_->size() == slots) {  // else the secondary (clean)
     for (Tile& tile : tiles_) tile.secondary_valid = true;
   }
@@ -148,6 +152,7 @@ TiledEvictable::TiledEvictable(extension::Construction key, const TiledEvictable
       full_layout_(prototype.full_layout_),
       placement_(prototype.placement_),
       policy_(prototype.policy_),
+      budget_(prototype.budget_),
       primary_(prototype.primary_->allocate_like(0, true, &dtype(), true)),  // the requested dtype
       secondary_(prototype.secondary()->allocate_like(0, true, &dtype(), true)),
       tiles_(static_cast<std::size_t>(tile_count_)) {
@@ -304,6 +309,25 @@ TileState TiledEvictable::tile_state(std::span<const std::int64_t> coordinate) c
 
 std::shared_ptr<Carrier> TiledEvictable::primary() const { return primary_; }
 
+std::int64_t TiledEvictable::tile_bytes() const noexcept {
+  return tile_size_ * ((dtype().bits().value_or(8) + 7) / 8);
+}
+
+std::int64_t TiledEvictable::resident_bytes() const {
+  const std::lock_guard lock(mutex_);
+  return resident_tiles_ * tile_bytes() + staged_bytes_;
+}
+
+TiledEvictableCounters TiledEvictable::counters() const {
+  const std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+void TiledEvictable::note_resident_locked() noexcept {
+  counters_.peak_resident_bytes =
+      std::max(counters_.peak_resident_bytes, resident_tiles_ * tile_bytes() + staged_bytes_);
+}
+
 std::shared_ptr<Carrier> TiledEvictable::secondary() const {
   const std::lock_guard lock(mutex_);
   return secondary_;
@@ -436,16 +460,20 @@ void TiledEvictable::run_promote(const std::vector<std::int64_t>& tiles) {
   }
   const std::lock_guard lock(mutex_);
   for (auto& [t, block] : fresh) {
+    if (tiles_[t].secondary_valid) counters_.bytes_read += tile_bytes();
     tiles_[t].block = std::move(block);
     tiles_[t].block_offset = 0;
     tiles_[t].implicit_zero = false;
   }
+  resident_tiles_ += static_cast<std::int64_t>(fresh.size());
+  note_resident_locked();
 }
 
 void TiledEvictable::drop_block(Tile& tile, std::vector<std::shared_ptr<Carrier>>& to_release) {
   if (tile.block == primary_ && --seed_tiles_ == 0) to_release.push_back(primary_);
   tile.block.reset();
   tile.block_offset = 0;
+  --resident_tiles_;
 }
 
 // Evict: save the dirty tiles (into fresh full-extent secondary storage when
@@ -495,6 +523,7 @@ void TiledEvictable::run_evict(const std::vector<std::int64_t>& tiles) {
       replaced = std::move(secondary_);
       secondary_ = fresh;
     }
+    counters_.bytes_written += static_cast<std::int64_t>(dirty.size()) * tile_bytes();
     for (std::int64_t t : tiles) {
       if (!tiles_[t].block) continue;
       tiles_[t].secondary_valid = true;

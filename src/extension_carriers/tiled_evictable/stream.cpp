@@ -1,0 +1,307 @@
+// The streaming engine of TiledEvictable's direct operations (stream.h):
+// tile pins, staging within the residency budget with Belady's eviction
+// rule, block views and block copies. Public headers only.
+#include "extension_carriers/tiled_evictable/stream.h"
+
+#include "extension_carriers/tiled_evictable/access.h"
+
+#include <strideweave/errors.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace strideweave {
+
+// ---------------------------------------------------------------- the instance's side
+
+std::optional<std::pair<std::shared_ptr<Carrier>, std::int64_t>> TiledEvictableAccess::pin_tile(
+    TiledEvictable& c, std::int64_t t, bool& implicit, std::shared_ptr<Carrier>& secondary) {
+  implicit = false;
+  std::unique_lock lock(c.mutex_);
+  for (;;) {
+    if (c.stopping_) throw RuntimeError("TiledEvictable: the carrier is released");
+    const TiledEvictable::Tile& tile = c.tiles_[t];
+    if (!tile.busy) break;
+    if (!tile.prefetching)
+      throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is in an incomplete residency request",
+                                     fmt::join(c.coordinate_of(t), ", ")));
+    c.idle_.wait(lock);  // our own best-effort prefetch: it finishes soon
+  }
+  TiledEvictable::Tile& tile = c.tiles_[t];
+  if (tile.block) {
+    ++tile.users;
+    return std::pair{tile.block, tile.block_offset};
+  }
+  if (tile.secondary_valid) {
+    ++tile.users;
+    secondary = c.secondary_;
+    return std::nullopt;
+  }
+  if (tile.implicit_zero) {
+    implicit = true;
+    return std::nullopt;
+  }
+  throw RuntimeError(fmt::format("TiledEvictable: tile ({}) is invalid: a direct operation needs every tile "
+                                 "(promote or scatter it first)",
+                                 fmt::join(c.coordinate_of(t), ", ")));
+}
+
+void TiledEvictableAccess::unpin_tile(TiledEvictable& c, std::int64_t t) noexcept {
+  {
+    const std::lock_guard lock(c.mutex_);
+    --c.tiles_[t].users;
+  }
+  c.idle_.notify_all();
+}
+
+bool TiledEvictableAccess::exceeds_budget_with(const TiledEvictable& c, std::int64_t extra) {
+  const std::lock_guard lock(c.mutex_);
+  return c.resident_tiles_ * c.tile_bytes() + c.staged_bytes_ + extra > c.budget_;
+}
+
+void TiledEvictableAccess::note_staged(TiledEvictable& c, std::int64_t delta, std::int64_t read) noexcept {
+  const std::lock_guard lock(c.mutex_);
+  c.staged_bytes_ += delta;
+  c.counters_.bytes_read += read;
+  if (delta > 0) c.note_resident_locked();
+}
+
+void TiledEvictableAccess::require_all_valid(const TiledEvictable& c, const char* what) {
+  const std::lock_guard lock(c.mutex_);
+  if (c.stopping_) throw RuntimeError(fmt::format("{}: the TiledEvictable carrier is released", what));
+  for (std::int64_t t = 0; t < c.tile_count_; ++t) {
+    const TiledEvictable::Tile& tile = c.tiles_[t];
+    if (!tile.block && !tile.secondary_valid && !tile.implicit_zero && !tile.busy)
+      throw RuntimeError(fmt::format("{}: tile ({}) is invalid: a direct operation needs every tile (promote or "
+                                     "scatter it first)",
+                                     what, fmt::join(c.coordinate_of(t), ", ")));
+  }
+}
+
+namespace tiled {
+
+// ---------------------------------------------------------------- helpers
+
+std::vector<std::int64_t> compact_strides_of(std::span<const std::int64_t> extents) {
+  std::vector<std::int64_t> out(extents.size());
+  std::int64_t s = 1;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    out[i] = s;
+    s *= extents[i];
+  }
+  return out;
+}
+
+std::vector<std::int64_t> axis_cuts(std::int64_t extent, std::span<const std::int64_t> tile_extents) {
+  std::vector<std::int64_t> cuts{0, extent};
+  for (std::int64_t t : tile_extents)
+    for (std::int64_t x = t; x < extent; x += t) cuts.push_back(x);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  return cuts;
+}
+
+void copy_into_box(const Tensor& block, Carrier& result, std::span<const std::int64_t> result_extents,
+                   std::span<const std::int64_t> lo) {
+  const std::span<const std::int64_t> extent = block.shape().extents();
+  const std::size_t rank = extent.size();
+  const std::vector<std::int64_t> dst_strides = compact_strides_of(result_extents);
+  std::int64_t base = 0;
+  for (std::size_t i = 0; i < rank; ++i) base += lo[i] * dst_strides[i];
+  const std::int64_t count = block.size();
+  if (count == 0) return;
+  if (rank == 0) {
+    result.copy_range(*block.carrier(), block.offset() + block.layout()(0), base, 1);
+    return;
+  }
+  // Kernels publish compact results (first axis fastest): runs along axis 0
+  // are contiguous on both sides. Anything else goes through its values.
+  const bool compact = block.layout().is_compact();
+  std::vector<Value> values;
+  if (!compact) values = block.values();
+  const std::int64_t run = extent[0];
+  std::vector<std::int64_t> c(rank, 0);  // c[0] stays 0
+  for (std::int64_t done = 0; done < count; done += run) {
+    std::int64_t dst = base;
+    for (std::size_t i = 1; i < rank; ++i) dst += c[i] * dst_strides[i];
+    if (compact)
+      result.copy_range(*block.carrier(), block.offset() + done, dst, run);
+    else
+      result.write_values(dst, std::span<const Value>(values).subspan(static_cast<std::size_t>(done),
+                                                                      static_cast<std::size_t>(run)));
+    for (std::size_t i = 1; i < rank; ++i) {
+      if (++c[i] < extent[i]) break;
+      c[i] = 0;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- TiledOperand
+
+TiledOperand::TiledOperand(const Tensor& tensor)
+    : instance_(std::static_pointer_cast<TiledEvictable>(std::const_pointer_cast<Carrier>(tensor.carrier()))),
+      tensor_(tensor),
+      grid_strides_(compact_strides_of(instance_->grid_shape())) {
+  const std::vector<std::int64_t>& tile = instance_->tile_shape();
+  try {
+    std::vector<Layout> tiler;
+    for (std::int64_t e : tile) tiler.emplace_back(Shape::of({e}), Stride::of({1}));
+    const Layout zipped = tensor.layout().zipped_divide(tiler);
+    const IntTuple& shapes = zipped.shape().mode(0);
+    const IntTuple& strides = zipped.stride().mode(0);
+    affine_ = true;
+    for (std::size_t i = 0; i < tile.size(); ++i) {
+      const IntTuple& e = shapes.is_leaf() ? shapes : shapes[i];
+      const IntTuple& s = strides.is_leaf() ? strides : strides[i];
+      if (!e.is_leaf() || !s.is_leaf()) {
+        affine_ = false;
+        break;
+      }
+      within_strides_.push_back(s.value());
+    }
+  } catch (const ValueError&) {
+    affine_ = false;
+  }
+  if (!affine_) within_strides_.clear();
+}
+
+std::int64_t TiledOperand::tile_at(std::span<const std::int64_t> c) const {
+  std::int64_t t = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) t += (c[i] / tile_extent(i)) * grid_strides_[i];
+  return t;
+}
+
+std::int64_t TiledOperand::slot_in_tile(std::span<const std::int64_t> c) const {
+  if (affine_) {
+    std::int64_t s = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) s += (c[i] % tile_extent(i)) * within_strides_[i];
+    return s;
+  }
+  std::int64_t key = 0, stride = 1;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    key += c[i] * stride;
+    stride *= extent(i);
+  }
+  return tensor_.offset() + tensor_.layout()(key) - tile_at(c) * instance_->tile_size();
+}
+
+Tensor TiledOperand::view(const TileRun& run, std::span<const std::int64_t> lo,
+                          std::span<const std::int64_t> extent) const {
+  const std::size_t rank = lo.size();
+  if (affine_) {
+    std::int64_t first = run.first;
+    for (std::size_t i = 0; i < rank; ++i) first += (lo[i] % tile_extent(i)) * within_strides_[i];
+    return Tensor(run.storage, first, Layout(Shape::of(extent), Stride::of(within_strides_)));
+  }
+  // Element by element into a fresh compact box (first axis fastest).
+  std::int64_t count = 1;
+  for (std::int64_t e : extent) count *= e;
+  const std::vector<Value> tile_values = run.storage->read_values(run.first, instance_->tile_size());
+  std::vector<Value> values;
+  values.reserve(static_cast<std::size_t>(count));
+  std::vector<std::int64_t> c(lo.begin(), lo.end());
+  for (std::int64_t k = 0; k < count; ++k) {
+    values.push_back(tile_values[static_cast<std::size_t>(slot_in_tile(c))]);
+    for (std::size_t i = 0; i < rank; ++i) {
+      if (++c[i] < lo[i] + extent[i]) break;
+      c[i] = lo[i];
+    }
+  }
+  return Tensor(run.storage->new_like(values), 0, Layout::compact(Shape::of(extent)));
+}
+
+// ---------------------------------------------------------------- Stager
+
+Stager::Stager(const std::shared_ptr<TiledEvictable>& instance, std::vector<std::int64_t> uses)
+    : instance_(instance), uses_(std::move(uses)) {
+  for (std::size_t k = 0; k < uses_.size(); ++k) positions_[uses_[k]].push_back(static_cast<std::int64_t>(k));
+}
+
+Stager::~Stager() {
+  for (std::int64_t t : pinned_) TiledEvictableAccess::unpin_tile(*instance_, t);
+  const std::int64_t held = static_cast<std::int64_t>(staged_.size() + (zero_ ? 1 : 0)) * instance_->tile_bytes();
+  if (held > 0) TiledEvictableAccess::note_staged(*instance_, -held, 0);
+}
+
+std::int64_t Stager::next_use(std::int64_t tile) const {
+  const auto it = positions_.find(tile);
+  if (it == positions_.end()) return std::numeric_limits<std::int64_t>::max();
+  const auto next = std::lower_bound(it->second.begin(), it->second.end(), static_cast<std::int64_t>(cursor_));
+  return next == it->second.end() ? std::numeric_limits<std::int64_t>::max() : *next;
+}
+
+std::shared_ptr<Carrier> Stager::make_room() {
+  std::shared_ptr<Carrier> spare;
+  const std::int64_t bytes = instance_->tile_bytes();
+  while (TiledEvictableAccess::exceeds_budget_with(*instance_, spare ? 0 : bytes)) {
+    auto victim = staged_.end();
+    std::int64_t furthest = -1;
+    for (auto it = staged_.begin(); it != staged_.end(); ++it) {
+      if (it->second.pins > 0) continue;
+      const std::int64_t n = next_use(it->first);
+      if (n > furthest) {
+        furthest = n;
+        victim = it;
+      }
+    }
+    if (victim == staged_.end()) break;  // everything staged is in use: one tile over, by design
+    if (spare) TiledEvictableAccess::note_staged(*instance_, -bytes, 0);  // a second drop frees memory
+    spare = std::move(victim->second.buffer);
+    staged_.erase(victim);
+  }
+  return spare;
+}
+
+TileRun Stager::acquire() {
+  if (cursor_ >= uses_.size()) throw RuntimeError("TiledEvictable: the stream acquired past its schedule");
+  const std::int64_t t = uses_[cursor_++];
+  bool implicit = false;
+  std::shared_ptr<Carrier> secondary;
+  if (auto resident = TiledEvictableAccess::pin_tile(*instance_, t, implicit, secondary)) {
+    pinned_.push_back(t);
+    return TileRun{std::move(resident->first), resident->second};
+  }
+  const std::int64_t bytes = instance_->tile_bytes();
+  const std::int64_t size = instance_->tile_size();
+  if (implicit) {
+    if (!zero_) {
+      zero_ = instance_->primary()->allocate_like(size, true, &instance_->dtype(), false);
+      TiledEvictableAccess::note_staged(*instance_, bytes, 0);
+    }
+    return TileRun{zero_, 0};
+  }
+  // A secondary tile, pinned: staged already, or staged now.
+  pinned_.push_back(t);
+  if (auto it = staged_.find(t); it != staged_.end()) {
+    ++it->second.pins;
+    return TileRun{it->second.buffer, 0};
+  }
+  std::shared_ptr<Carrier> buffer = make_room();  // a dropped staged buffer, still counted
+  const bool counted = buffer != nullptr;
+  try {
+    if (!buffer) buffer = instance_->primary()->allocate_like(size, true, &instance_->dtype(), true);
+    buffer->copy_range(*secondary, t * size, 0, size);
+  } catch (...) {
+    if (counted) TiledEvictableAccess::note_staged(*instance_, -bytes, 0);
+    pinned_.pop_back();
+    TiledEvictableAccess::unpin_tile(*instance_, t);
+    throw;
+  }
+  staged_.emplace(t, Staged{buffer, 1});
+  TiledEvictableAccess::note_staged(*instance_, counted ? 0 : bytes, bytes);
+  return TileRun{std::move(buffer), 0};
+}
+
+void Stager::release(std::int64_t tile) noexcept {
+  const auto pin = std::find(pinned_.begin(), pinned_.end(), tile);
+  if (pin == pinned_.end()) return;  // an implicit tile: nothing pinned
+  pinned_.erase(pin);
+  if (auto it = staged_.find(tile); it != staged_.end() && it->second.pins > 0) --it->second.pins;
+  TiledEvictableAccess::unpin_tile(*instance_, tile);
+}
+
+}  // namespace tiled
+}  // namespace strideweave
