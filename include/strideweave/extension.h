@@ -384,15 +384,32 @@ class CompositeProvider {
   using Prepared = std::variant<PreparedComposite, Unsupported>;
   using Prepare = std::function<Prepared(const Carrier& carrier, const ResolvedInvocation& invocation)>;
 
+  // Beyond R6.2 (docs/extension.md, "Composite backward"): how the
+  // composite runs the backward of a call it executed. backward(carrier,
+  // context, cotangents) SHALL evaluate the invocation's own VJP
+  // (context.invocation().definition().vjp(): the meaning stays the
+  // operation's), however the composite decomposes the call (block by block,
+  // tile by tile: the adjoint of a sum of blocks is the sum of the blocks'
+  // adjoints), and return what that VJP returns: one Tensor or None per
+  // differentiable schema operand, in operand order. The framework validates
+  // it exactly as a VJP's return. Without one, the framework calls the VJP.
+  using Backward = std::function<std::vector<std::optional<Tensor>>(
+      const Carrier& carrier, const operation::VJPContext& context, std::span<const std::optional<Tensor>> cotangents)>;
+
   CompositeProvider(Capabilities capabilities, ResultCarriers result_carriers, Prepare prepare);
   const Capabilities& capabilities() const noexcept { return capabilities_; }
   const ResultCarriers& result_carriers() const noexcept { return result_carriers_; }
   const Prepare& prepare() const noexcept { return prepare_; }
+  // A copy with `backward` (TypeError when empty).
+  CompositeProvider with_backward(Backward backward) const;
+  // Empty when none was given.
+  const Backward& backward() const noexcept { return backward_; }
 
  private:
   Capabilities capabilities_;
   ResultCarriers result_carriers_;
   Prepare prepare_;
+  Backward backward_;
 };
 
 // ---------------------------------------------------------------- R12 facets

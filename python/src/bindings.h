@@ -274,6 +274,12 @@ const Tensor* held_tensor(PyObject* object);
 py::object tensor_object(Tensor&& tensor);
 // A caller-provided output: None, a Tensor (overwrite) or an Output.
 Output output_arg(py::handle value, const char* what);
+// Calls a VJP-shaped Python callable, function(context, cotangents) or, with
+// `leading`, function(leading, context, cotangents), with the GIL held, and
+// converts its tuple of Tensor or None (TypeError naming `what` otherwise).
+std::vector<std::optional<Tensor>> call_python_vjp(const py::object& function, py::handle leading,
+                                                   const operation::VJPContext& context,
+                                                   std::span<const std::optional<Tensor>> cotangents, const char* what);
 
 // ---- records (policy.cpp, capability.cpp)
 const OperationPlan& plan_arg(py::handle value, const char* what);

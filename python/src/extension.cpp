@@ -196,7 +196,7 @@ struct TransferRouteRecord {
 
 struct CompositeProviderRecord {
   ext::CompositeProvider cpp;
-  py::object capabilities, result_carriers, prepare;
+  py::object capabilities, result_carriers, prepare, backward;
 };
 
 struct CarrierDefinitionRecord {
@@ -737,7 +737,8 @@ ext::TransferProvider::Prepared transfer_prepared(py::handle value) {
 
 // ---- composites (R6.2)
 
-ext::CompositeProvider composite_provider(py::handle capabilities, py::handle result_carriers, py::handle prepare) {
+ext::CompositeProvider composite_provider(py::handle capabilities, py::handle result_carriers, py::handle prepare,
+                                          py::handle backward) {
   const char* who = "CompositeProvider";
   require_callable(capabilities, who, "capabilities");
   require_callable(result_carriers, who, "result_carriers");
@@ -745,7 +746,8 @@ ext::CompositeProvider composite_provider(py::handle capabilities, py::handle re
   std::shared_ptr<SharedPyObject> caps = share(capabilities);
   std::shared_ptr<SharedPyObject> classes = share(result_carriers);
   std::shared_ptr<SharedPyObject> prepare_fn = share(prepare);
-  return ext::CompositeProvider(
+  if (!backward.is_none()) require_callable(backward, who, "backward");
+  ext::CompositeProvider provider(
       [caps](const Carrier& c) {
         py::gil_scoped_acquire gil;
         py::object entries = caps->object(carrier_object(c));
@@ -772,6 +774,13 @@ ext::CompositeProvider composite_provider(py::handle capabilities, py::handle re
         return prepared_or_unsupported<PreparedCompositeRecord, ext::CompositeProvider::Prepared>(
             returned, what.c_str(), "PreparedComposite");
       });
+  if (backward.is_none()) return provider;
+  std::shared_ptr<SharedPyObject> backward_fn = share(backward);
+  return provider.with_backward([backward_fn](const Carrier& c, const operation::VJPContext& context,
+                                              std::span<const std::optional<Tensor>> cotangents) {
+    py::gil_scoped_acquire gil;
+    return call_python_vjp(backward_fn->object, carrier_object(c), context, cotangents, "CompositeProvider.backward");
+  });
 }
 
 }  // namespace
@@ -962,20 +971,27 @@ never superclasses. Immutable.)doc")
 void bind_composite_provider(py::module_& m) {
   // R6.2
   py::class_<CompositeProviderRecord, std::shared_ptr<CompositeProviderRecord>>(m, "CompositeProvider", R"doc(
-CompositeProvider(capabilities, result_carriers, prepare): a definition-backed
-DependentCarrier class's execution (carrier-extension R6.2): three callables
-(TypeError otherwise). capabilities(carrier) -> iterable of
+CompositeProvider(capabilities, result_carriers, prepare, *, backward=None): a
+definition-backed DependentCarrier class's execution (carrier-extension R6.2):
+three callables (TypeError otherwise). capabilities(carrier) -> iterable of
 OperationCapability is the constructed instance's complete executable set,
 materialised once at construction, sorted and frozen (a non-capability entry
 -> TypeError, a duplicate -> ValueError); result_carriers(carrier,
 invocation) and prepare(carrier, invocation) run when an operation executes.
-Immutable.)doc")
-      .def(py::init([](py::handle capabilities, py::handle result_carriers, py::handle prepare) {
+backward(carrier, context, cotangents), when given (a callable, TypeError
+otherwise), runs the backward of a call the composite executed: it evaluates
+the invocation's own VJP, however the composite decomposes the call, and
+returns what that VJP returns (validated the same way; docs/extension.md,
+"Composite backward"). Immutable.)doc")
+      .def(py::init([](py::handle capabilities, py::handle result_carriers, py::handle prepare, py::handle backward) {
              auto o = [](py::handle h) { return py::reinterpret_borrow<py::object>(h); };
-             return CompositeProviderRecord{composite_provider(capabilities, result_carriers, prepare), o(capabilities),
-                                            o(result_carriers), o(prepare)};
+             return CompositeProviderRecord{composite_provider(capabilities, result_carriers, prepare, backward),
+                                            o(capabilities), o(result_carriers), o(prepare), o(backward)};
            }),
-           py::arg("capabilities"), py::arg("result_carriers"), py::arg("prepare"))
+           py::arg("capabilities"), py::arg("result_carriers"), py::arg("prepare"), py::kw_only(),
+           py::arg("backward") = py::none())
+      .def_property_readonly("backward", [](const CompositeProviderRecord& r) { return r.backward; },
+                             "backward(carrier, context, cotangents) -> tuple of Tensor or None, or None.")
       .def_property_readonly("capabilities", [](const CompositeProviderRecord& r) { return r.capabilities; },
                              "capabilities(carrier) -> iterable of OperationCapability.")
       .def_property_readonly("result_carriers", [](const CompositeProviderRecord& r) { return r.result_carriers; },

@@ -389,27 +389,38 @@ struct PyReference {
   }
 };
 
+}  // namespace
+
+std::vector<std::optional<Tensor>> call_python_vjp(const py::object& function, py::handle leading,
+                                                   const op::VJPContext& context,
+                                                   std::span<const std::optional<Tensor>> cotangents, const char* what) {
+  py::tuple cots(cotangents.size());
+  for (std::size_t i = 0; i < cotangents.size(); ++i)
+    cots[i] = cotangents[i] ? tensor_object(Tensor(*cotangents[i])) : py::none();
+  py::object ctx = context_object(std::make_shared<const op::VJPContext>(context));
+  py::object returned = leading ? function(leading, ctx, cots) : function(ctx, cots);
+  const std::string& name = context.invocation().operation();
+  if (!PyTuple_Check(returned.ptr()))
+    throw TypeError(fmt::format("{}: {} returned {}, not a tuple of Tensor or None", name, what, repr_of(returned)));
+  std::vector<std::optional<Tensor>> out;
+  std::size_t i = 0;
+  for (py::handle g : returned) {
+    if (g.is_none()) out.emplace_back(std::nullopt);
+    else if (is_tensor(g)) out.emplace_back(tensor_arg(g, what));
+    else throw TypeError(fmt::format("{}: {} gradient {} is {}, not a Tensor or None", name, what, i, repr_of(g)));
+    ++i;
+  }
+  return out;
+}
+
+namespace {
+
 struct PyVjp {
   std::shared_ptr<SharedPyObject> function;
   std::vector<std::optional<Tensor>> operator()(const op::VJPContext& context,
                                                 std::span<const std::optional<Tensor>> cotangents) const {
     py::gil_scoped_acquire gil;
-    py::tuple cots(cotangents.size());
-    for (std::size_t i = 0; i < cotangents.size(); ++i)
-      cots[i] = cotangents[i] ? tensor_object(Tensor(*cotangents[i])) : py::none();
-    py::object returned = function->object(context_object(std::make_shared<const op::VJPContext>(context)), cots);
-    const std::string& name = context.invocation().operation();
-    if (!PyTuple_Check(returned.ptr()))
-      throw TypeError(fmt::format("{}: vjp returned {}, not a tuple of Tensor or None", name, repr_of(returned)));
-    std::vector<std::optional<Tensor>> out;
-    std::size_t i = 0;
-    for (py::handle g : returned) {
-      if (g.is_none()) out.emplace_back(std::nullopt);
-      else if (is_tensor(g)) out.emplace_back(tensor_arg(g, "vjp"));
-      else throw TypeError(fmt::format("{}: vjp gradient {} is {}, not a Tensor or None", name, i, repr_of(g)));
-      ++i;
-    }
-    return out;
+    return call_python_vjp(function->object, py::handle(), context, cotangents, "vjp");
   }
 };
 

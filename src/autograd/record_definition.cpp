@@ -8,6 +8,7 @@
 // attaches it (attach_definition_node: cannot fail). So a failure anywhere
 // leaves no node attached, and the saved versions are the published ones.
 #include <strideweave/errors.h>
+#include <strideweave/extension.h>
 
 #include <fmt/format.h>
 
@@ -143,7 +144,22 @@ std::vector<std::optional<Tensor>> OperationAccess::apply_definition(
   }
   const operation::VJPContext context(node.invocation_, std::vector<Tensor>(node.outputs_.begin(), node.outputs_.end()),
                                       node.saved_operands_, {}, {}, needs_grad);
-  const std::vector<std::optional<Tensor>> returned = vjp(context, cotangents);
+  // A composite that executed the call may run its backward its own way
+  // (CompositeProvider::backward: the same VJP, decomposed as the forward
+  // was); its return is validated below like the VJP's.
+  const extension::CompositeProvider::Backward* composite_backward = nullptr;
+  const Tensor* dispatch_operand = nullptr;
+  std::shared_ptr<const extension::CarrierDefinition> carrier_definition;
+  for (const operation::CallOperand& o : inv.operands())
+    if ((dispatch_operand = std::get_if<Tensor>(&o))) break;
+  if (dispatch_operand) {
+    carrier_definition = extension::carrier_definition(dispatch_operand->carrier_type());
+    if (carrier_definition && carrier_definition->composite() && carrier_definition->composite()->backward())
+      composite_backward = &carrier_definition->composite()->backward();
+  }
+  const std::vector<std::optional<Tensor>> returned =
+      composite_backward ? (*composite_backward)(*dispatch_operand->carrier(), context, cotangents)
+                         : vjp(context, cotangents);
 
   // Validation, all before any gradient is used (operation-semantics.md):
   // one entry per differentiable schema operand, in operand order.

@@ -203,6 +203,12 @@ CompositeProvider::CompositeProvider(Capabilities capabilities, ResultCarriers r
       result_carriers_(require_callable(std::move(result_carriers), "CompositeProvider", "result_carriers")),
       prepare_(require_callable(std::move(prepare), "CompositeProvider", "prepare")) {}
 
+CompositeProvider CompositeProvider::with_backward(Backward backward) const {
+  CompositeProvider copy = *this;
+  copy.backward_ = require_callable(std::move(backward), "CompositeProvider", "backward");
+  return copy;
+}
+
 CarrierDefinition::CarrierDefinition(StorageProvider storage, std::optional<KernelProvider> kernels,
                                      std::vector<TransferRoute> transfers, std::optional<CompositeProvider> composite,
                                      std::vector<std::shared_ptr<const CarrierFacet>> facets)
