@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -314,3 +315,76 @@ TEST(TiledOutOfCore_MatmulStreamsPanels, Int32IsExactAcrossTheWholeContraction) 
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- backward
+
+namespace backward_support {
+
+// d/d(operands) of sum(op(...) * w), on the tiled operands and on their
+// dense twins: the same values.
+void expect_same_gradients(const std::function<Tensor(const Tensor&, const Tensor&)>& op, Fixture& x, Fixture& y,
+                           std::mt19937& rng) {
+  const Tensor probe = op(x.dense, y.dense);
+  std::vector<float> w(static_cast<std::size_t>(probe.size()));
+  std::uniform_int_distribution<int> small(-3, 3);
+  for (float& v : w) v = static_cast<float>(small(rng));
+  const Tensor weights(cpu(w), 0, Layout::compact(Shape::of(probe.shape().extents())));
+  reduce_sum(elementwise_mul(op(x.full, y.full), weights)).backward();
+  reduce_sum(elementwise_mul(op(x.dense, y.dense), weights)).backward();
+  for (Fixture* f : {&x, &y}) {
+    ASSERT_TRUE(f->full.grad().has_value());
+    const auto* g = dynamic_cast<const TiledEvictable*>(f->full.grad()->carrier().get());
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(g->grid_shape(), f->carrier->grid_shape());
+    EXPECT_EQ(f->full.grad()->layout(), f->full.layout());
+    ASSERT_TRUE(f->dense.grad().has_value());
+    EXPECT_EQ(floats(*f->full.grad()), floats(*f->dense.grad()));
+  }
+}
+
+}  // namespace backward_support
+
+TEST(TiledOutOfCore_BackwardUsesTheSameMachinery, GradientsEqualTheDenseBackwardForTheSixOperations) {
+  using backward_support::expect_same_gradients;
+  std::mt19937 rng(31);
+  const auto run = [&](const std::vector<std::int64_t>& xg, const std::vector<std::int64_t>& xt,
+                       const std::vector<std::int64_t>& yg, const std::vector<std::int64_t>& yt,
+                       const std::function<Tensor(const Tensor&, const Tensor&)>& op) {
+    Fixture x = out_of_core(xg, xt, rng, 32);
+    Fixture y = out_of_core(yg, yt, rng, 32);
+    expect_same_gradients(op, x, y, rng);
+  };
+  const auto add_op = [](const Tensor& a, const Tensor& b) { return add(a, b); };
+  const auto product = [](const Tensor& a, const Tensor& b) { return elementwise_mul(a, b); };
+  const auto scaled = [](const Tensor& a, const Tensor& b) { return add(mul(a, WeakScalar(2.5)), relu(b)); };
+  const auto summed = [](const Tensor& a, const Tensor& b) {
+    return add(reduce_sum(a, Axes(0)), reduce_sum(b, Axes(0), true));
+  };
+  const auto product_matmul = [](const Tensor& a, const Tensor& b) { return matmul(a, b); };
+  const auto wide_matmul = [](const Tensor& a, const Tensor& b) {
+    return matmul(a, b, operation_execution_options("matmul", &DType::Float64()));
+  };
+  run({2, 3}, {3, 2}, {3, 2}, {2, 3}, add_op);       // 6 x 6, different tilings
+  run({2, 3}, {3, 2}, {1, 3}, {1, 2}, product);      // broadcast rows
+  run({2, 2}, {2, 2}, {2, 2}, {2, 2}, scaled);       // mul by a weak scalar, relu
+  run({2, 3}, {3, 2}, {3, 3}, {2, 2}, summed);       // reduce_sum over axes
+  run({2, 3}, {3, 2}, {3, 2}, {2, 4}, product_matmul);  // the contraction cut at tile edges
+  run({2, 2}, {2, 3}, {3, 1}, {2, 5}, wide_matmul);     // whole-contraction panels
+}
+
+TEST(TiledOutOfCore_BackwardUsesTheSameMachinery, GradientTilesStreamToTheSecondaryWithinTheBudget) {
+  std::mt19937 rng(37);
+  const std::int64_t tile_bytes = 4 * 4 * 4;
+  Fixture x = out_of_core({4, 4}, {4, 4}, rng, 2 * tile_bytes);  // 16 tiles, 8x the budget
+  Fixture y = out_of_core({4, 4}, {4, 4}, rng, 2 * tile_bytes);
+  reduce_sum(elementwise_mul(x.full, y.full)).backward();
+  reduce_sum(elementwise_mul(x.dense, y.dense)).backward();
+  ASSERT_TRUE(x.full.grad().has_value());
+  auto g = std::static_pointer_cast<TiledEvictable>(x.full.grad()->carrier());
+  EXPECT_EQ(g->residency_bytes(), 2 * tile_bytes);
+  EXPECT_LE(g->counters().peak_resident_bytes, 2 * tile_bytes + 4 * tile_bytes);  // budget + constant
+  EXPECT_GE(g->secondary_tiles().size(), 12u);  // written back as it went
+  EXPECT_EQ(g->counters().bytes_written, static_cast<std::int64_t>(g->secondary_tiles().size()) * tile_bytes);
+  EXPECT_LE(x.carrier->counters().peak_resident_bytes, 2 * tile_bytes + 2 * tile_bytes);
+  EXPECT_EQ(floats(*x.full.grad()), floats(*x.dense.grad()));
+}

@@ -112,10 +112,16 @@
 // released. Afterwards residency requests, value access and dispatch raise
 // RuntimeError.
 //
-// Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"):
-// streamed backward (a VJP still copies a saved tiled operand into one dense
-// primary tensor), the prefetcher (staging is synchronous), asynchronous
-// write-back of dirty tiles under the budget.
+// Backward (docs/tiled_evictable.md, "Backward"): the composite applies the
+// operation's own VJP block by block over the forward's schedule
+// (extension::CompositeProvider::backward); a tiled operand's gradient is a
+// fresh Float32 TiledEvictable written tile by tile, its completed tiles
+// written back to the secondary asynchronously while the gradient exceeds
+// its budget.
+//
+// Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"): the
+// prefetcher (staging is synchronous), io_uring batched tier I/O, the
+// prefetch counters.
 #pragma once
 
 #include <condition_variable>

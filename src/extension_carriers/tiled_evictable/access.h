@@ -47,6 +47,9 @@ struct TiledEvictableAccess {
   // Staged bytes come (delta > 0) or go; `read` bytes were copied from the
   // secondary.
   static void note_staged(TiledEvictable& carrier, std::int64_t delta, std::int64_t read) noexcept;
+  // Makes `block` (tile-size, Float32, the tile's values in slot order) tile
+  // t's primary block, dirty; its bytes move from staged to resident.
+  static void install_block(TiledEvictable& carrier, std::int64_t tile, std::shared_ptr<Carrier> block);
   // Every tile valid (RuntimeError naming the first invalid one otherwise).
   static void require_all_valid(const TiledEvictable& carrier, const char* what);
   // The values of the selected tiles of `tensor` (a checked full Tensor),
@@ -160,6 +163,13 @@ TileSet tile_union(const TileSet& a, const TileSet& b);
 // elementwise_mul, mul, relu, reduce_sum, matmul) on full tiled operands
 // (checked), streamed within each instance's budget.
 Tensor run_direct_operation(const operation::ResolvedInvocation& invocation);
+
+// The backward of a call the composite executed (CompositeProvider::
+// backward): gather's and scatter's own VJPs; for the six, the operation's
+// VJP applied block by block over the forward's schedule, each tiled
+// operand's gradient accumulated tile by tile into a fresh TiledEvictable.
+std::vector<std::optional<Tensor>> run_direct_backward(const operation::VJPContext& context,
+                                                       std::span<const std::optional<Tensor>> cotangents);
 
 // Registers TiledEvictable's CarrierDefinition (the library bootstrap, once).
 void register_tiled_evictable_definition();

@@ -103,12 +103,14 @@ void TiledEvictableAccess::write_range(TiledEvictable& c, std::int64_t first, st
     // block is marked busy while the block is allocated (outside the lock),
     // then checked and pinned again.
     std::shared_ptr<Carrier> fresh;
+    bool materialized = false;
     for (;;) {
       bool materialize = false;
       {
         std::lock_guard lock(c.mutex_);
         TiledEvictable::Tile& tile = c.tiles_[t];
         if (fresh) {  // our materialization: install the block (the tile is ours, busy)
+          materialized = true;
           tile.block = std::move(fresh);
           tile.block_offset = 0;
           tile.implicit_zero = false;
@@ -178,6 +180,17 @@ void TiledEvictableAccess::write_range(TiledEvictable& c, std::int64_t first, st
     }
     unpin();
     done += n;
+    // Write-behind: a tile this write gave a block, beyond the budget, is
+    // saved to the secondary and its block dropped (best effort: a tile in
+    // use stays, and a failed write-back leaves it primary and dirty, its
+    // value intact). So filling an instance (new_like, a gradient) holds at
+    // most its budget plus one tile.
+    if (materialized && TiledEvictableAccess::exceeds_budget_with(c, 0)) {
+      try {
+        c.submit(TileSet({c.coordinate_of(t)}), false, "TiledEvictable (write-behind)", true).wait();
+      } catch (...) {
+      }
+    }
   }
 }
 
@@ -378,6 +391,10 @@ void register_tiled_evictable_definition() {
         return std::vector<CarrierClass>(inv.results().size(), cls);
       },
       &prepare_direct);
+  composite = composite.with_backward(
+      [](const Carrier&, const operation::VJPContext& context, std::span<const std::optional<Tensor>> cotangents) {
+        return run_direct_backward(context, cotangents);
+      });
   extension::register_carrier_definition(carrier_class<TiledEvictable>(),
                                          extension::CarrierDefinition(storage, std::nullopt, {}, composite));
 }

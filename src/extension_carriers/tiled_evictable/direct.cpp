@@ -23,6 +23,7 @@ namespace strideweave {
 
 namespace {
 
+using operation::ResolvedInvocation;
 using tiled::Stager;
 using tiled::TiledOperand;
 using tiled::TileRun;
@@ -137,14 +138,27 @@ void broadcast_box(const TiledOperand& x, const std::vector<std::int64_t>& lo, c
   }
 }
 
+// What the backward does with a forward block instead of computing it
+// (backward.cpp): the block's operands (views of the tiles, pinned), the
+// result box, each tiled operand's box, and the contraction panel.
+struct BlockBoxes {
+  std::vector<std::int64_t> lo, extent;                     // the result box
+  std::vector<std::vector<std::int64_t>> operand_lo, operand_extent;  // per tiled operand
+  std::size_t panel = 0;                                    // matmul's contraction block
+};
+using BlockVisitor = std::function<void(std::span<const CallOperand> operands, const BlockBoxes& boxes)>;
+
 // ---------------------------------------------------------------- elementwise
 
 // add, elementwise_mul, mul and relu: every result element depends on one
 // element of each operand, so any partition of the result is exact. Blocks
 // never cross a tile of any operand (axis_cuts over every tiling), so each
 // operand's piece is a view of one tile's run.
-Tensor run_elementwise(const operation::ResolvedInvocation& inv) {
-  require_compact_result(inv);
+// With a visitor, each block goes to it instead (acquire = false: its
+// boxes only, nothing read: the backward's counting pass).
+std::optional<Tensor> run_elementwise(const operation::ResolvedInvocation& inv, const BlockVisitor* visit = nullptr,
+                                      bool acquire = true) {
+  if (!visit) require_compact_result(inv);
   const operation::ResultSpec& spec = inv.results()[0];
   const std::vector<std::int64_t> result_extents = extents_of(spec.shape());
   const std::size_t r = result_extents.size();
@@ -175,8 +189,9 @@ Tensor run_elementwise(const operation::ResolvedInvocation& inv) {
       uses[streams.instance_of[o]].push_back(operands[o].tile_at(xlo));
     }
   });
-  streams.start(uses);
-  std::shared_ptr<Carrier> result = fresh_result(*streams.instances.front(), spec);
+  if (acquire) streams.start(uses);
+  std::shared_ptr<Carrier> result = visit ? nullptr : fresh_result(*streams.instances.front(), spec);
+  BlockBoxes boxes;
   std::vector<CallOperand> block;  // the tiled operands' places are filled block by block
   for (const operation::CallOperand& o : inv.operands()) {
     if (const Tensor* t = std::get_if<Tensor>(&o)) block.emplace_back(*t);
@@ -185,16 +200,47 @@ Tensor run_elementwise(const operation::ResolvedInvocation& inv) {
   std::vector<std::int64_t> held;
   for_each_block(cuts, order, [&](const std::vector<std::int64_t>& lo, const std::vector<std::int64_t>& extent) {
     held.clear();
-    for (std::size_t o = 0; o < operands.size(); ++o) {
-      broadcast_box(operands[o], lo, extent, r - operands[o].rank(), xlo, xext);
-      const TileRun run = streams.of(o).acquire();
-      held.push_back(operands[o].tile_at(xlo));
-      block[position[o]] = operands[o].view(run, xlo, xext);
+    boxes.operand_lo.clear();
+    boxes.operand_extent.clear();
+    const auto unpin = [&] {
+      for (std::size_t o = 0; o < held.size(); ++o) streams.of(o).release(held[o]);
+    };
+    if (!acquire) {
+      for (std::size_t o = 0; o < operands.size(); ++o) {
+        broadcast_box(operands[o], lo, extent, r - operands[o].rank(), xlo, xext);
+        boxes.operand_lo.push_back(xlo);
+        boxes.operand_extent.push_back(xext);
+      }
+      boxes.lo = lo;
+      boxes.extent = extent;
+      (*visit)({}, boxes);
+      return;
     }
-    const Tensor piece = call_block(inv, block);
-    for (std::size_t o = 0; o < operands.size(); ++o) streams.of(o).release(held[o]);
-    tiled::copy_into_box(piece, *result, result_extents, lo);
+    try {
+      for (std::size_t o = 0; o < operands.size(); ++o) {
+        broadcast_box(operands[o], lo, extent, r - operands[o].rank(), xlo, xext);
+        const TileRun run = streams.of(o).acquire();
+        held.push_back(operands[o].tile_at(xlo));
+        block[position[o]] = operands[o].view(run, xlo, xext);
+        boxes.operand_lo.push_back(xlo);
+        boxes.operand_extent.push_back(xext);
+      }
+      if (visit) {
+        boxes.lo = lo;
+        boxes.extent = extent;
+        (*visit)(block, boxes);
+        unpin();
+        return;
+      }
+      const Tensor piece = call_block(inv, block);
+      unpin();
+      tiled::copy_into_box(piece, *result, result_extents, lo);
+    } catch (...) {
+      unpin();
+      throw;
+    }
   });
+  if (visit) return std::nullopt;
   return Tensor(result, 0, spec.layout());
 }
 
@@ -352,8 +398,9 @@ Tensor run_reduce_sum(const operation::ResolvedInvocation& inv) {
 // Float64 accumulator or Int32 operands a block's product runs over the
 // whole contraction at once (the operands' k-panels assembled), so the
 // plan's accumulation is the primary's own.
-Tensor run_matmul(const operation::ResolvedInvocation& inv) {
-  require_compact_result(inv);
+std::optional<Tensor> run_matmul(const operation::ResolvedInvocation& inv, const BlockVisitor* visit = nullptr,
+                                 bool acquire = true) {
+  if (!visit) require_compact_result(inv);
   const operation::ResultSpec& spec = inv.results()[0];
   const std::vector<std::int64_t> result_extents = extents_of(spec.shape());
   const std::size_t r = result_extents.size();
@@ -439,8 +486,8 @@ Tensor run_matmul(const operation::ResolvedInvocation& inv) {
       k_tiles(a, a_k, alo, aext, uses[streams.instance_of[0]]);
       k_tiles(b, b_k, blo, bext, uses[streams.instance_of[1]]);
     });
-  streams.start(uses);
-  std::shared_ptr<Carrier> result = fresh_result(*streams.instances.front(), spec);
+  if (acquire) streams.start(uses);
+  std::shared_ptr<Carrier> result = visit ? nullptr : fresh_result(*streams.instances.front(), spec);
   const std::vector<std::int64_t> result_strides = tiled::compact_strides_of(result_extents);
 
   // One operand's box as a dense Tensor: a view of its one tile, or (across
@@ -479,6 +526,10 @@ Tensor run_matmul(const operation::ResolvedInvocation& inv) {
   for (std::size_t p = 0; p + 1 < k_cuts.size(); ++p)
     for_each_block(cuts, order, [&](const std::vector<std::int64_t>& lo, const std::vector<std::int64_t>& extent) {
       boxes(lo, extent, k_cuts[p], k_cuts[p + 1], alo, aext, blo, bext);
+      if (!acquire) {
+        (*visit)({}, BlockBoxes{lo, extent, {alo, blo}, {aext, bext}, p});
+        return;
+      }
       const bool a_view = split_k || aext[a_k] <= a.tile_extent(a_k) - alo[a_k] % a.tile_extent(a_k);
       const bool b_view = split_k || bext[b_k] <= b.tile_extent(b_k) - blo[b_k] % b.tile_extent(b_k);
       std::vector<CallOperand> operands;
@@ -493,7 +544,12 @@ Tensor run_matmul(const operation::ResolvedInvocation& inv) {
       const std::int64_t b_tile = b.tile_at(blo);
       std::optional<Tensor> piece;
       try {
-        piece = call_block(inv, operands);
+        if (visit) {
+          BlockBoxes block_boxes{lo, extent, {alo, blo}, {aext, bext}, p};
+          (*visit)(operands, block_boxes);
+        } else {
+          piece = call_block(inv, operands);
+        }
       } catch (...) {
         if (a_view) streams.of(0).release(a_tile);
         if (b_view) streams.of(1).release(b_tile);
@@ -501,6 +557,7 @@ Tensor run_matmul(const operation::ResolvedInvocation& inv) {
       }
       if (a_view) streams.of(0).release(a_tile);
       if (b_view) streams.of(1).release(b_tile);
+      if (visit) return;
       if (p > 0) {  // binary32: the result so far plus this panel's product
         std::int64_t first = 0;
         for (std::size_t j = 0; j < r; ++j) first += lo[j] * result_strides[j];
@@ -510,16 +567,337 @@ Tensor run_matmul(const operation::ResolvedInvocation& inv) {
       }
       tiled::copy_into_box(*piece, *result, result_extents, lo);
     });
+  if (visit) return std::nullopt;
   return Tensor(result, 0, spec.layout());
+}
+
+// ---------------------------------------------------------------- backward
+
+// The leaf strides of a flat Layout (one leaf per axis), or nullopt.
+std::optional<std::vector<std::int64_t>> flat_strides(const Layout& layout) {
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < layout.rank(); ++i) {
+    const IntTuple& e = layout.shape().mode(i);
+    const IntTuple& st = layout.stride().mode(i);
+    if (!e.is_leaf() || !st.is_leaf()) return std::nullopt;
+    out.push_back(st.value());
+  }
+  return out;
+}
+
+// `t` with a flat Layout (a compact copy when it has none).
+Tensor flat(const Tensor& t) {
+  if (flat_strides(t.layout())) return t;
+  return Tensor(t.carrier()->new_like(t.values()), 0, Layout::compact(Shape::of(t.shape().extents())));
+}
+
+// The box [lo, lo + extent) of a flat Tensor whose box starts at `origin`.
+Tensor sub_box(const Tensor& t, std::span<const std::int64_t> origin, std::span<const std::int64_t> lo,
+               std::span<const std::int64_t> extent) {
+  const std::vector<std::int64_t> strides = *flat_strides(t.layout());
+  std::int64_t first = t.offset();
+  for (std::size_t i = 0; i < strides.size(); ++i) first += (lo[i] - origin[i]) * strides[i];
+  return Tensor(t.carrier(), first, Layout(Shape::of(extent), Stride::of(strides)));
+}
+
+// One tiled operand's gradient, built tile by tile: a fresh Float32
+// TiledEvictable of the operand's geometry and tier classes (every tile an
+// implicit zero until written), each tile accumulated in a compact primary
+// buffer while contributions are due, then installed as the tile's (dirty)
+// block and, beyond the budget, written back on the instance's worker while
+// the backward goes on.
+class GradientTiles {
+ public:
+  explicit GradientTiles(const TiledOperand& operand)
+      : operand_(operand),
+        gradient_(std::static_pointer_cast<TiledEvictable>(operand.instance().allocate_like(
+            operand.instance().tile_size() * operand.instance().tile_count(), true, &DType::Float32()))),
+        tile_strides_(tiled::compact_strides_of(operand.instance().tile_shape())) {}
+
+  ~GradientTiles() {
+    const std::int64_t held = static_cast<std::int64_t>(open_.size()) * gradient_->tile_bytes();
+    if (held > 0) TiledEvictableAccess::note_staged(*gradient_, -held, 0);
+  }
+
+  Tensor tensor() const { return Tensor(gradient_, operand_.tensor().offset(), operand_.tensor().layout()); }
+
+  // Calls f(tile, sub_lo, sub_extent) for each tile the box meets.
+  template <class F>
+  void for_each_tile(std::span<const std::int64_t> lo, std::span<const std::int64_t> extent, F&& f) const {
+    const std::size_t rank = lo.size();
+    std::vector<std::int64_t> first(rank), last(rank), k(rank), sub_lo(rank), sub_extent(rank);
+    for (std::size_t i = 0; i < rank; ++i) {
+      first[i] = lo[i] / operand_.tile_extent(i);
+      last[i] = (lo[i] + extent[i] - 1) / operand_.tile_extent(i);
+      k[i] = first[i];
+    }
+    for (;;) {
+      for (std::size_t i = 0; i < rank; ++i) {
+        const std::int64_t begin = std::max(lo[i], k[i] * operand_.tile_extent(i));
+        const std::int64_t end = std::min(lo[i] + extent[i], (k[i] + 1) * operand_.tile_extent(i));
+        sub_lo[i] = begin;
+        sub_extent[i] = end - begin;
+      }
+      f(operand_.tile_at(sub_lo), sub_lo, sub_extent);
+      std::size_t i = 0;
+      for (; i < rank; ++i) {
+        if (++k[i] <= last[i]) break;
+        k[i] = first[i];
+      }
+      if (i == rank) return;
+    }
+  }
+
+  void expect(std::span<const std::int64_t> lo, std::span<const std::int64_t> extent) {
+    for_each_tile(lo, extent, [&](std::int64_t t, const auto&, const auto&) { ++remaining_[t]; });
+  }
+
+  // Adds the block gradient `g` (of the box [lo, lo + extent)) into the tiles.
+  void add(const Tensor& g, std::span<const std::int64_t> lo, std::span<const std::int64_t> extent) {
+    const Tensor block = flat(g);
+    const std::vector<std::int64_t>& tile = operand_.instance().tile_shape();
+    std::vector<std::int64_t> origin(lo.size()), within(lo.size());
+    for_each_tile(lo, extent, [&](std::int64_t t, const std::vector<std::int64_t>& sub_lo,
+                                  const std::vector<std::int64_t>& sub_extent) {
+      std::shared_ptr<Carrier>& acc = open_[t];
+      if (!acc) {
+        acc = gradient_->primary()->allocate_like(gradient_->tile_size(), true, &DType::Float32(), false);
+        TiledEvictableAccess::note_staged(*gradient_, gradient_->tile_bytes(), 0);
+      }
+      std::int64_t first = 0;
+      for (std::size_t i = 0; i < lo.size(); ++i) {
+        origin[i] = (sub_lo[i] / tile[i]) * tile[i];
+        within[i] = sub_lo[i] - origin[i];
+        first += within[i] * tile_strides_[i];
+      }
+      const Tensor so_far(acc, first, Layout(Shape::of(sub_extent), Stride::of(tile_strides_)));
+      const GradModeGuard no_nodes(false);
+      const Tensor sum = strideweave::add(so_far, sub_box(block, lo, sub_lo, sub_extent));
+      tiled::copy_into_box(sum, *acc, tile, within);
+      if (--remaining_[t] == 0) install(t);
+    });
+  }
+
+  // Waits for the write-backs; any tile still open is installed first.
+  Tensor finish() {
+    while (!open_.empty()) install(open_.begin()->first);
+    for (const AwaitResidency& w : writebacks_) w.wait();
+    return tensor();
+  }
+
+ private:
+  void install(std::int64_t t) {
+    auto it = open_.find(t);
+    if (it == open_.end()) return;
+    std::shared_ptr<Carrier> acc = std::move(it->second);
+    open_.erase(it);
+    // The gradient shares the operand's Layout: a within-tile permutation
+    // puts the accumulated (compact) values in the operand's slot order.
+    const TiledOperand& op = operand_;
+    if (!is_compact_within()) {
+      const std::vector<Value> compact = acc->read_values(0, gradient_->tile_size());
+      std::vector<Value> slots(compact.size());
+      std::vector<std::int64_t> c(tile_strides_.size(), 0), origin(tile_strides_.size(), 0);
+      std::int64_t rest = t;
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        origin[i] = (rest % gradient_->grid_shape()[i]) * op.tile_extent(i);
+        rest /= gradient_->grid_shape()[i];
+        c[i] = origin[i];
+      }
+      for (std::size_t k = 0; k < compact.size(); ++k) {
+        slots[static_cast<std::size_t>(op.slot_in_tile(c))] = compact[k];
+        for (std::size_t i = 0; i < c.size(); ++i) {
+          if (++c[i] < origin[i] + op.tile_extent(i)) break;
+          c[i] = origin[i];
+        }
+      }
+      acc->write_values(0, slots);
+    }
+    TiledEvictableAccess::install_block(*gradient_, t, acc);
+    if (gradient_->resident_bytes() > gradient_->residency_bytes()) {
+      TileCoordinate coordinate;
+      std::int64_t rest = t;
+      for (std::int64_t g : gradient_->grid_shape()) {
+        coordinate.push_back(rest % g);
+        rest /= g;
+      }
+      writebacks_.push_back(gradient_->evict_async(TileSet({coordinate})));
+      // At most two write-backs in flight: the rest of the backward overlaps
+      // them, and the tiles waiting for one stay a constant.
+      while (writebacks_.size() - waited_ > 2) writebacks_[waited_++].wait();
+    }
+  }
+  bool is_compact_within() const {
+    std::vector<std::int64_t> c(tile_strides_.size(), 0);
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      c.assign(c.size(), 0);
+      if (operand_.tile_extent(i) == 1) continue;
+      c[i] = 1;
+      if (operand_.slot_in_tile(c) != tile_strides_[i]) return false;
+    }
+    std::vector<std::int64_t> zero(c.size(), 0);
+    return operand_.slot_in_tile(zero) == 0;
+  }
+
+  TiledOperand operand_;
+  std::shared_ptr<TiledEvictable> gradient_;
+  std::vector<std::int64_t> tile_strides_;
+  std::map<std::int64_t, std::shared_ptr<Carrier>> open_;
+  std::map<std::int64_t, std::int64_t> remaining_;
+  std::vector<AwaitResidency> writebacks_;
+  std::size_t waited_ = 0;  // writebacks_[0, waited_) are complete
+};
+
+// A region of a flat dense Tensor (the published result, the cotangent)
+// that a block of the result covers: its axes are the result's.
+Tensor result_region(const Tensor& t, std::span<const std::int64_t> lo, std::span<const std::int64_t> extent) {
+  const std::vector<std::int64_t> zero(lo.size(), 0);
+  return sub_box(t, zero, lo, extent);
+}
+
+// The definition's own VJP applied to one block: the block's call is bound
+// and resolved afresh from its operands (views of the tiles), its output is
+// the published result's region, its cotangent the cotangent's region.
+std::vector<std::optional<Tensor>> block_vjp(const operation::VJPContext& context,
+                                             std::span<const CallOperand> operands, const Tensor& output_region,
+                                             const Tensor& cotangent_region) {
+  const ResolvedInvocation& inv = context.invocation();
+  const operation::OperationDefinition& definition = inv.definition();
+  std::vector<operation::CallOperand> call_operands;
+  std::vector<Tensor> saved;
+  for (const CallOperand& o : operands) {
+    if (const Tensor* t = std::get_if<Tensor>(&o)) {
+      call_operands.emplace_back(*t);
+      saved.push_back(*t);
+    } else {
+      call_operands.emplace_back(std::get<WeakScalar>(o));
+    }
+  }
+  const GradModeGuard no_nodes(false);
+  const std::shared_ptr<const operation::BoundOperationCall> call =
+      operation::bind(definition, std::move(call_operands), inv.options());
+  auto block = std::make_shared<const ResolvedInvocation>(definition.resolve()(*call));
+  std::vector<bool> needs(inv.operands().size());
+  for (std::size_t i = 0; i < needs.size(); ++i) needs[i] = context.needs_grad(i);
+  const operation::VJPContext block_context(block, {output_region}, std::move(saved), {}, {}, needs);
+  const std::optional<Tensor> cotangent[] = {cotangent_region};
+  return std::get<operation::VjpFn>(definition.vjp())(block_context, cotangent);
 }
 
 }  // namespace
 
+std::vector<std::optional<Tensor>> run_direct_backward(const operation::VJPContext& context,
+                                                       std::span<const std::optional<Tensor>> cotangents) {
+  const ResolvedInvocation& inv = context.invocation();
+  const operation::OperationDefinition& definition = inv.definition();
+  const auto& vjp = std::get<operation::VjpFn>(definition.vjp());
+  const std::string& name = inv.operation();
+  if (name == TiledEvictable::gather_operation_name || name == TiledEvictable::scatter_operation_name)
+    return vjp(context, cotangents);  // their own adjoints (projection.cpp, scatter.cpp)
+  const std::span<const operation::OperandSpec> specs = definition.schema().operands();
+  std::vector<std::size_t> differentiable;
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].differentiable()) differentiable.push_back(i);
+  std::vector<std::optional<Tensor>> out(differentiable.size());
+  if (cotangents.empty() || !cotangents[0]) return out;
+  const Tensor g = flat(*cotangents[0]);
+  const Tensor published = flat(context.outputs()[0]);
+  // B14: each tiled operand's policy is asked for the backward's tiles.
+  std::vector<std::size_t> position;  // schema index of each tiled operand
+  std::vector<std::unique_ptr<GradientTiles>> gradients;  // per tiled operand (null: not wanted)
+  for (std::size_t i = 0; i < inv.operands().size(); ++i)
+    if (const Tensor* t = std::get_if<Tensor>(&inv.operands()[i])) {
+      position.push_back(i);
+      const TiledOperand operand(*t);
+      (void)policy_plan(operand.instance(), operand.instance().all_tiles(), "backward");
+      gradients.push_back(context.needs_grad(i) && specs[i].differentiable() ? std::make_unique<GradientTiles>(operand)
+                                                                              : nullptr);
+    }
+  const auto slot_of = [&](std::size_t schema_index) -> std::optional<std::size_t> {
+    for (std::size_t d = 0; d < differentiable.size(); ++d)
+      if (differentiable[d] == schema_index) return d;
+    return std::nullopt;
+  };
+  const auto accumulate = [&](const std::vector<std::optional<Tensor>>& grads, const BlockBoxes& boxes) {
+    for (std::size_t o = 0; o < position.size(); ++o) {
+      if (!gradients[o]) continue;
+      const std::optional<std::size_t> d = slot_of(position[o]);
+      if (d && grads[*d]) gradients[o]->add(*grads[*d], boxes.operand_lo[o], boxes.operand_extent[o]);
+    }
+  };
+  if (name == "reduce_sum") {
+    // Per tile: the block is reduce_sum of the tile; its output and cotangent
+    // are the result's region that tile reduces into.
+    const TiledOperand x(std::get<Tensor>(inv.operands()[0]));
+    const std::vector<bool> reduced = reduced_axes(inv, x.rank());
+    const bool keepdims = published.layout().rank() == x.rank();
+    const std::vector<std::int64_t>& tile = x.instance().tile_shape();
+    const std::vector<std::int64_t>& grid = x.instance().grid_shape();
+    std::vector<std::int64_t> uses(static_cast<std::size_t>(x.instance().tile_count()));
+    for (std::size_t t = 0; t < uses.size(); ++t) uses[t] = static_cast<std::int64_t>(t);
+    std::vector<TiledOperand> one{x};
+    Streams streams(one);
+    streams.start({uses});
+    std::vector<std::int64_t> origin(x.rank());
+    for (std::int64_t t = 0; t < x.instance().tile_count(); ++t) {
+      std::int64_t rest = t;
+      std::vector<std::int64_t> out_lo, out_extent;
+      for (std::size_t i = 0; i < x.rank(); ++i) {
+        origin[i] = (rest % grid[i]) * tile[i];
+        rest /= grid[i];
+        if (!reduced[i]) {
+          out_lo.push_back(origin[i]);
+          out_extent.push_back(tile[i]);
+        } else if (keepdims) {
+          out_lo.push_back(0);
+          out_extent.push_back(1);
+        }
+      }
+      if (gradients[0]) gradients[0]->expect(origin, tile);
+      const TileRun run = streams.of(0).acquire();
+      try {
+        const CallOperand operand = x.view(run, origin, tile);
+        const std::vector<std::optional<Tensor>> grads = block_vjp(
+            context, std::span<const CallOperand>(&operand, 1), result_region(published, out_lo, out_extent),
+            result_region(g, out_lo, out_extent));
+        BlockBoxes boxes{out_lo, out_extent, {origin}, {tile}, 0};
+        accumulate(grads, boxes);
+      } catch (...) {
+        streams.of(0).release(t);
+        throw;
+      }
+      streams.of(0).release(t);
+    }
+  } else {
+    const BlockVisitor count = [&](std::span<const CallOperand>, const BlockBoxes& boxes) {
+      for (std::size_t o = 0; o < position.size(); ++o)
+        if (gradients[o]) gradients[o]->expect(boxes.operand_lo[o], boxes.operand_extent[o]);
+    };
+    const BlockVisitor run = [&](std::span<const CallOperand> operands, const BlockBoxes& boxes) {
+      accumulate(block_vjp(context, operands, result_region(published, boxes.lo, boxes.extent),
+                           result_region(g, boxes.lo, boxes.extent)),
+                 boxes);
+    };
+    if (name == "matmul") {
+      (void)run_matmul(inv, &count, false);
+      (void)run_matmul(inv, &run);
+    } else {
+      (void)run_elementwise(inv, &count, false);
+      (void)run_elementwise(inv, &run);
+    }
+  }
+  for (std::size_t o = 0; o < position.size(); ++o) {
+    if (!gradients[o]) continue;
+    if (const std::optional<std::size_t> d = slot_of(position[o])) out[*d] = gradients[o]->finish();
+  }
+  return out;
+}
+
 Tensor run_direct_operation(const operation::ResolvedInvocation& inv) {
   const std::string& name = inv.operation();
   if (name == "reduce_sum") return run_reduce_sum(inv);
-  if (name == "matmul") return run_matmul(inv);
-  return run_elementwise(inv);
+  if (name == "matmul") return *run_matmul(inv);
+  return *run_elementwise(inv);
 }
 
 }  // namespace strideweave

@@ -69,6 +69,29 @@ void TiledEvictableAccess::note_staged(TiledEvictable& c, std::int64_t delta, st
   if (delta > 0) c.note_resident_locked();
 }
 
+void TiledEvictableAccess::install_block(TiledEvictable& c, std::int64_t t, std::shared_ptr<Carrier> block) {
+  std::vector<std::shared_ptr<Carrier>> to_release;
+  {
+    const std::lock_guard lock(c.mutex_);
+    TiledEvictable::Tile& tile = c.tiles_[t];
+    if (tile.block) c.drop_block(tile, to_release);
+    tile.block = std::move(block);
+    tile.block_offset = 0;
+    tile.implicit_zero = false;
+    tile.secondary_valid = false;
+    ++c.resident_tiles_;
+    c.staged_bytes_ -= c.tile_bytes();
+    c.note_resident_locked();
+  }
+  for (const std::shared_ptr<Carrier>& r : to_release) {
+    const DependentCarrier::OwnerAccess access = c.owner_access();
+    try {
+      r->release();
+    } catch (...) {
+    }
+  }
+}
+
 void TiledEvictableAccess::require_all_valid(const TiledEvictable& c, const char* what) {
   const std::lock_guard lock(c.mutex_);
   if (c.stopping_) throw RuntimeError(fmt::format("{}: the TiledEvictable carrier is released", what));
