@@ -388,3 +388,36 @@ TEST(TiledOutOfCore_BackwardUsesTheSameMachinery, GradientTilesStreamToTheSecond
   EXPECT_LE(x.carrier->counters().peak_resident_bytes, 2 * tile_bytes + 2 * tile_bytes);
   EXPECT_EQ(floats(*x.full.grad()), floats(*x.dense.grad()));
 }
+
+TEST(TiledOutOfCore_EachInstanceHasAResidencyBudget, WriteBehindSavesWholeTileWritesOnly) {
+  const std::int64_t tile_bytes = 16;
+  TiledEvictableOptions options;
+  options.residency_bytes = 2 * tile_bytes;
+  auto prototype = TiledEvictable::create(cpu(std::vector<float>(64, 1.0f)), file_backed(), {4, 4}, {2, 2}, options);
+  // A run-by-run fill (new_like): whole tiles beyond the budget go to the
+  // secondary as they are written.
+  std::vector<float> values(64);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  auto filled = std::static_pointer_cast<TiledEvictable>(prototype->new_like(values_of(values)));
+  EXPECT_LE(filled->counters().peak_resident_bytes, 3 * tile_bytes);
+  EXPECT_GE(filled->secondary_tiles().size(), 13u);
+  EXPECT_EQ(floats(Tensor(filled, 0, Layout::compact(Shape::of({64})))), values);
+  // Element-by-element writes (a scatter) keep their blocks: B10's selected
+  // tiles are valid and dirty.
+  const Tensor compact(cpu(std::vector<float>(16, 2.0f)), 0, Layout::compact(Shape::of({4, 4})));
+  const Tensor scattered =
+      prototype->scatter(compact, prototype->full_tensor(), TileSelection({{0, 1}, {0, 1}})).wait();
+  auto result = std::static_pointer_cast<TiledEvictable>(scattered.carrier());
+  EXPECT_EQ(result->dirty_tiles(), TileSet({{0, 0}, {1, 0}, {0, 1}, {1, 1}}));
+}
+
+TEST(TiledOutOfCore_DirectOperationsStream, StagedTilesAreDroppedAtTheirLastUse) {
+  std::mt19937 rng(13);
+  const std::int64_t tile_bytes = 4 * 4 * 4;
+  Fixture x = out_of_core({4, 4}, {4, 4}, rng, /*budget=*/8 * tile_bytes);
+  (void)reduce_sum(x.full);
+  (void)relu(x.full);
+  // Each tile is used once: one staged tile and one spare at most, however
+  // large the budget.
+  EXPECT_LE(x.carrier->counters().peak_resident_bytes, 2 * tile_bytes);
+}

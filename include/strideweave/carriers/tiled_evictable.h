@@ -54,6 +54,10 @@
 // secondary; of an implicit tile, reads 0 and a write first gives the tile a
 // zeroed primary block; of an invalid tile, RuntimeError. A slot of a tile in
 // another caller's incomplete residency request -> RuntimeError (B13.3).
+// Write-behind: a write that gives a tile its block and fills the whole tile
+// while the instance holds more than its budget saves the tile to the
+// secondary before it returns (the tile ends secondary-resident and clean;
+// best effort), so filling an instance run by run stays within the budget.
 //
 // Residency (B7, B13). promote_async(tiles) / evict_async(tiles) take a
 // TileSet or a TileSelection (rank or range against the grid -> ValueError;

@@ -180,12 +180,14 @@ void TiledEvictableAccess::write_range(TiledEvictable& c, std::int64_t first, st
     }
     unpin();
     done += n;
-    // Write-behind: a tile this write gave a block, beyond the budget, is
-    // saved to the secondary and its block dropped (best effort: a tile in
-    // use stays, and a failed write-back leaves it primary and dirty, its
-    // value intact). So filling an instance (new_like, a gradient) holds at
-    // most its budget plus one tile.
-    if (materialized && TiledEvictableAccess::exceeds_budget_with(c, 0)) {
+    // Write-behind: a tile this write gave a block and filled whole, beyond
+    // the budget, is saved to the secondary and its block dropped (best
+    // effort: a tile in use stays, and a failed write-back leaves it primary
+    // and dirty, its value intact). So filling an instance run by run
+    // (new_like, a gradient) holds at most its budget plus one tile. A
+    // partial write (element by element: scatter, write_slots) keeps its
+    // block: the rest of the tile is likely to follow.
+    if (materialized && slot == t * ts && n == ts && TiledEvictableAccess::exceeds_budget_with(c, 0)) {
       try {
         c.submit(TileSet({c.coordinate_of(t)}), false, "TiledEvictable (write-behind)", true).wait();
       } catch (...) {

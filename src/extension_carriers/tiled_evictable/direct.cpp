@@ -204,6 +204,7 @@ std::optional<Tensor> run_elementwise(const operation::ResolvedInvocation& inv, 
     boxes.operand_extent.clear();
     const auto unpin = [&] {
       for (std::size_t o = 0; o < held.size(); ++o) streams.of(o).release(held[o]);
+      held.clear();
     };
     if (!acquire) {
       for (std::size_t o = 0; o < operands.size(); ++o) {
@@ -659,11 +660,13 @@ class GradientTiles {
     std::vector<std::int64_t> origin(lo.size()), within(lo.size());
     for_each_tile(lo, extent, [&](std::int64_t t, const std::vector<std::int64_t>& sub_lo,
                                   const std::vector<std::int64_t>& sub_extent) {
-      std::shared_ptr<Carrier>& acc = open_[t];
-      if (!acc) {
-        acc = gradient_->primary()->allocate_like(gradient_->tile_size(), true, &DType::Float32(), false);
+      if (!open_.contains(t)) {
+        std::shared_ptr<Carrier> fresh =
+            gradient_->primary()->allocate_like(gradient_->tile_size(), true, &DType::Float32(), false);
+        open_.emplace(t, std::move(fresh));
         TiledEvictableAccess::note_staged(*gradient_, gradient_->tile_bytes(), 0);
       }
+      const std::shared_ptr<Carrier>& acc = open_.at(t);
       std::int64_t first = 0;
       for (std::size_t i = 0; i < lo.size(); ++i) {
         origin[i] = (sub_lo[i] / tile[i]) * tile[i];
@@ -681,16 +684,24 @@ class GradientTiles {
   // Waits for the write-backs; any tile still open is installed first.
   Tensor finish() {
     while (!open_.empty()) install(open_.begin()->first);
-    for (const AwaitResidency& w : writebacks_) w.wait();
+    for (; waited_ < writebacks_.size(); ++waited_) settle(writebacks_[waited_]);
     return tensor();
+  }
+
+  // A write-back that failed changed nothing (evict is failure-atomic): the
+  // tile stays primary and dirty, its value intact; the gradient stands.
+  static void settle(const AwaitResidency& writeback) noexcept {
+    try {
+      writeback.wait();
+    } catch (...) {
+    }
   }
 
  private:
   void install(std::int64_t t) {
     auto it = open_.find(t);
     if (it == open_.end()) return;
-    std::shared_ptr<Carrier> acc = std::move(it->second);
-    open_.erase(it);
+    std::shared_ptr<Carrier> acc = it->second;  // stays open (counted) until installed
     // The gradient shares the operand's Layout: a within-tile permutation
     // puts the accumulated (compact) values in the operand's slot order.
     const TiledOperand& op = operand_;
@@ -713,6 +724,7 @@ class GradientTiles {
       }
       acc->write_values(0, slots);
     }
+    open_.erase(it);
     TiledEvictableAccess::install_block(*gradient_, t, acc);
     if (gradient_->resident_bytes() > gradient_->residency_bytes()) {
       TileCoordinate coordinate;
@@ -724,7 +736,7 @@ class GradientTiles {
       writebacks_.push_back(gradient_->evict_async(TileSet({coordinate})));
       // At most two write-backs in flight: the rest of the backward overlaps
       // them, and the tiles waiting for one stay a constant.
-      while (writebacks_.size() - waited_ > 2) writebacks_[waited_++].wait();
+      while (writebacks_.size() - waited_ > 2) settle(writebacks_[waited_++]);
     }
   }
   bool is_compact_within() const {
@@ -802,17 +814,24 @@ std::vector<std::optional<Tensor>> run_direct_backward(const operation::VJPConte
   if (cotangents.empty() || !cotangents[0]) return out;
   const Tensor g = flat(*cotangents[0]);
   const Tensor published = flat(context.outputs()[0]);
-  // B14: each tiled operand's policy is asked for the backward's tiles.
   std::vector<std::size_t> position;  // schema index of each tiled operand
   std::vector<std::unique_ptr<GradientTiles>> gradients;  // per tiled operand (null: not wanted)
+  std::vector<std::shared_ptr<TiledEvictable>> instances;
   for (std::size_t i = 0; i < inv.operands().size(); ++i)
     if (const Tensor* t = std::get_if<Tensor>(&inv.operands()[i])) {
       position.push_back(i);
       const TiledOperand operand(*t);
-      (void)policy_plan(operand.instance(), operand.instance().all_tiles(), "backward");
+      if (std::find(instances.begin(), instances.end(), operand.shared()) == instances.end())
+        instances.push_back(operand.shared());
       gradients.push_back(context.needs_grad(i) && specs[i].differentiable() ? std::make_unique<GradientTiles>(operand)
                                                                               : nullptr);
     }
+  // B14: each instance's policy is asked once for the backward's tiles, as
+  // for the forward: its promotions before the work, its evictions after.
+  std::vector<std::pair<std::shared_ptr<TiledEvictable>, ResidencyPlan>> plans;
+  for (const auto& instance : instances)
+    if (instance->residency_policy()) plans.emplace_back(instance, policy_plan(*instance, instance->all_tiles(), "backward"));
+  for (const auto& [instance, plan] : plans) TiledEvictableAccess::prefetch(*instance, plan.promote()).wait();
   const auto slot_of = [&](std::size_t schema_index) -> std::optional<std::size_t> {
     for (std::size_t d = 0; d < differentiable.size(); ++d)
       if (differentiable[d] == schema_index) return d;
@@ -890,6 +909,7 @@ std::vector<std::optional<Tensor>> run_direct_backward(const operation::VJPConte
     if (!gradients[o]) continue;
     if (const std::optional<std::size_t> d = slot_of(position[o])) out[*d] = gradients[o]->finish();
   }
+  for (const auto& [instance, plan] : plans) TiledEvictableAccess::evict_if_possible(*instance, plan.evict());
   return out;
 }
 

@@ -41,6 +41,7 @@ std::optional<std::pair<std::shared_ptr<Carrier>, std::int64_t>> TiledEvictableA
     return std::nullopt;
   }
   if (tile.implicit_zero) {
+    ++tile.users;
     implicit = true;
     return std::nullopt;
   }
@@ -241,11 +242,13 @@ Tensor TiledOperand::view(const TileRun& run, std::span<const std::int64_t> lo,
 Stager::Stager(const std::shared_ptr<TiledEvictable>& instance, std::vector<std::int64_t> uses)
     : instance_(instance), uses_(std::move(uses)) {
   for (std::size_t k = 0; k < uses_.size(); ++k) positions_[uses_[k]].push_back(static_cast<std::int64_t>(k));
+  pinned_.reserve(uses_.size());  // recording a pin never allocates (never throws)
 }
 
 Stager::~Stager() {
   for (std::int64_t t : pinned_) TiledEvictableAccess::unpin_tile(*instance_, t);
-  const std::int64_t held = static_cast<std::int64_t>(staged_.size() + (zero_ ? 1 : 0)) * instance_->tile_bytes();
+  const std::int64_t held =
+      static_cast<std::int64_t>(staged_.size() + (zero_ ? 1 : 0) + (spare_ ? 1 : 0)) * instance_->tile_bytes();
   if (held > 0) TiledEvictableAccess::note_staged(*instance_, -held, 0);
 }
 
@@ -257,7 +260,7 @@ std::int64_t Stager::next_use(std::int64_t tile) const {
 }
 
 std::shared_ptr<Carrier> Stager::make_room() {
-  std::shared_ptr<Carrier> spare;
+  std::shared_ptr<Carrier> spare = std::move(spare_);  // a buffer dropped at its last use
   const std::int64_t bytes = instance_->tile_bytes();
   while (TiledEvictableAccess::exceeds_budget_with(*instance_, spare ? 0 : bytes)) {
     auto victim = staged_.end();
@@ -289,15 +292,21 @@ TileRun Stager::acquire() {
   }
   const std::int64_t bytes = instance_->tile_bytes();
   const std::int64_t size = instance_->tile_size();
+  pinned_.push_back(t);
   if (implicit) {
-    if (!zero_) {
-      zero_ = instance_->primary()->allocate_like(size, true, &instance_->dtype(), false);
-      TiledEvictableAccess::note_staged(*instance_, bytes, 0);
+    try {
+      if (!zero_) {
+        zero_ = instance_->primary()->allocate_like(size, true, &instance_->dtype(), false);
+        TiledEvictableAccess::note_staged(*instance_, bytes, 0);
+      }
+    } catch (...) {
+      pinned_.pop_back();
+      TiledEvictableAccess::unpin_tile(*instance_, t);
+      throw;
     }
     return TileRun{zero_, 0};
   }
   // A secondary tile, pinned: staged already, or staged now.
-  pinned_.push_back(t);
   if (auto it = staged_.find(t); it != staged_.end()) {
     ++it->second.pins;
     return TileRun{it->second.buffer, 0};
@@ -322,7 +331,14 @@ void Stager::release(std::int64_t tile) noexcept {
   const auto pin = std::find(pinned_.begin(), pinned_.end(), tile);
   if (pin == pinned_.end()) return;  // an implicit tile: nothing pinned
   pinned_.erase(pin);
-  if (auto it = staged_.find(tile); it != staged_.end() && it->second.pins > 0) --it->second.pins;
+  if (auto it = staged_.find(tile); it != staged_.end() && it->second.pins > 0 && --it->second.pins == 0 &&
+                                    next_use(tile) == std::numeric_limits<std::int64_t>::max()) {
+    // Never needed again: dropped now (one buffer is kept for the next
+    // staging, still counted), so dead copies never crowd the budget.
+    if (spare_) TiledEvictableAccess::note_staged(*instance_, -instance_->tile_bytes(), 0);
+    spare_ = std::move(it->second.buffer);
+    staged_.erase(it);
+  }
   TiledEvictableAccess::unpin_tile(*instance_, tile);
 }
 

@@ -97,7 +97,8 @@ class Stager {
   std::unordered_map<std::int64_t, std::vector<std::int64_t>> positions_;  // tile -> its use indices, ascending
   std::size_t cursor_ = 0;                                                 // uses acquired so far
   std::unordered_map<std::int64_t, Staged> staged_;
-  std::shared_ptr<Carrier> zero_;  // the zero tile, once an implicit tile is read
+  std::shared_ptr<Carrier> zero_;   // the zero tile, once an implicit tile is read
+  std::shared_ptr<Carrier> spare_;  // a staged buffer dropped at its last use, for reuse (counted)
   std::vector<std::int64_t> pinned_;  // tiles pinned on the instance (block or staged), one entry per pin
 };
 
