@@ -9,6 +9,7 @@ import pytest
 import strideweave as sw
 from strideweave.carriers import tiled_evictable as te
 from conftest import F32, I32
+from tile_support import logical
 
 
 def cpu(values, mutable=True):
@@ -20,29 +21,6 @@ def cpu(values, mutable=True):
 
 def tiled_4x4(policy=None):
     return sw.TiledEvictable(cpu(range(16)), sw.FileBacked(dtype=F32), (2, 2), (2, 2), residency_policy=policy)
-
-
-def logical(slots, grid, tile):
-    """The full Tensor's values, first axis fastest, by the geometry's definition."""
-    shape = [g * t for g, t in zip(grid, tile)]
-    ts = 1
-    for t in tile:
-        ts *= t
-    out = []
-    n = 1
-    for e in shape:
-        n *= e
-    for k in range(n):
-        rest, t_index, w, gs, ws = k, 0, 0, 1, 1
-        for i in range(len(shape)):
-            c = rest % shape[i]
-            rest //= shape[i]
-            t_index += (c // tile[i]) * gs
-            w += (c % tile[i]) * ws
-            gs *= grid[i]
-            ws *= tile[i]
-        out.append(slots[t_index * ts + w])
-    return out
 
 
 def dense(values, rows, cols):

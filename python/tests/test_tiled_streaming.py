@@ -9,6 +9,7 @@ import pytest
 import strideweave as sw
 from strideweave.carriers import tiled_evictable as te
 from conftest import F32, I32
+from tile_support import logical
 
 
 def cpu(values, dtype=F32):
@@ -16,28 +17,6 @@ def cpu(values, dtype=F32):
     for i, v in enumerate(values):
         c[i] = v
     return c
-
-
-def logical(slots, grid, tile):
-    shape = [g * t for g, t in zip(grid, tile)]
-    n = 1
-    for e in shape:
-        n *= e
-    ts = 1
-    for t in tile:
-        ts *= t
-    out = []
-    for k in range(n):
-        rest, t_index, w, gs, ws = k, 0, 0, 1, 1
-        for i in range(len(shape)):
-            c = rest % shape[i]
-            rest //= shape[i]
-            t_index += (c // tile[i]) * gs
-            w += (c % tile[i]) * ws
-            gs *= grid[i]
-            ws *= tile[i]
-        out.append(slots[t_index * ts + w])
-    return out
 
 
 def out_of_core(grid, tile, rng, budget=sw.DEFAULT_RESIDENCY_BYTES):

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "support/logical_values.h"
+#include "support/tile_geometry.h"
 
 namespace {
 
@@ -49,28 +50,9 @@ std::shared_ptr<TiledEvictable> tiled_4x4(TiledEvictableOptions options = {}) {
 // geometry's definition (slot = tile * tile_size + within-tile index).
 std::vector<float> expected_logical(const std::vector<float>& slots, std::vector<std::int64_t> grid,
                                     std::vector<std::int64_t> tile) {
-  std::vector<std::int64_t> logical;
-  std::int64_t n = 1, ts = 1;
-  for (std::size_t i = 0; i < grid.size(); ++i) {
-    logical.push_back(grid[i] * tile[i]);
-    n *= logical.back();
-    ts *= tile[i];
-  }
-  std::vector<float> out;
-  for (std::int64_t k = 0; k < n; ++k) {
-    std::int64_t rest = k, t = 0, w = 0, gs = 1, ws = 1;
-    for (std::size_t i = 0; i < grid.size(); ++i) {
-      const std::int64_t c = rest % logical[i];
-      rest /= logical[i];
-      t += (c / tile[i]) * gs;
-      w += (c % tile[i]) * ws;
-      gs *= grid[i];
-      ws *= tile[i];
-    }
-    out.push_back(slots[static_cast<std::size_t>(t * ts + w)]);
-  }
-  return out;
+  return strideweave::testing::tiled_logical(slots, grid, tile);
 }
+
 Tensor dense_cpu(const std::vector<float>& logical_values, std::int64_t rows, std::int64_t cols) {
   return Tensor(cpu(logical_values), 0, Layout::compact(Shape::of({rows, cols})));
 }

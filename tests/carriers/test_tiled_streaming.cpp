@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "support/logical_values.h"
+#include "support/tile_geometry.h"
 
 namespace {
 
@@ -34,28 +35,6 @@ std::int64_t product(const std::vector<std::int64_t>& v) {
   std::int64_t n = 1;
   for (std::int64_t x : v) n *= x;
   return n;
-}
-
-// The logical values (first axis fastest) of tile-major slots.
-std::vector<float> logical_of(const std::vector<float>& slots, const std::vector<std::int64_t>& grid,
-                              const std::vector<std::int64_t>& tile) {
-  std::vector<std::int64_t> logical;
-  for (std::size_t i = 0; i < grid.size(); ++i) logical.push_back(grid[i] * tile[i]);
-  const std::int64_t n = product(logical), ts = product(tile);
-  std::vector<float> out;
-  for (std::int64_t k = 0; k < n; ++k) {
-    std::int64_t rest = k, t = 0, w = 0, gs = 1, ws = 1;
-    for (std::size_t i = 0; i < grid.size(); ++i) {
-      const std::int64_t c = rest % logical[i];
-      rest /= logical[i];
-      t += (c / tile[i]) * gs;
-      w += (c % tile[i]) * ws;
-      gs *= grid[i];
-      ws *= tile[i];
-    }
-    out.push_back(slots[static_cast<std::size_t>(t * ts + w)]);
-  }
-  return out;
 }
 
 // A tiled tensor of small integers (exact in every association), every tile
@@ -79,7 +58,7 @@ Fixture out_of_core(const std::vector<std::int64_t>& grid, const std::vector<std
   // Seeded from a full secondary: every tile clean and secondary-only.
   auto c = TiledEvictable::create(CPU::from_values({}, DType::Float32()), file_backed()->new_like(values_of(slots)),
                                   grid, tile, options);
-  const Tensor dense(cpu(logical_of(slots, grid, tile)), 0, Layout::compact(Shape::of(logical)));
+  const Tensor dense(cpu(strideweave::testing::tiled_logical(slots, grid, tile)), 0, Layout::compact(Shape::of(logical)));
   return {c, c->full_tensor(), dense};
 }
 
