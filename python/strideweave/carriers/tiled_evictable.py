@@ -3,15 +3,18 @@ extent cut into tiles whose residency is controlled tile by tile
 (carrier-composition.md Part B; docs/tiled_evictable.md).
 
 TiledEvictable, TileSelection, TileSet, ResidencyPlan, ResidencyPolicy,
-AwaitResidency and AwaitProjection are also top-level names of strideweave (the same objects).
+AwaitResidency, AwaitProjection, TiledEvictableCounters and
+DEFAULT_RESIDENCY_BYTES are also top-level names of strideweave (the same
+objects). The six direct operations stream tile by tile within the instance's
+``residency_bytes`` (docs/tiled_evictable.md, "Streaming").
 ResidencyPolicy is a runtime-checkable protocol: any object with a callable
 ``plan(required: TileSet, purpose: str) -> ResidencyPlan`` conforms; purpose
 is "operation", "projection", "scatter" or "backward". A policy may only
 optimise: required tiles are always loaded, and without one every result is
 the same.
 
-Not built yet (issue 22): the residency budget, streaming direct operations
-and the tile-order prefetcher (docs/tiled_evictable.md, "Not built yet").
+Not built yet (issue 22): the tile-order prefetcher, io_uring tier I/O and
+the prefetch counters (docs/tiled_evictable.md, "Not built yet").
 """
 
 from typing import Protocol, runtime_checkable

@@ -1,6 +1,7 @@
 // The TiledEvictable definition's way into the carrier (a friend of the
-// class): storage callbacks, release, the snapshot, and the dense gather the
-// direct operations use. Internal to src/extension_carriers/tiled_evictable/.
+// class): storage callbacks, release, the snapshot, and the tile pins and
+// staging accounts the streaming engine (stream.cpp, direct.cpp) uses.
+// Internal to src/extension_carriers/tiled_evictable/.
 #pragma once
 
 #include <cstdint>
