@@ -147,18 +147,14 @@ std::vector<std::optional<Tensor>> OperationAccess::apply_definition(
   // A composite that executed the call may run its backward its own way
   // (CompositeProvider::backward: the same VJP, decomposed as the forward
   // was); its return is validated below like the VJP's.
-  const extension::CompositeProvider::Backward* composite_backward = nullptr;
-  const Tensor* dispatch_operand = nullptr;
-  std::shared_ptr<const extension::CarrierDefinition> carrier_definition;
+  const Tensor* dispatch_operand = nullptr;  // the first Tensor operand: its class dispatched the call
   for (const operation::CallOperand& o : inv.operands())
     if ((dispatch_operand = std::get_if<Tensor>(&o))) break;
-  if (dispatch_operand) {
-    carrier_definition = extension::carrier_definition(dispatch_operand->carrier_type());
-    if (carrier_definition && carrier_definition->composite() && carrier_definition->composite()->backward())
-      composite_backward = &carrier_definition->composite()->backward();
-  }
+  const std::shared_ptr<const extension::CarrierDefinition> definition =
+      dispatch_operand ? extension::carrier_definition(dispatch_operand->carrier_type()) : nullptr;
+  const bool composite_backward = definition && definition->composite() && definition->composite()->backward();
   const std::vector<std::optional<Tensor>> returned =
-      composite_backward ? (*composite_backward)(*dispatch_operand->carrier(), context, cotangents)
+      composite_backward ? definition->composite()->backward()(*dispatch_operand->carrier(), context, cotangents)
                          : vjp(context, cotangents);
 
   // Validation, all before any gradient is used (operation-semantics.md):

@@ -34,7 +34,7 @@ struct TiledEvictableAccess {
   // The streaming engine's way to the tiles (stream.cpp). pin_tile: under
   // the lock, waits out a best-effort prefetch of tile t, then pins it
   // (users + 1) and returns its primary run when it is resident; an
-  // implicit tile sets `implicit` (nothing pinned); a valid secondary tile
+  // implicit tile is pinned and sets `implicit`; a valid secondary tile
   // is pinned and `secondary` set (the caller stages it). RuntimeError when
   // released, for an invalid tile, or a tile in another caller's incomplete
   // residency request. unpin_tile undoes one pin.

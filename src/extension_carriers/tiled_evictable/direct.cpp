@@ -52,8 +52,8 @@ Tensor call_block(const operation::ResolvedInvocation& inv, std::span<const Call
   return std::move(result.results.front());
 }
 
-// The operands' instances, each once, with one Stager each built from the
-// uses that `schedule` reports (instance index, tile) in acquire order.
+// The operands' instances, each once; start() gives each a Stager over its
+// uses (its tiles, in acquire order) and holds it against release().
 struct Streams {
   std::vector<std::shared_ptr<TiledEvictable>> instances;
   std::vector<std::size_t> instance_of;  // per tiled operand
@@ -138,13 +138,46 @@ void broadcast_box(const TiledOperand& x, const std::vector<std::int64_t>& lo, c
   }
 }
 
-// What the backward does with a forward block instead of computing it
-// (backward.cpp): the block's operands (views of the tiles, pinned), the
-// result box, each tiled operand's box, and the contraction panel.
+// The leaf strides of a flat Layout (one leaf per axis), or nullopt.
+std::optional<std::vector<std::int64_t>> flat_strides(const Layout& layout) {
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < layout.rank(); ++i) {
+    const IntTuple& e = layout.shape().mode(i);
+    const IntTuple& st = layout.stride().mode(i);
+    if (!e.is_leaf() || !st.is_leaf()) return std::nullopt;
+    out.push_back(st.value());
+  }
+  return out;
+}
+
+// `t` with a flat Layout (a compact copy when it has none).
+Tensor flat(const Tensor& t) {
+  if (flat_strides(t.layout())) return t;
+  return Tensor(t.carrier()->new_like(t.values()), 0, Layout::compact(Shape::of(t.shape().extents())));
+}
+
+// The box [lo, lo + extent) of a flat Tensor whose box starts at `origin`.
+Tensor sub_box(const Tensor& t, std::span<const std::int64_t> origin, std::span<const std::int64_t> lo,
+               std::span<const std::int64_t> extent) {
+  const std::vector<std::int64_t> strides = *flat_strides(t.layout());
+  std::int64_t first = t.offset();
+  for (std::size_t i = 0; i < strides.size(); ++i) first += (lo[i] - origin[i]) * strides[i];
+  return Tensor(t.carrier(), first, Layout(Shape::of(extent), Stride::of(strides)));
+}
+
+// A region of a flat dense Tensor (the published result, the cotangent, a
+// compact buffer) that a block covers: its axes are the Tensor's.
+Tensor result_region(const Tensor& t, std::span<const std::int64_t> lo, std::span<const std::int64_t> extent) {
+  const std::vector<std::int64_t> zero(lo.size(), 0);
+  return sub_box(t, zero, lo, extent);
+}
+
+// What the backward (below) does with a forward block instead of computing
+// it: the block's operands (views of the tiles, pinned), the result box and
+// each tiled operand's box.
 struct BlockBoxes {
-  std::vector<std::int64_t> lo, extent;                     // the result box
+  std::vector<std::int64_t> lo, extent;                               // the result box
   std::vector<std::vector<std::int64_t>> operand_lo, operand_extent;  // per tiled operand
-  std::size_t panel = 0;                                    // matmul's contraction block
 };
 using BlockVisitor = std::function<void(std::span<const CallOperand> operands, const BlockBoxes& boxes)>;
 
@@ -296,10 +329,7 @@ Tensor reduce_streamed(const operation::ResolvedInvocation& inv, const TiledOper
                                    spec.shape().size(), out_count));
   const TiledEvictable& instance = x.instance();
   const std::vector<std::int64_t>& tile = instance.tile_shape();
-  const std::vector<std::int64_t>& grid = instance.grid_shape();
   const std::int64_t tile_size = instance.tile_size(), tile_count = instance.tile_count();
-  // Each tile's elements in within-tile logical order: their slots in the run.
-  std::vector<std::int64_t> slot_of(static_cast<std::size_t>(tile_size)), local_out(static_cast<std::size_t>(tile_size));
   std::int64_t local_count = 1;
   std::vector<std::int64_t> local_stride(rank, 0);
   for (std::size_t i = 0; i < rank; ++i)
@@ -307,23 +337,12 @@ Tensor reduce_streamed(const operation::ResolvedInvocation& inv, const TiledOper
       local_stride[i] = local_count;
       local_count *= tile[i];
     }
-  std::vector<Acc> total(static_cast<std::size_t>(out_count), Acc(0));
-  std::vector<Acc> partial(static_cast<std::size_t>(local_count));
-  std::vector<Acc> flat;
-  std::vector<std::int64_t> uses(static_cast<std::size_t>(tile_count));
-  for (std::int64_t t = 0; t < tile_count; ++t) uses[static_cast<std::size_t>(t)] = t;
-  std::vector<TiledOperand> one{x};
-  Streams streams(one);
-  streams.start({uses});
-  std::vector<std::int64_t> origin(rank), c(rank);
-  for (std::int64_t t = 0; t < tile_count; ++t) {
-    std::int64_t rest = t, out_base = 0;
-    for (std::size_t i = 0; i < rank; ++i) {
-      origin[i] = (rest % grid[i]) * tile[i];
-      rest /= grid[i];
-      out_base += origin[i] * out_stride[i];
-    }
-    c = origin;
+  // Tile t's elements in within-tile logical order: their slots in its run
+  // (the same for every tile when the operand is affine: computed once) and
+  // their outputs within the tile's block of outputs.
+  std::vector<std::int64_t> slot_of(static_cast<std::size_t>(tile_size)), local_out(static_cast<std::size_t>(tile_size));
+  const auto map_elements = [&](const std::vector<std::int64_t>& origin) {
+    std::vector<std::int64_t> c = origin;
     for (std::int64_t k = 0; k < tile_size; ++k) {
       slot_of[static_cast<std::size_t>(k)] = x.slot_in_tile(c);
       std::int64_t local = 0;
@@ -334,6 +353,21 @@ Tensor reduce_streamed(const operation::ResolvedInvocation& inv, const TiledOper
         c[i] = origin[i];
       }
     }
+  };
+  if (x.affine()) map_elements(x.tile_origin(0));
+  std::vector<Acc> total(static_cast<std::size_t>(out_count), Acc(0));
+  std::vector<Acc> partial(static_cast<std::size_t>(local_count));
+  std::vector<Acc> flat;
+  std::vector<std::int64_t> uses(static_cast<std::size_t>(tile_count));
+  for (std::int64_t t = 0; t < tile_count; ++t) uses[static_cast<std::size_t>(t)] = t;
+  std::vector<TiledOperand> one{x};
+  Streams streams(one);
+  streams.start({uses});
+  for (std::int64_t t = 0; t < tile_count; ++t) {
+    const std::vector<std::int64_t> origin = x.tile_origin(t);
+    std::int64_t out_base = 0;
+    for (std::size_t i = 0; i < rank; ++i) out_base += origin[i] * out_stride[i];
+    if (!x.affine()) map_elements(origin);
     const TileRun run = streams.of(0).acquire();
     std::vector<Value> values;
     try {
@@ -489,8 +523,14 @@ std::optional<Tensor> run_matmul(const operation::ResolvedInvocation& inv, const
     });
   if (acquire) streams.start(uses);
   std::shared_ptr<Carrier> result = visit ? nullptr : fresh_result(*streams.instances.front(), spec);
-  const std::vector<std::int64_t> result_strides = tiled::compact_strides_of(result_extents);
 
+  // Whether a box lies in one tile along the contraction (always, when it
+  // is cut at tile edges): its operand is then a pinned view.
+  const auto in_one_tile = [](const TiledOperand& x, std::size_t k_axis, const std::vector<std::int64_t>& lo,
+                              const std::vector<std::int64_t>& extent) {
+    const std::int64_t te = x.tile_extent(k_axis);
+    return lo[k_axis] / te == (lo[k_axis] + extent[k_axis] - 1) / te;
+  };
   // One operand's box as a dense Tensor: a view of its one tile, or (across
   // the contraction) a panel assembled tile by tile.
   const auto operand_box = [&](std::size_t which, const TiledOperand& x, std::size_t k_axis,
@@ -498,7 +538,7 @@ std::optional<Tensor> run_matmul(const operation::ResolvedInvocation& inv, const
     Stager& stager = streams.of(which);
     const std::int64_t end = lo[k_axis] + extent[k_axis];
     const std::int64_t te = x.tile_extent(k_axis);
-    if (lo[k_axis] / te == (end - 1) / te) {  // one tile: a view (pinned until the block is done)
+    if (in_one_tile(x, k_axis, lo, extent)) {  // a view, pinned until the block is done
       const TileRun run = stager.acquire();
       Tensor view = x.view(run, lo, extent);
       return view;
@@ -528,11 +568,11 @@ std::optional<Tensor> run_matmul(const operation::ResolvedInvocation& inv, const
     for_each_block(cuts, order, [&](const std::vector<std::int64_t>& lo, const std::vector<std::int64_t>& extent) {
       boxes(lo, extent, k_cuts[p], k_cuts[p + 1], alo, aext, blo, bext);
       if (!acquire) {
-        (*visit)({}, BlockBoxes{lo, extent, {alo, blo}, {aext, bext}, p});
+        (*visit)({}, BlockBoxes{lo, extent, {alo, blo}, {aext, bext}});
         return;
       }
-      const bool a_view = split_k || aext[a_k] <= a.tile_extent(a_k) - alo[a_k] % a.tile_extent(a_k);
-      const bool b_view = split_k || bext[b_k] <= b.tile_extent(b_k) - blo[b_k] % b.tile_extent(b_k);
+      const bool a_view = in_one_tile(a, a_k, alo, aext);
+      const bool b_view = in_one_tile(b, b_k, blo, bext);
       std::vector<CallOperand> operands;
       operands.emplace_back(operand_box(0, a, a_k, alo, aext));
       std::int64_t a_tile = a.tile_at(alo);
@@ -546,7 +586,7 @@ std::optional<Tensor> run_matmul(const operation::ResolvedInvocation& inv, const
       std::optional<Tensor> piece;
       try {
         if (visit) {
-          BlockBoxes block_boxes{lo, extent, {alo, blo}, {aext, bext}, p};
+          BlockBoxes block_boxes{lo, extent, {alo, blo}, {aext, bext}};
           (*visit)(operands, block_boxes);
         } else {
           piece = call_block(inv, operands);
@@ -560,9 +600,7 @@ std::optional<Tensor> run_matmul(const operation::ResolvedInvocation& inv, const
       if (b_view) streams.of(1).release(b_tile);
       if (visit) return;
       if (p > 0) {  // binary32: the result so far plus this panel's product
-        std::int64_t first = 0;
-        for (std::size_t j = 0; j < r; ++j) first += lo[j] * result_strides[j];
-        const Tensor so_far(result, first, Layout(Shape::of(extent), Stride::of(result_strides)));
+        const Tensor so_far = result_region(Tensor(result, 0, spec.layout()), lo, extent);
         const GradModeGuard no_nodes(false);
         piece = add(so_far, *piece);
       }
@@ -573,33 +611,6 @@ std::optional<Tensor> run_matmul(const operation::ResolvedInvocation& inv, const
 }
 
 // ---------------------------------------------------------------- backward
-
-// The leaf strides of a flat Layout (one leaf per axis), or nullopt.
-std::optional<std::vector<std::int64_t>> flat_strides(const Layout& layout) {
-  std::vector<std::int64_t> out;
-  for (std::size_t i = 0; i < layout.rank(); ++i) {
-    const IntTuple& e = layout.shape().mode(i);
-    const IntTuple& st = layout.stride().mode(i);
-    if (!e.is_leaf() || !st.is_leaf()) return std::nullopt;
-    out.push_back(st.value());
-  }
-  return out;
-}
-
-// `t` with a flat Layout (a compact copy when it has none).
-Tensor flat(const Tensor& t) {
-  if (flat_strides(t.layout())) return t;
-  return Tensor(t.carrier()->new_like(t.values()), 0, Layout::compact(Shape::of(t.shape().extents())));
-}
-
-// The box [lo, lo + extent) of a flat Tensor whose box starts at `origin`.
-Tensor sub_box(const Tensor& t, std::span<const std::int64_t> origin, std::span<const std::int64_t> lo,
-               std::span<const std::int64_t> extent) {
-  const std::vector<std::int64_t> strides = *flat_strides(t.layout());
-  std::int64_t first = t.offset();
-  for (std::size_t i = 0; i < strides.size(); ++i) first += (lo[i] - origin[i]) * strides[i];
-  return Tensor(t.carrier(), first, Layout(Shape::of(extent), Stride::of(strides)));
-}
 
 // One tiled operand's gradient, built tile by tile: a fresh Float32
 // TiledEvictable of the operand's geometry and tier classes (every tile an
@@ -612,8 +623,7 @@ class GradientTiles {
   explicit GradientTiles(const TiledOperand& operand)
       : operand_(operand),
         gradient_(std::static_pointer_cast<TiledEvictable>(operand.instance().allocate_like(
-            operand.instance().tile_size() * operand.instance().tile_count(), true, &DType::Float32()))),
-        tile_strides_(tiled::compact_strides_of(operand.instance().tile_shape())) {}
+            operand.instance().tile_size() * operand.instance().tile_count(), true, &DType::Float32()))) {}
 
   ~GradientTiles() {
     const std::int64_t held = static_cast<std::int64_t>(open_.size()) * gradient_->tile_bytes();
@@ -657,7 +667,7 @@ class GradientTiles {
   void add(const Tensor& g, std::span<const std::int64_t> lo, std::span<const std::int64_t> extent) {
     const Tensor block = flat(g);
     const std::vector<std::int64_t>& tile = operand_.instance().tile_shape();
-    std::vector<std::int64_t> origin(lo.size()), within(lo.size());
+    std::vector<std::int64_t> within(lo.size());
     for_each_tile(lo, extent, [&](std::int64_t t, const std::vector<std::int64_t>& sub_lo,
                                   const std::vector<std::int64_t>& sub_extent) {
       if (!open_.contains(t)) {
@@ -667,13 +677,8 @@ class GradientTiles {
         TiledEvictableAccess::note_staged(*gradient_, gradient_->tile_bytes(), 0);
       }
       const std::shared_ptr<Carrier>& acc = open_.at(t);
-      std::int64_t first = 0;
-      for (std::size_t i = 0; i < lo.size(); ++i) {
-        origin[i] = (sub_lo[i] / tile[i]) * tile[i];
-        within[i] = sub_lo[i] - origin[i];
-        first += within[i] * tile_strides_[i];
-      }
-      const Tensor so_far(acc, first, Layout(Shape::of(sub_extent), Stride::of(tile_strides_)));
+      for (std::size_t i = 0; i < lo.size(); ++i) within[i] = sub_lo[i] % tile[i];
+      const Tensor so_far = result_region(Tensor(acc, 0, Layout::compact(Shape::of(tile))), within, sub_extent);
       const GradModeGuard no_nodes(false);
       const Tensor sum = strideweave::add(so_far, sub_box(block, lo, sub_lo, sub_extent));
       tiled::copy_into_box(sum, *acc, tile, within);
@@ -705,16 +710,11 @@ class GradientTiles {
     // The gradient shares the operand's Layout: a within-tile permutation
     // puts the accumulated (compact) values in the operand's slot order.
     const TiledOperand& op = operand_;
-    if (!is_compact_within()) {
+    const std::vector<std::int64_t> origin = op.tile_origin(t);
+    if (!op.within_is_compact()) {
       const std::vector<Value> compact = acc->read_values(0, gradient_->tile_size());
       std::vector<Value> slots(compact.size());
-      std::vector<std::int64_t> c(tile_strides_.size(), 0), origin(tile_strides_.size(), 0);
-      std::int64_t rest = t;
-      for (std::size_t i = 0; i < c.size(); ++i) {
-        origin[i] = (rest % gradient_->grid_shape()[i]) * op.tile_extent(i);
-        rest /= gradient_->grid_shape()[i];
-        c[i] = origin[i];
-      }
+      std::vector<std::int64_t> c = origin;
       for (std::size_t k = 0; k < compact.size(); ++k) {
         slots[static_cast<std::size_t>(op.slot_in_tile(c))] = compact[k];
         for (std::size_t i = 0; i < c.size(); ++i) {
@@ -727,45 +727,21 @@ class GradientTiles {
     open_.erase(it);
     TiledEvictableAccess::install_block(*gradient_, t, acc);
     if (gradient_->resident_bytes() > gradient_->residency_bytes()) {
-      TileCoordinate coordinate;
-      std::int64_t rest = t;
-      for (std::int64_t g : gradient_->grid_shape()) {
-        coordinate.push_back(rest % g);
-        rest /= g;
-      }
+      TileCoordinate coordinate = origin;
+      for (std::size_t i = 0; i < coordinate.size(); ++i) coordinate[i] /= op.tile_extent(i);
       writebacks_.push_back(gradient_->evict_async(TileSet({coordinate})));
       // At most two write-backs in flight: the rest of the backward overlaps
       // them, and the tiles waiting for one stay a constant.
       while (writebacks_.size() - waited_ > 2) settle(writebacks_[waited_++]);
     }
   }
-  bool is_compact_within() const {
-    std::vector<std::int64_t> c(tile_strides_.size(), 0);
-    for (std::size_t i = 0; i < c.size(); ++i) {
-      c.assign(c.size(), 0);
-      if (operand_.tile_extent(i) == 1) continue;
-      c[i] = 1;
-      if (operand_.slot_in_tile(c) != tile_strides_[i]) return false;
-    }
-    std::vector<std::int64_t> zero(c.size(), 0);
-    return operand_.slot_in_tile(zero) == 0;
-  }
-
   TiledOperand operand_;
   std::shared_ptr<TiledEvictable> gradient_;
-  std::vector<std::int64_t> tile_strides_;
   std::map<std::int64_t, std::shared_ptr<Carrier>> open_;
   std::map<std::int64_t, std::int64_t> remaining_;
   std::vector<AwaitResidency> writebacks_;
   std::size_t waited_ = 0;  // writebacks_[0, waited_) are complete
 };
-
-// A region of a flat dense Tensor (the published result, the cotangent)
-// that a block of the result covers: its axes are the result's.
-Tensor result_region(const Tensor& t, std::span<const std::int64_t> lo, std::span<const std::int64_t> extent) {
-  const std::vector<std::int64_t> zero(lo.size(), 0);
-  return sub_box(t, zero, lo, extent);
-}
 
 // The definition's own VJP applied to one block: the block's call is bound
 // and resolved afresh from its operands (views of the tiles), its output is
@@ -851,19 +827,15 @@ std::vector<std::optional<Tensor>> run_direct_backward(const operation::VJPConte
     const std::vector<bool> reduced = reduced_axes(inv, x.rank());
     const bool keepdims = published.layout().rank() == x.rank();
     const std::vector<std::int64_t>& tile = x.instance().tile_shape();
-    const std::vector<std::int64_t>& grid = x.instance().grid_shape();
     std::vector<std::int64_t> uses(static_cast<std::size_t>(x.instance().tile_count()));
     for (std::size_t t = 0; t < uses.size(); ++t) uses[t] = static_cast<std::int64_t>(t);
     std::vector<TiledOperand> one{x};
     Streams streams(one);
     streams.start({uses});
-    std::vector<std::int64_t> origin(x.rank());
     for (std::int64_t t = 0; t < x.instance().tile_count(); ++t) {
-      std::int64_t rest = t;
+      const std::vector<std::int64_t> origin = x.tile_origin(t);
       std::vector<std::int64_t> out_lo, out_extent;
       for (std::size_t i = 0; i < x.rank(); ++i) {
-        origin[i] = (rest % grid[i]) * tile[i];
-        rest /= grid[i];
         if (!reduced[i]) {
           out_lo.push_back(origin[i]);
           out_extent.push_back(tile[i]);
@@ -879,7 +851,7 @@ std::vector<std::optional<Tensor>> run_direct_backward(const operation::VJPConte
         const std::vector<std::optional<Tensor>> grads = block_vjp(
             context, std::span<const CallOperand>(&operand, 1), result_region(published, out_lo, out_extent),
             result_region(g, out_lo, out_extent));
-        BlockBoxes boxes{out_lo, out_extent, {origin}, {tile}, 0};
+        BlockBoxes boxes{out_lo, out_extent, {origin}, {tile}};
         accumulate(grads, boxes);
       } catch (...) {
         streams.of(0).release(t);

@@ -190,6 +190,20 @@ TiledOperand::TiledOperand(const Tensor& tensor)
     affine_ = false;
   }
   if (!affine_) within_strides_.clear();
+  within_is_compact_ = affine_;
+  const std::vector<std::int64_t> compact = compact_strides_of(tile);
+  for (std::size_t i = 0; i < within_strides_.size(); ++i)  // an extent-1 axis's stride is never used
+    if (tile[i] != 1 && within_strides_[i] != compact[i]) within_is_compact_ = false;
+}
+
+std::vector<std::int64_t> TiledOperand::tile_origin(std::int64_t t) const {
+  const std::vector<std::int64_t>& grid = instance_->grid_shape();
+  std::vector<std::int64_t> origin(grid.size());
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    origin[i] = (t % grid[i]) * tile_extent(i);
+    t /= grid[i];
+  }
+  return origin;
 }
 
 std::int64_t TiledOperand::tile_at(std::span<const std::int64_t> c) const {
@@ -286,13 +300,11 @@ TileRun Stager::acquire() {
   const std::int64_t t = uses_[cursor_++];
   bool implicit = false;
   std::shared_ptr<Carrier> secondary;
-  if (auto resident = TiledEvictableAccess::pin_tile(*instance_, t, implicit, secondary)) {
-    pinned_.push_back(t);
-    return TileRun{std::move(resident->first), resident->second};
-  }
+  auto resident = TiledEvictableAccess::pin_tile(*instance_, t, implicit, secondary);
+  pinned_.push_back(t);  // every tile pin_tile returns is pinned
+  if (resident) return TileRun{std::move(resident->first), resident->second};
   const std::int64_t bytes = instance_->tile_bytes();
   const std::int64_t size = instance_->tile_size();
-  pinned_.push_back(t);
   if (implicit) {
     try {
       if (!zero_) {
@@ -329,7 +341,7 @@ TileRun Stager::acquire() {
 
 void Stager::release(std::int64_t tile) noexcept {
   const auto pin = std::find(pinned_.begin(), pinned_.end(), tile);
-  if (pin == pinned_.end()) return;  // an implicit tile: nothing pinned
+  if (pin == pinned_.end()) return;  // not pinned by this stager
   pinned_.erase(pin);
   if (auto it = staged_.find(tile); it != staged_.end() && it->second.pins > 0 && --it->second.pins == 0 &&
                                     next_use(tile) == std::numeric_limits<std::int64_t>::max()) {

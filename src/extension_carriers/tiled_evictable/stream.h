@@ -43,6 +43,13 @@ class TiledOperand {
   std::int64_t tile_at(std::span<const std::int64_t> c) const;
   // The slot, within its tile's run, of logical coordinate `c`.
   std::int64_t slot_in_tile(std::span<const std::int64_t> c) const;
+  // Whether a tile's slots are the same function of the within-tile
+  // coordinate for every tile (affine), and whether that function is the
+  // compact one (first axis fastest: slot order == within-tile logical order).
+  bool affine() const noexcept { return affine_; }
+  bool within_is_compact() const noexcept { return within_is_compact_; }
+  // The logical coordinate of tile t's first element.
+  std::vector<std::int64_t> tile_origin(std::int64_t t) const;
   // A dense view of the box [lo, lo + extent), which lies in one tile whose
   // run is `run`: a strided view of the run when affine, else a fresh
   // primary-class copy of the box.
@@ -52,6 +59,7 @@ class TiledOperand {
   std::shared_ptr<TiledEvictable> instance_;
   Tensor tensor_;
   bool affine_ = false;
+  bool within_is_compact_ = false;
   std::vector<std::int64_t> within_strides_;  // per axis, when affine
   std::vector<std::int64_t> grid_strides_;    // tile numbering, first axis fastest
 };

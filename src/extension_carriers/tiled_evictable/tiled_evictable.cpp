@@ -3,6 +3,7 @@
 // and docs/tiled_evictable.md. The CarrierDefinition's callbacks (storage and
 // the direct operations) are in definition.cpp. Public headers only.
 #include "extension_carriers/tiled_evictable/access.h"
+#include "extension_carriers/tiled_evictable/stream.h"
 
 #include <strideweave/errors.h>
 
@@ -40,16 +41,6 @@ std::vector<std::int64_t> checked_geometry(const std::vector<std::int64_t>& grid
   }
   (void)checked_mul(*tile_size, *tile_count, "TiledEvictable: the logical extent");
   return logical;
-}
-
-std::vector<std::int64_t> compact_strides(const std::vector<std::int64_t>& extents) {
-  std::vector<std::int64_t> out;
-  std::int64_t s = 1;
-  for (std::int64_t e : extents) {
-    out.push_back(s);
-    s *= e;
-  }
-  return out;
 }
 
 // Child i of a mode of a rank-`rank` layout built by the algebra (a rank-1
@@ -114,7 +105,7 @@ TiledEvictable::TiledEvictable(extension::Construction key, const std::shared_pt
       grid_shape_(init->grid),
       tile_shape_(init->tile),
       logical_shape_(init->logical),
-      grid_strides_(compact_strides(grid_shape_)),
+      grid_strides_(tiled::compact_strides_of(grid_shape_)),
       tile_size_(init->tile_size),
       tile_count_(init->tile_count),
       full_layout_(TiledEvictableAccess::full_layout_of(grid_shape_, tile_shape_)),
