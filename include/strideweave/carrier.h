@@ -42,6 +42,7 @@
 
 #include <atomic>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -227,6 +228,21 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // Both in host memory: one memmove; otherwise the source's read_range into
   // a buffer, then the destination's write_range.
   void copy_range(const Carrier& source, std::int64_t source_first, std::int64_t first, std::int64_t count);
+  // Bytes (docs/storage.md, "Bytes"): the bulk form of read_values and
+  // write_values for tiers and staging buffers. A run's elements travel in
+  // the dtype's host representation (float, std::int32_t, bool; native byte
+  // order), element_bytes() each, so no Value is built per element. The run
+  // is [first, first + span size / element_bytes()). Checks, in read_values'
+  // / write_values' order, all before anything is read or written, plus
+  // ValueError when the span's size is not a multiple of element_bytes()
+  // and, for write_bytes into a Bool carrier, a byte other than 0 or 1.
+  // read_bytes is not a mutation; write_bytes is ONE versioned mutation,
+  // failure-atomic as write_values. A class moves the bytes through its
+  // host memory, its byte range hooks (FileBacked: memcpy per residency
+  // window) or, offering neither, its Value range hooks.
+  std::size_t element_bytes() const noexcept;
+  void read_bytes(std::int64_t first, std::span<std::byte> out) const;
+  void write_bytes(std::int64_t first, std::span<const std::byte> data);
 
   // Carrier scatter (core-concepts.md 1.7; distinct from the scatter
   // operation): writes to_scatter's value i, in logical order, to slot
@@ -298,6 +314,18 @@ class Carrier : public std::enable_shared_from_this<Carrier> {
   // framework restores the run from its before-image.
   virtual void read_range(std::int64_t first, std::int64_t count, Value* out) const;
   virtual void write_range(std::int64_t first, std::span<const Value> values);
+  // Byte range hooks: the run [first, first + count) in the dtype's host
+  // representation (read_bytes above), for a class that can move it without
+  // building Values; same preconditions as read_range / write_range. They
+  // answer false when the class offers none (the defaults): the framework
+  // then converts through read_range / write_range. write_range_bytes may
+  // fail part way, as write_range.
+  virtual bool read_range_bytes(std::int64_t /*first*/, std::int64_t /*count*/, std::byte* /*out*/) const {
+    return false;
+  }
+  virtual bool write_range_bytes(std::int64_t /*first*/, std::int64_t /*count*/, const std::byte* /*data*/) {
+    return false;
+  }
   // The class's host memory, when its storage is one contiguous block of
   // host memory in the dtype's host representation (CPU; a definition-backed
   // class whose StorageProvider offers host_data); a null HostSpan

@@ -594,6 +594,41 @@ void copy_range(Carrier& c, py::handle source, py::handle source_first, py::hand
                integer_arg(first, "Carrier.copy_range: first"), integer_arg(count, "Carrier.copy_range: count"));
 }
 
+py::bytes read_bytes(const Carrier& c, py::handle first, py::handle count) {
+  constexpr const char* what = "Carrier.read_bytes";
+  const std::int64_t f = integer_arg(first, "Carrier.read_bytes: first");
+  const std::int64_t n = integer_arg(count, "Carrier.read_bytes: count");
+  c.require_live(what);
+  require_run(c, f, n, what);  // before the bytes object is sized
+  const std::size_t size = static_cast<std::size_t>(n) * c.element_bytes();
+  PyObject* raw = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+  if (!raw) throw py::error_already_set();
+  py::bytes out = py::reinterpret_steal<py::bytes>(raw);
+  auto* data = reinterpret_cast<std::byte*>(PyBytes_AS_STRING(raw));
+  {
+    const py::gil_scoped_release unlocked;  // the object is not shared yet
+    c.read_bytes(f, std::span<std::byte>(data, size));
+  }
+  return out;
+}
+
+void write_bytes(Carrier& c, py::handle first, py::handle data) {
+  constexpr const char* what = "Carrier.write_bytes";
+  const std::int64_t f = integer_arg(first, "Carrier.write_bytes: first");
+  if (!PyObject_CheckBuffer(data.ptr()))
+    throw TypeError(fmt::format("{}: data must be a bytes-like object, got {}", what,
+                                py::repr(data).cast<std::string>()));
+  Py_buffer view;
+  if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
+    PyErr_Clear();
+    throw TypeError(fmt::format("{}: data must be a C-contiguous bytes-like object", what));
+  }
+  const std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> held(&view, PyBuffer_Release);
+  const std::span<const std::byte> bytes(static_cast<const std::byte*>(view.buf), static_cast<std::size_t>(view.len));
+  const py::gil_scoped_release unlocked;  // the buffer is held (exported) meanwhile
+  c.write_bytes(f, bytes);
+}
+
 py::tuple capabilities_object(const std::vector<OperationCapability>& caps) {
   py::list out;
   for (const OperationCapability& c : caps) out.append(py::cast(c));
@@ -781,6 +816,18 @@ super().__init__(dtype=..., mutable=True). See docs/python.md.)doc");
            "count) as ONE versioned mutation of this carrier (overlap allowed): RuntimeError when either is "
            "released or this one is not publicly mutable, ValueError for count < 0, IndexError for a run "
            "outside either carrier, TypeError for a source of another dtype. Failure-atomic.")
+      .def("element_bytes", &Carrier::element_bytes,
+           "Bytes of one element in the dtype's host representation (4 for Float32 and Int32, 1 for Bool).")
+      .def("read_bytes", &read_bytes, py::arg("first"), py::arg("count"),
+           "Slots [first, first + count) as bytes in the dtype's host representation (native byte order), "
+           "element_bytes() each; no version step. RuntimeError after release, ValueError for count < 0, "
+           "IndexError when the run leaves [0, size()).")
+      .def("write_bytes", &write_bytes, py::arg("first"), py::arg("data"),
+           "Writes a bytes-like object, in the dtype's host representation, to slots [first, first + "
+           "len(data) / element_bytes()) as ONE versioned mutation (+1 version). RuntimeError unless publicly "
+           "mutable and live; TypeError for data that is not C-contiguous and bytes-like; ValueError when its "
+           "length is not a whole number of elements, or a Bool byte is not 0 or 1; IndexError when the run "
+           "leaves [0, size()). Failure-atomic.")
       .def("__getitem__", &get_value)
       .def("__setitem__", &set_value)
       .def("__len__", &Carrier::size)

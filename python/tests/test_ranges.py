@@ -222,3 +222,50 @@ def test_cpu_native_accumulation_matches_generic_fallback_bit_for_bit():
                 op(make(xs), make(ys), out=sw.accumulate_into(out))
             results.append(array.array("f", out.carrier.read_values(0, len(old))).tobytes())
         assert results[0] == results[1], op
+
+
+# ---- bytes (docs/storage.md, "Bytes")
+
+
+def test_bytes_read_and_write_runs_in_the_host_representation():
+    want = array.array("f", [1.5, -2.0, 3.25])
+    for c in (cpu([0.0] * 5), sw.Generic([0.0] * 5, dtype=F32), sw.FileBacked(dtype=F32, size=5),
+              SlotOnly([0.0] * 5)):
+        assert c.element_bytes() == 4
+        c.write_bytes(1, want)  # any C-contiguous bytes-like object
+        assert c.version == 1
+        got = c.read_bytes(1, 3)
+        assert isinstance(got, bytes) and array.array("f", got) == want
+        assert c.read_values(0, 5) == [0.0, 1.5, -2.0, 3.25, 0.0] and c.version == 1
+    ints = cpu([0, 0], dtype=I32)
+    ints.write_bytes(0, array.array("i", [-7, 9]).tobytes())
+    assert ints.read_values(0, 2) == [-7, 9]
+    flags = sw.Generic([False, False], dtype=sw.DType.Bool)
+    assert flags.element_bytes() == 1
+    flags.write_bytes(1, b"\x01")
+    assert flags.read_values(0, 2) == [False, True]
+
+
+def test_bytes_check_everything_before_writing():
+    c = cpu([1.0, 2.0, 3.0])
+    raises_exactly(ValueError, c.write_bytes, 0, b"\x00" * 6)  # not whole elements
+    raises_exactly(IndexError, c.write_bytes, 2, b"\x00" * 8)
+    raises_exactly(ValueError, c.read_bytes, 0, -1)
+    raises_exactly(IndexError, c.read_bytes, 2, 2)
+    raises_exactly(TypeError, c.write_bytes, 0, [1.0])  # not bytes-like
+    raises_exactly(TypeError, c.write_bytes, 0, memoryview(bytes(16))[::2])  # not contiguous
+    assert c.version == 0 and c.read_values(0, 3) == [1.0, 2.0, 3.0]
+    flags = sw.Generic([False], dtype=sw.DType.Bool)
+    raises_exactly(ValueError, flags.write_bytes, 0, b"\x02")
+    raises_exactly(RuntimeError, sw.CPU(2, mutable=False).write_bytes, 0, bytes(4))
+    gone = cpu([1.0])
+    gone.release()
+    raises_exactly(RuntimeError, gone.read_bytes, 0, 1)
+
+
+def test_bytes_a_write_that_fails_midway_publishes_nothing():
+    c = SlotOnly([1.0, 2.0, 3.0])
+    c.fail_at = 1
+    with pytest.raises(OSError):
+        c.write_bytes(0, array.array("f", [7.0, 8.0, 9.0]))
+    assert c.read_values(0, 3) == [1.0, 2.0, 3.0] and c.version == 0

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 
 #include "storage/provider_writes.h"
 
@@ -60,7 +61,35 @@ void RangeAccess::write(Carrier& carrier, std::int64_t first, std::span<const Va
   carrier.write_range(first, values);
 }
 
+void RangeAccess::read_bytes(const Carrier& carrier, std::int64_t first, std::int64_t count, std::byte* out,
+                             const char* what) {
+  if (count <= 0) return;
+  const SimpleDType& dtype = carrier.dtype();
+  const std::size_t element = host_element_bytes(dtype);
+  if (const HostSpan h = host(carrier)) {
+    std::memcpy(out, static_cast<const std::byte*>(h.data) + static_cast<std::size_t>(first) * element,
+                static_cast<std::size_t>(count) * element);
+    return;
+  }
+  if (carrier.read_range_bytes(first, count, out)) return;
+  std::vector<Value> values(static_cast<std::size_t>(count));
+  carrier.read_range(first, count, values.data());
+  for (std::size_t k = 0; k < values.size(); ++k)
+    if (&dtype_of(values[k].kind) != &dtype)
+      throw TypeError(fmt::format("{}: the {} carrier's read_range gave a {} value for slot {} of dtype {}", what,
+                                  carrier.class_name(), element_kind_name(values[k].kind),
+                                  first + static_cast<std::int64_t>(k), dtype.name()));
+  values_to_host(HostSpan{out, &dtype, count}, 0, values);
+}
+
 namespace {
+
+// Host representation -> Values (the element kind is the dtype's).
+std::vector<Value> bytes_to_values(const SimpleDType& dtype, std::int64_t count, const std::byte* data) {
+  std::vector<Value> values(static_cast<std::size_t>(count));
+  host_to_values(HostSpan{const_cast<std::byte*>(data), &dtype, count}, 0, count, values.data());
+  return values;
+}
 
 // A failure-atomic, un-versioned run write: a hook write that fails part way
 // is undone from the before-image taken first (best effort: a failing
@@ -75,6 +104,44 @@ void write_run_atomic(Carrier& carrier, std::int64_t first, std::span<const Valu
   } catch (...) {
     try {
       RangeAccess::write(carrier, first, before);
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+// The bytes form of write_run_atomic: host memory, else the class's byte
+// hook (undone from a before-image in bytes when it fails part way), else
+// its Value hooks.
+void write_bytes_atomic(Carrier& carrier, std::int64_t first, std::int64_t count, const std::byte* data,
+                        const char* what) {
+  if (count <= 0) return;
+  const SimpleDType& dtype = carrier.dtype();
+  const std::size_t element = host_element_bytes(dtype);
+  if (const HostSpan h = RangeAccess::host(carrier)) {
+    std::memcpy(static_cast<std::byte*>(h.data) + static_cast<std::size_t>(first) * element, data,
+                static_cast<std::size_t>(count) * element);
+    return;
+  }
+  std::vector<std::byte> before(static_cast<std::size_t>(count) * element);
+  RangeAccess::read_bytes(carrier, first, count, before.data(), what);
+  bool offered = false;
+  try {
+    offered = RangeAccess::write_bytes_hook(carrier, first, count, data);
+  } catch (...) {
+    try {
+      RangeAccess::write_bytes_hook(carrier, first, count, before.data());
+    } catch (...) {
+    }
+    throw;
+  }
+  if (offered) return;
+  const std::vector<Value> values = bytes_to_values(dtype, count, data);
+  try {
+    RangeAccess::write(carrier, first, values);
+  } catch (...) {
+    try {
+      RangeAccess::write(carrier, first, bytes_to_values(dtype, count, before.data()));
     } catch (...) {
     }
     throw;
@@ -282,6 +349,26 @@ void Carrier::copy_range(const Carrier& source, std::int64_t source_first, std::
     version_.fetch_add(1);
     return;
   }
+  if (provider_guard_.load(std::memory_order_acquire) == 0 && (from || to) && count > 0) {
+    // One side is host memory: the run travels as bytes, so a class with
+    // byte hooks (a file tier) never builds a Value per element. Into host
+    // memory the bytes are read into a staging buffer first: a read failing
+    // part way must leave the destination as it was.
+    const std::size_t bytes = detail::host_element_bytes(*dtype_) * static_cast<std::size_t>(count);
+    if (to) {
+      const std::unique_ptr<std::byte[]> staging(new std::byte[bytes]);
+      detail::RangeAccess::read_bytes(source, source_first, count, staging.get(), what);
+      std::memcpy(static_cast<std::byte*>(to.data) + static_cast<std::size_t>(first) * detail::host_element_bytes(*dtype_),
+                  staging.get(), bytes);
+    } else {
+      detail::write_bytes_atomic(*this, first, count,
+                                 static_cast<const std::byte*>(from.data) +
+                                     static_cast<std::size_t>(source_first) * detail::host_element_bytes(*dtype_),
+                                 what);
+    }
+    version_.fetch_add(1);
+    return;
+  }
   std::vector<Value> values(static_cast<std::size_t>(count));
   detail::RangeAccess::read(source, source_first, count, values.data());
   for (std::size_t k = 0; k < values.size(); ++k)
@@ -294,6 +381,55 @@ void Carrier::copy_range(const Carrier& source, std::int64_t source_first, std::
     if (detail::ProviderWrites::write(*this, indices, values, what)) return;
   }
   detail::write_run_atomic(*this, first, values);
+  version_.fetch_add(1);
+}
+
+}  // namespace strideweave
+
+namespace strideweave {
+
+// ---- Carrier: bytes
+
+std::size_t Carrier::element_bytes() const noexcept { return detail::host_element_bytes(*dtype_); }
+
+namespace {
+
+std::int64_t byte_run_count(const Carrier& carrier, std::size_t bytes, const char* what) {
+  const std::size_t element = carrier.element_bytes();
+  if (bytes % element != 0)
+    throw ValueError(fmt::format("{}: {} bytes is not a whole number of {}-byte {} elements", what, bytes, element,
+                                 carrier.dtype().name()));
+  return static_cast<std::int64_t>(bytes / element);
+}
+
+}  // namespace
+
+void Carrier::read_bytes(std::int64_t first, std::span<std::byte> out) const {
+  constexpr const char* what = "Carrier.read_bytes";
+  require_live(what);
+  const std::int64_t count = byte_run_count(*this, out.size(), what);
+  check_run(*this, first, count, storage_size(), what);
+  detail::RangeAccess::read_bytes(*this, first, count, out.data(), what);
+}
+
+void Carrier::write_bytes(std::int64_t first, std::span<const std::byte> data) {
+  constexpr const char* what = "Carrier.write_bytes";
+  require_writable(what);
+  const std::int64_t count = byte_run_count(*this, data.size(), what);
+  check_run(*this, first, count, storage_size(), what);
+  if (dtype_ == &DType::Bool())
+    for (std::size_t k = 0; k < data.size(); ++k)
+      if (data[k] != std::byte{0} && data[k] != std::byte{1})
+        throw ValueError(fmt::format("{}: byte {} is {}, not a Bool (0 or 1)", what, k,
+                                     std::to_integer<int>(data[k])));
+  if (provider_guard_.load(std::memory_order_acquire) != 0) {
+    const std::vector<Value> values = detail::bytes_to_values(*dtype_, count, data.data());
+    const std::vector<std::int64_t> indices = detail::run_indices(first, values.size());
+    if (detail::ProviderWrites::write(*this, indices, values, what)) return;
+    detail::write_run_atomic(*this, first, values);
+  } else {
+    detail::write_bytes_atomic(*this, first, count, data.data(), what);
+  }
   version_.fetch_add(1);
 }
 

@@ -41,12 +41,20 @@ struct RangeAccess {
   // Unchecked, un-versioned run access (host memory, else the hooks).
   static void read(const Carrier& carrier, std::int64_t first, std::int64_t count, Value* out);
   static void write(Carrier& carrier, std::int64_t first, std::span<const Value> values);
+  // Unchecked run access in host representation (Carrier::read_bytes):
+  // host memory, else the class's byte hook, else its Value hooks converted
+  // (TypeError, naming `what`, for a Value of another kind).
+  static void read_bytes(const Carrier& carrier, std::int64_t first, std::int64_t count, std::byte* out,
+                         const char* what);
   // The range hooks themselves (tests and providers' defaults).
   static void read_hook(const Carrier& carrier, std::int64_t first, std::int64_t count, Value* out) {
     carrier.read_range(first, count, out);
   }
   static void write_hook(Carrier& carrier, std::int64_t first, std::span<const Value> values) {
     carrier.write_range(first, values);
+  }
+  static bool write_bytes_hook(Carrier& carrier, std::int64_t first, std::int64_t count, const std::byte* data) {
+    return carrier.write_range_bytes(first, count, data);
   }
   // One version step (a committed framework write).
   static void step_version(Carrier& carrier) noexcept { carrier.version_.fetch_add(1); }

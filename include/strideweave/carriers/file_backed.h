@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -139,6 +140,9 @@ class FileBacked final : public Carrier {
   // run crosses), so the residency budget holds for range access too.
   void read_range(std::int64_t first, std::int64_t count, Value* out) const override;
   void write_range(std::int64_t first, std::span<const Value> values) override;
+  // The same windows, as bytes (the file holds the host representation).
+  bool read_range_bytes(std::int64_t first, std::int64_t count, std::byte* out) const override;
+  bool write_range_bytes(std::int64_t first, std::int64_t count, const std::byte* data) override;
   void release_storage() noexcept override;
   std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                      bool empty) const override;
@@ -179,6 +183,11 @@ class FileBacked final : public Carrier {
   // The slot's byte address, with the window moved over it first (OSError
   // if the old window's pages cannot be dropped; then nothing moved).
   std::byte* slot_address(std::int64_t index) const;
+  // Calls piece_fn(address, done, piece) for each piece of the run
+  // [first, first + count) inside one residency window, in order: slots
+  // [first + done, first + done + piece) start at `address`.
+  void for_each_window(std::int64_t first, std::int64_t count,
+                       const std::function<void(std::byte*, std::int64_t, std::int64_t)>& piece_fn) const;
   // Unmaps, and removes a created file; idempotent.
   void close_storage() noexcept;
 

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <new>
 #include <random>
@@ -376,15 +377,23 @@ void FileBacked::write_slot(std::int64_t index, const Value& value) {
 
 // A run crosses windows at multiples of residency_bytes_ (mapping-relative,
 // slot-aligned: lead_bytes_ and the window length are multiples of 4): each
-// piece is one slot_address (which moves the window) and one memcpy.
-void FileBacked::read_range(std::int64_t first, std::int64_t count, Value* out) const {
-  const bool int32 = &dtype() == &DType::Int32();
+// piece is one slot_address (which moves the window) and one copy.
+void FileBacked::for_each_window(std::int64_t first, std::int64_t count,
+                                 const std::function<void(std::byte*, std::int64_t, std::int64_t)>& piece_fn) const {
   std::int64_t done = 0;
   while (done < count) {
-    const std::byte* p = slot_address(first + done);
+    std::byte* p = slot_address(first + done);
     const std::int64_t at = lead_bytes_ + (first + done) * kSlotBytes;
     const std::int64_t window_end = (at / residency_bytes_ + 1) * residency_bytes_;
     const std::int64_t piece = std::min(count - done, (window_end - at) / kSlotBytes);
+    piece_fn(p, done, piece);
+    done += piece;
+  }
+}
+
+void FileBacked::read_range(std::int64_t first, std::int64_t count, Value* out) const {
+  const bool int32 = &dtype() == &DType::Int32();
+  for_each_window(first, count, [&](const std::byte* p, std::int64_t done, std::int64_t piece) {
     for (std::int64_t k = 0; k < piece; ++k) {
       if (int32) {
         std::int32_t v;
@@ -396,27 +405,34 @@ void FileBacked::read_range(std::int64_t first, std::int64_t count, Value* out) 
         out[done + k] = Value::from_float32(v);
       }
     }
-    done += piece;
-  }
+  });
 }
 
 void FileBacked::write_range(std::int64_t first, std::span<const Value> values) {
-  const auto count = static_cast<std::int64_t>(values.size());
-  std::int64_t done = 0;
-  while (done < count) {
-    std::byte* p = slot_address(first + done);
-    const std::int64_t at = lead_bytes_ + (first + done) * kSlotBytes;
-    const std::int64_t window_end = (at / residency_bytes_ + 1) * residency_bytes_;
-    const std::int64_t piece = std::min(count - done, (window_end - at) / kSlotBytes);
-    for (std::int64_t k = 0; k < piece; ++k) {
-      const Value& v = values[static_cast<std::size_t>(done + k)];
-      if (v.kind == ElementKind::Int32)
-        std::memcpy(p + k * kSlotBytes, &v.i, sizeof v.i);
-      else
-        std::memcpy(p + k * kSlotBytes, &v.f, sizeof v.f);
-    }
-    done += piece;
-  }
+  for_each_window(first, static_cast<std::int64_t>(values.size()),
+                  [&](std::byte* p, std::int64_t done, std::int64_t piece) {
+                    for (std::int64_t k = 0; k < piece; ++k) {
+                      const Value& v = values[static_cast<std::size_t>(done + k)];
+                      if (v.kind == ElementKind::Int32)
+                        std::memcpy(p + k * kSlotBytes, &v.i, sizeof v.i);
+                      else
+                        std::memcpy(p + k * kSlotBytes, &v.f, sizeof v.f);
+                    }
+                  });
+}
+
+bool FileBacked::read_range_bytes(std::int64_t first, std::int64_t count, std::byte* out) const {
+  for_each_window(first, count, [&](const std::byte* p, std::int64_t done, std::int64_t piece) {
+    std::memcpy(out + done * kSlotBytes, p, static_cast<std::size_t>(piece * kSlotBytes));
+  });
+  return true;
+}
+
+bool FileBacked::write_range_bytes(std::int64_t first, std::int64_t count, const std::byte* data) {
+  for_each_window(first, count, [&](std::byte* p, std::int64_t done, std::int64_t piece) {
+    std::memcpy(p, data + done * kSlotBytes, static_cast<std::size_t>(piece * kSlotBytes));
+  });
+  return true;
 }
 
 void FileBacked::flush() {
