@@ -206,26 +206,35 @@ failure). done becomes True at that outcome. Thread-safe; not a Tensor.)doc")
   };
 
   m.attr("DEFAULT_RESIDENCY_BYTES") = default_residency_bytes;
+  m.attr("DEFAULT_PREFETCH_DEPTH") = default_prefetch_depth;
   py::class_<TiledEvictableCounters>(m, "TiledEvictableCounters", R"doc(
 What a TiledEvictable has moved and held since construction (its counters()):
-bytes_read from and bytes_written to the secondary tier, and
-peak_resident_bytes, the largest resident_bytes seen. A snapshot; equal when
-every field is.)doc")
+bytes_read from and bytes_written to the secondary tier,
+peak_resident_bytes (the largest resident_bytes seen), tiles_prefetched (tiles
+the prefetcher staged ahead of their use), prefetch_hits (uses that found their
+tile staged and ready) and stalls (uses that waited for their secondary tile).
+A snapshot; equal when every field is.)doc")
       .def_readonly("bytes_read", &TiledEvictableCounters::bytes_read, "Bytes copied from the secondary tier (promotions, staged tiles, reads of secondary tiles).")
       .def_readonly("bytes_written", &TiledEvictableCounters::bytes_written, "Bytes written to the secondary tier (evictions of dirty tiles).")
       .def_readonly("peak_resident_bytes", &TiledEvictableCounters::peak_resident_bytes, "The largest resident_bytes seen.")
+      .def_readonly("tiles_prefetched", &TiledEvictableCounters::tiles_prefetched, "Secondary tiles the prefetcher staged ahead of their use.")
+      .def_readonly("prefetch_hits", &TiledEvictableCounters::prefetch_hits, "Uses that found their tile staged by the prefetcher, ready.")
+      .def_readonly("stalls", &TiledEvictableCounters::stalls, "Uses of a secondary tile that waited for it (a fetch in flight, or a read when needed).")
       .def("__eq__", [](const TiledEvictableCounters& a, py::handle b) -> py::object {
         if (!py::isinstance<TiledEvictableCounters>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
         return py::bool_(a == b.cast<TiledEvictableCounters>());
       }, py::is_operator(), "Equal when every field is.")
       .def("__repr__", [](const TiledEvictableCounters& c) {
-        return fmt::format("TiledEvictableCounters(bytes_read={}, bytes_written={}, peak_resident_bytes={})",
-                           c.bytes_read, c.bytes_written, c.peak_resident_bytes);
-      }, "TiledEvictableCounters(bytes_read=..., bytes_written=..., peak_resident_bytes=...).");
+        return fmt::format("TiledEvictableCounters(bytes_read={}, bytes_written={}, peak_resident_bytes={}, "
+                           "tiles_prefetched={}, prefetch_hits={}, stalls={})",
+                           c.bytes_read, c.bytes_written, c.peak_resident_bytes, c.tiles_prefetched, c.prefetch_hits,
+                           c.stalls);
+      }, "TiledEvictableCounters(bytes_read=..., ..., stalls=...).");
   py::class_<TiledEvictable, DependentCarrier, std::shared_ptr<TiledEvictable>>(m, "TiledEvictable", py::is_final(),
                                                                                  R"doc(
 TiledEvictable(primary, secondary, grid_shape, tile_shape, *,
-residency_policy=None, residency_bytes=DEFAULT_RESIDENCY_BYTES): one flat
+residency_policy=None, residency_bytes=DEFAULT_RESIDENCY_BYTES,
+prefetch_depth=DEFAULT_PREFETCH_DEPTH): one flat
 logical extent cut into tiles whose residency is controlled tile by tile
 (carrier-composition Part B; docs/tiled_evictable.md).
 primary is the compute carrier, secondary the backing carrier: distinct, live,
@@ -235,10 +244,11 @@ Slots are tile-major; full_tensor() is the full logical Tensor. The direct
 operations add, elementwise_mul, mul, relu, reduce_sum and matmul take it
 whole and publish a dense primary-class result, streamed tile by tile within
 residency_bytes (a positive int: the primary memory the instance uses on its
-own initiative); any other operation is unsupported on it. Closed to
+own initiative), the next prefetch_depth tiles (an int >= 0) staged on an I/O
+thread while one computes; any other operation is unsupported on it. Closed to
 subclassing.)doc")
       .def(py::init([](py::handle primary, py::handle secondary, py::handle grid_shape, py::handle tile_shape,
-                       py::handle residency_policy, py::handle residency_bytes) {
+                       py::handle residency_policy, py::handle residency_bytes, py::handle prefetch_depth) {
              std::shared_ptr<Carrier> p = carrier_arg(primary, "TiledEvictable: primary");
              std::shared_ptr<Carrier> s = carrier_arg(secondary, "TiledEvictable: secondary");
              std::vector<std::int64_t> grid = int_sequence_arg(grid_shape, "TiledEvictable: grid_shape");
@@ -248,11 +258,16 @@ subclassing.)doc")
                throw TypeError(fmt::format("TiledEvictable: residency_bytes must be an int, got {}",
                                            py::repr(residency_bytes).cast<std::string>()));
              options.residency_bytes = residency_bytes.cast<std::int64_t>();
+             if (!py::isinstance<py::int_>(prefetch_depth) || py::isinstance<py::bool_>(prefetch_depth))
+               throw TypeError(fmt::format("TiledEvictable: prefetch_depth must be an int, got {}",
+                                           py::repr(prefetch_depth).cast<std::string>()));
+             options.prefetch_depth = prefetch_depth.cast<std::int64_t>();
              py::gil_scoped_release nogil;
              return TiledEvictable::create(p, s, std::move(grid), std::move(tile), std::move(options));
            }),
            py::arg("primary"), py::arg("secondary"), py::arg("grid_shape"), py::arg("tile_shape"), py::kw_only(),
-           py::arg("residency_policy") = py::none(), py::arg("residency_bytes") = default_residency_bytes)
+           py::arg("residency_policy") = py::none(), py::arg("residency_bytes") = default_residency_bytes,
+           py::arg("prefetch_depth") = default_prefetch_depth)
       .def_property_readonly("grid_shape", [](const TiledEvictable& t) { return int_tuple(t.grid_shape()); }, "Tiles per axis.")
       .def_property_readonly("tile_shape", [](const TiledEvictable& t) { return int_tuple(t.tile_shape()); }, "Elements per tile, per axis.")
       .def_property_readonly("logical_shape", [](const TiledEvictable& t) { return int_tuple(t.logical_shape()); }, "grid_shape[i] * tile_shape[i].")
@@ -270,6 +285,7 @@ subclassing.)doc")
         return py::none();
       }, "The ResidencyPolicy given at construction, or None.")
       .def_property_readonly("residency_bytes", &TiledEvictable::residency_bytes, "The residency budget in bytes.")
+      .def_property_readonly("prefetch_depth", &TiledEvictable::prefetch_depth, "Uses staged ahead of the current one (0: staged when needed).")
       .def_property_readonly("tile_bytes", &TiledEvictable::tile_bytes, "One tile's bytes in the primary.")
       .def_property_readonly("resident_bytes", &TiledEvictable::resident_bytes, "Primary bytes held now: primary-resident tiles plus tiles staged by running operations.")
       .def("counters", &TiledEvictable::counters, "The instance's TiledEvictableCounters now (a snapshot).")

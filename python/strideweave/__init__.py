@@ -192,6 +192,7 @@ from .carriers.move import (
 # carrier-composition B1: TiledEvictable and its residency types are also
 # top-level names (the same objects as strideweave.carriers.tiled_evictable's).
 from .carriers.tiled_evictable import (
+    DEFAULT_PREFETCH_DEPTH,
     DEFAULT_RESIDENCY_BYTES,
     AwaitProjection,
     AwaitResidency,

@@ -123,9 +123,22 @@
 // written back to the secondary asynchronously while the gradient exceeds
 // its budget.
 //
-// Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"): the
-// prefetcher (staging is synchronous), io_uring batched tier I/O, the
-// prefetch counters.
+// Prefetch (docs/tiled_evictable.md, "Prefetch"). A direct operation's and
+// a backward's tile order is known before they start, so while the caller
+// computes on one tile the next prefetch_depth uses (default 2) are pinned
+// and their secondary tiles staged on an I/O thread, within the budget: a
+// fetch takes a free byte of the budget or the place of a staged tile
+// needed after it (Belady's rule again), never of one needed sooner, and
+// stops there. Staging runs off the calling thread only when both tiers are
+// shipped classes (their I/O never calls back into user code); otherwise,
+// and at depth 0, tiles are staged when needed. Tiles move as bytes
+// (Carrier::read_bytes), never as Values. The counters record tiles the
+// prefetcher staged, prefetch hits (a tile's first use found it staged)
+// and stalls (a use that waited for its tile: a fetch still in flight, or a
+// tile read when needed).
+//
+// Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"):
+// io_uring batched tier reads, staging for projections.
 #pragma once
 
 #include <condition_variable>
@@ -279,6 +292,7 @@ enum class ScatterReduction { Replace, Add };
 // The residency budget a TiledEvictable takes when none is given: 512 MiB
 // (docs/tiled_evictable.md, "The residency budget").
 inline constexpr std::int64_t default_residency_bytes = std::int64_t{512} << 20;
+inline constexpr std::int64_t default_prefetch_depth = 2;
 
 struct TiledEvictableOptions {
   // Consulted before tiled work (B14); null: none.
@@ -287,6 +301,9 @@ struct TiledEvictableOptions {
   // memory the instance uses on its own initiative (see "The residency
   // budget" above).
   std::int64_t residency_bytes = default_residency_bytes;
+  // How many uses ahead of the current one are staged while it computes
+  // (>= 0, ValueError otherwise; 0: staged when needed). See "Prefetch".
+  std::int64_t prefetch_depth = default_prefetch_depth;
 };
 
 // What an instance has moved and held since construction (monotonic but
@@ -295,6 +312,9 @@ struct TiledEvictableCounters {
   std::int64_t bytes_read = 0;     // from the secondary tier: promotions, staged tiles, reads of secondary tiles
   std::int64_t bytes_written = 0;  // to the secondary tier: evictions of dirty tiles
   std::int64_t peak_resident_bytes = 0;
+  std::int64_t tiles_prefetched = 0;  // secondary tiles the prefetcher staged ahead of their use
+  std::int64_t prefetch_hits = 0;     // uses that found their tile staged by the prefetcher, ready
+  std::int64_t stalls = 0;            // uses of a secondary tile that waited for it (in flight, or read then)
   friend bool operator==(const TiledEvictableCounters&, const TiledEvictableCounters&) = default;
 };
 
@@ -336,6 +356,7 @@ class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDepende
   const std::shared_ptr<ResidencyPolicy>& residency_policy() const noexcept { return policy_; }
   // The residency budget (bytes) and one tile's bytes in the primary.
   std::int64_t residency_bytes() const noexcept { return budget_; }
+  std::int64_t prefetch_depth() const noexcept { return prefetch_depth_; }
   std::int64_t tile_bytes() const noexcept;
   // Primary bytes held now: every primary-resident tile plus the tiles
   // running operations have staged.
@@ -446,6 +467,7 @@ class STRIDEWEAVE_EXPORT TiledEvictable final : public extension::DefinedDepende
   const Placement placement_;
   const std::shared_ptr<ResidencyPolicy> policy_;
   const std::int64_t budget_;
+  const std::int64_t prefetch_depth_;
   std::shared_ptr<Carrier> primary_;  // the compute carrier as given (a seed block, and the class prototype)
 
   mutable std::mutex mutex_;  // guards everything below; never held across a tier call

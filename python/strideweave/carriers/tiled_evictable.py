@@ -3,23 +3,26 @@ extent cut into tiles whose residency is controlled tile by tile
 (carrier-composition.md Part B; docs/tiled_evictable.md).
 
 TiledEvictable, TileSelection, TileSet, ResidencyPlan, ResidencyPolicy,
-AwaitResidency, AwaitProjection, TiledEvictableCounters and
-DEFAULT_RESIDENCY_BYTES are also top-level names of strideweave (the same
-objects). The six direct operations stream tile by tile within the instance's
-``residency_bytes`` (docs/tiled_evictable.md, "Streaming").
+AwaitResidency, AwaitProjection, TiledEvictableCounters,
+DEFAULT_RESIDENCY_BYTES and DEFAULT_PREFETCH_DEPTH are also top-level names of
+strideweave (the same objects). The six direct operations stream tile by tile
+within the instance's ``residency_bytes``, the next ``prefetch_depth`` tiles
+staged on an I/O thread while one computes (docs/tiled_evictable.md,
+"Streaming" and "Prefetch").
 ResidencyPolicy is a runtime-checkable protocol: any object with a callable
 ``plan(required: TileSet, purpose: str) -> ResidencyPlan`` conforms; purpose
 is "operation", "projection", "scatter" or "backward". A policy may only
 optimise: required tiles are always loaded, and without one every result is
 the same.
 
-Not built yet (issue 22): the tile-order prefetcher, io_uring tier I/O and
-the prefetch counters (docs/tiled_evictable.md, "Not built yet").
+Not built yet (issue 22): io_uring batched tier reads and prefetching for
+projections (docs/tiled_evictable.md, "Not built yet").
 """
 
 from typing import Protocol, runtime_checkable
 
 from .._core import (
+    DEFAULT_PREFETCH_DEPTH,
     DEFAULT_RESIDENCY_BYTES,
     AwaitProjection,
     AwaitResidency,
@@ -43,4 +46,5 @@ class ResidencyPolicy(Protocol):
 
 
 __all__ = ["TiledEvictable", "TileSelection", "TileSet", "ResidencyPlan", "ResidencyPolicy", "AwaitResidency",
-           "AwaitProjection", "TiledEvictableCounters", "DEFAULT_RESIDENCY_BYTES"]
+           "AwaitProjection", "TiledEvictableCounters", "DEFAULT_RESIDENCY_BYTES",
+           "DEFAULT_PREFETCH_DEPTH"]

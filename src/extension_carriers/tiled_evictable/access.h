@@ -48,6 +48,10 @@ struct TiledEvictableAccess {
   // Staged bytes come (delta > 0) or go; `read` bytes were copied from the
   // secondary.
   static void note_staged(TiledEvictable& carrier, std::int64_t delta, std::int64_t read) noexcept;
+  // The prefetch counters: `prefetched` tiles staged ahead, `hits` and
+  // `stalls` (TiledEvictableCounters).
+  static void note_prefetch(TiledEvictable& carrier, std::int64_t prefetched, std::int64_t hits,
+                            std::int64_t stalls) noexcept;
   // Makes `block` (tile-size, Float32, the tile's values in slot order) tile
   // t's primary block, dirty; its bytes move from staged to resident.
   static void install_block(TiledEvictable& carrier, std::int64_t tile, std::shared_ptr<Carrier> block);

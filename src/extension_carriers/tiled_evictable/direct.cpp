@@ -312,7 +312,7 @@ Acc pairwise(const std::vector<Acc>& values, std::size_t first, std::size_t n) {
 // its elements in within-tile logical order (pairwise when the tile reduces
 // to one value), combined across tiles in ascending tile order: the answer
 // depends on the geometry alone, never on residency, staging or the budget.
-template <class Acc>
+template <class Acc, class Element>
 Tensor reduce_streamed(const operation::ResolvedInvocation& inv, const TiledOperand& x) {
   const operation::ResultSpec& spec = inv.results()[0];
   const std::size_t rank = x.rank();
@@ -358,6 +358,7 @@ Tensor reduce_streamed(const operation::ResolvedInvocation& inv, const TiledOper
   std::vector<Acc> total(static_cast<std::size_t>(out_count), Acc(0));
   std::vector<Acc> partial(static_cast<std::size_t>(local_count));
   std::vector<Acc> flat;
+  std::vector<Element> elements(static_cast<std::size_t>(tile_size));
   std::vector<std::int64_t> uses(static_cast<std::size_t>(tile_count));
   for (std::int64_t t = 0; t < tile_count; ++t) uses[static_cast<std::size_t>(t)] = t;
   std::vector<TiledOperand> one{x};
@@ -369,18 +370,15 @@ Tensor reduce_streamed(const operation::ResolvedInvocation& inv, const TiledOper
     for (std::size_t i = 0; i < rank; ++i) out_base += origin[i] * out_stride[i];
     if (!x.affine()) map_elements(origin);
     const TileRun run = streams.of(0).acquire();
-    std::vector<Value> values;
-    try {
-      values = run.storage->read_values(run.first, tile_size);
+    try {  // the tile's elements as bytes (the dtype's host representation)
+      run.storage->read_bytes(run.first, std::as_writable_bytes(std::span<Element>(elements)));
     } catch (...) {
       streams.of(0).release(t);
       throw;
     }
     streams.of(0).release(t);
     const auto term = [&](std::int64_t k) -> Acc {
-      const Value& v = values[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(k)])];
-      if constexpr (std::is_same_v<Acc, int128>) return static_cast<int128>(v.i);
-      else return static_cast<Acc>(v.f);
+      return static_cast<Acc>(elements[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(k)])]);
     };
     if (local_count == 1) {
       flat.resize(static_cast<std::size_t>(tile_size));
@@ -418,9 +416,14 @@ Tensor run_reduce_sum(const operation::ResolvedInvocation& inv) {
   require_compact_result(inv);
   const TiledOperand x(std::get<Tensor>(inv.operands()[0]));
   const OperationPlan& plan = inv.plan();
-  if (plan.accumulation() == Accumulation::EXACT_INTEGER) return reduce_streamed<int128>(inv, x);
-  if (plan.accumulator_dtype() == &DType::Float64()) return reduce_streamed<double>(inv, x);
-  return reduce_streamed<float>(inv, x);
+  const bool int32 = &x.instance().dtype() == &DType::Int32();
+  if (plan.accumulation() == Accumulation::EXACT_INTEGER) {
+    if (!int32) throw RuntimeError("TiledEvictable: reduce_sum's exact integer plan needs an Int32 operand");
+    return reduce_streamed<int128, std::int32_t>(inv, x);
+  }
+  if (plan.accumulator_dtype() == &DType::Float64())
+    return int32 ? reduce_streamed<double, std::int32_t>(inv, x) : reduce_streamed<double, float>(inv, x);
+  return int32 ? reduce_streamed<float, std::int32_t>(inv, x) : reduce_streamed<float, float>(inv, x);
 }
 
 // ---------------------------------------------------------------- matmul

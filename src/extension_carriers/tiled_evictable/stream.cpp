@@ -5,12 +5,18 @@
 
 #include "extension_carriers/tiled_evictable/access.h"
 
+#include <strideweave/carriers/shipped.h>
 #include <strideweave/errors.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <limits>
 
 namespace strideweave {
@@ -68,6 +74,14 @@ void TiledEvictableAccess::note_staged(TiledEvictable& c, std::int64_t delta, st
   c.staged_bytes_ += delta;
   c.counters_.bytes_read += read;
   if (delta > 0) c.note_resident_locked();
+}
+
+void TiledEvictableAccess::note_prefetch(TiledEvictable& c, std::int64_t prefetched, std::int64_t hits,
+                                         std::int64_t stalls) noexcept {
+  const std::lock_guard lock(c.mutex_);
+  c.counters_.tiles_prefetched += prefetched;
+  c.counters_.prefetch_hits += hits;
+  c.counters_.stalls += stalls;
 }
 
 void TiledEvictableAccess::install_block(TiledEvictable& c, std::int64_t t, std::shared_ptr<Carrier> block) {
@@ -251,15 +265,121 @@ Tensor TiledOperand::view(const TileRun& run, std::span<const std::int64_t> lo,
   return Tensor(run.storage->new_like(values), 0, Layout::compact(Shape::of(extent)));
 }
 
+// ---------------------------------------------------------------- Prefetcher
+
+// One staging read: `buffer`'s slots [0, count) from `secondary`'s
+// [first, first + count). done and error are written under the
+// Prefetcher's mutex.
+struct Fetch {
+  std::shared_ptr<Carrier> secondary, buffer;
+  std::int64_t first = 0, count = 0;
+  bool done = false;
+  std::exception_ptr error;
+};
+
+// One Stager's I/O thread: runs fetches in submission order (the schedule's
+// order). A thread of its own rather than a pool: an out-of-core operation
+// runs for milliseconds at least, and the thread's life is the Stager's.
+class Prefetcher {
+ public:
+  explicit Prefetcher(std::shared_ptr<TiledEvictable> instance)
+      : instance_(std::move(instance)), thread_([this] { run(); }) {}
+  // Abandons fetches not yet started (the Stager is going away) and waits
+  // for the one running.
+  ~Prefetcher() {
+    {
+      const std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    work_.notify_all();
+    thread_.join();
+  }
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  void submit(std::shared_ptr<Fetch> fetch) {
+    {
+      const std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(fetch));
+    }
+    work_.notify_all();
+  }
+  bool finished(const Fetch& fetch) {
+    const std::lock_guard lock(mutex_);
+    return fetch.done;
+  }
+  // Whether it had to wait.
+  bool wait(const Fetch& fetch) {
+    std::unique_lock lock(mutex_);
+    if (fetch.done) return false;
+    done_.wait(lock, [&] { return fetch.done; });
+    return true;
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      const std::shared_ptr<Fetch> fetch = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        fetch->buffer->copy_range(*fetch->secondary, fetch->first, 0, fetch->count);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (!error) {
+        TiledEvictableAccess::note_staged(*instance_, 0, instance_->tile_bytes());
+        TiledEvictableAccess::note_prefetch(*instance_, 1, 0, 0);
+      }
+      lock.lock();
+      fetch->done = true;
+      fetch->error = error;
+      done_.notify_all();
+    }
+  }
+
+  std::shared_ptr<TiledEvictable> instance_;
+  std::mutex mutex_;
+  std::condition_variable work_, done_;
+  std::deque<std::shared_ptr<Fetch>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once the rest is built
+};
+
+namespace {
+
+// Whether a carrier's exact class is one strideweave ships: its storage
+// I/O never calls back into user code (which may need a lock, such as
+// Python's, that the operation's thread holds), so it may run on the I/O
+// thread.
+template <class... C>
+bool is_one_of(const CarrierClass& cls, CarrierTypeList<C...>) {
+  return ((cls == carrier_class<C>()) || ...);
+}
+
+bool is_shipped(const Carrier& carrier) {
+  const CarrierClass cls = carrier.exact_class();
+  return is_one_of(cls, ShippedCarrierTypes{}) || is_one_of(cls, ShippedStorageCarrierTypes{});
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- Stager
 
 Stager::Stager(const std::shared_ptr<TiledEvictable>& instance, std::vector<std::int64_t> uses)
     : instance_(instance), uses_(std::move(uses)) {
   for (std::size_t k = 0; k < uses_.size(); ++k) positions_[uses_[k]].push_back(static_cast<std::int64_t>(k));
   pinned_.reserve(uses_.size());  // recording a pin never allocates (never throws)
+  if (instance_->prefetch_depth() > 0 && is_shipped(*instance_->primary()) && is_shipped(*instance_->secondary()))
+    depth_ = static_cast<std::size_t>(instance_->prefetch_depth());
 }
 
 Stager::~Stager() {
+  io_.reset();  // no fetch runs after this
   for (std::int64_t t : pinned_) TiledEvictableAccess::unpin_tile(*instance_, t);
   const std::int64_t held =
       static_cast<std::int64_t>(staged_.size() + (zero_ ? 1 : 0) + (spare_ ? 1 : 0)) * instance_->tile_bytes();
@@ -273,6 +393,14 @@ std::int64_t Stager::next_use(std::int64_t tile) const {
   return next == it->second.end() ? std::numeric_limits<std::int64_t>::max() : *next;
 }
 
+bool Stager::settled(const Staged& staged) const { return !staged.fetch || io_->finished(*staged.fetch); }
+
+void Stager::drop(std::unordered_map<std::int64_t, Staged>::iterator it) {
+  if (spare_) TiledEvictableAccess::note_staged(*instance_, -instance_->tile_bytes(), 0);
+  spare_ = std::move(it->second.buffer);
+  staged_.erase(it);
+}
+
 std::shared_ptr<Carrier> Stager::make_room() {
   std::shared_ptr<Carrier> spare = std::move(spare_);  // a buffer dropped at its last use
   const std::int64_t bytes = instance_->tile_bytes();
@@ -280,7 +408,7 @@ std::shared_ptr<Carrier> Stager::make_room() {
     auto victim = staged_.end();
     std::int64_t furthest = -1;
     for (auto it = staged_.begin(); it != staged_.end(); ++it) {
-      if (it->second.pins > 0) continue;
+      if (it->second.pins > 0 || !settled(it->second)) continue;
       const std::int64_t n = next_use(it->first);
       if (n > furthest) {
         furthest = n;
@@ -295,48 +423,141 @@ std::shared_ptr<Carrier> Stager::make_room() {
   return spare;
 }
 
-TileRun Stager::acquire() {
-  if (cursor_ >= uses_.size()) throw RuntimeError("TiledEvictable: the stream acquired past its schedule");
-  const std::int64_t t = uses_[cursor_++];
-  bool implicit = false;
-  std::shared_ptr<Carrier> secondary;
-  auto resident = TiledEvictableAccess::pin_tile(*instance_, t, implicit, secondary);
+std::shared_ptr<Carrier> Stager::room_for_fetch(std::int64_t use) {
+  if (spare_) return std::move(spare_);
+  const std::int64_t bytes = instance_->tile_bytes();
+  if (!TiledEvictableAccess::exceeds_budget_with(*instance_, bytes)) {
+    std::shared_ptr<Carrier> buffer =
+        instance_->primary()->allocate_like(instance_->tile_size(), true, &instance_->dtype(), true);
+    TiledEvictableAccess::note_staged(*instance_, bytes, 0);
+    return buffer;
+  }
+  // Belady: only a tile needed after this use gives its place.
+  auto victim = staged_.end();
+  std::int64_t furthest = use;
+  for (auto it = staged_.begin(); it != staged_.end(); ++it) {
+    if (it->second.pins > 0 || !settled(it->second)) continue;
+    const std::int64_t n = next_use(it->first);
+    if (n > furthest) {
+      furthest = n;
+      victim = it;
+    }
+  }
+  if (victim == staged_.end()) return nullptr;
+  std::shared_ptr<Carrier> buffer = std::move(victim->second.buffer);
+  staged_.erase(victim);
+  return buffer;  // still counted
+}
+
+Stager::Pin Stager::pin(std::int64_t t) {
+  Pin p;
+  auto resident = TiledEvictableAccess::pin_tile(*instance_, t, p.implicit, p.secondary);
   pinned_.push_back(t);  // every tile pin_tile returns is pinned
-  if (resident) return TileRun{std::move(resident->first), resident->second};
+  if (resident) p.resident = TileRun{std::move(resident->first), resident->second};
+  return p;
+}
+
+void Stager::look_ahead() noexcept {
+  if (depth_ == 0) return;
+  const std::int64_t size = instance_->tile_size();
+  try {
+    while (ahead_.size() < depth_ && cursor_ + ahead_.size() < uses_.size()) {
+      const std::size_t use = cursor_ + ahead_.size();
+      const std::int64_t t = uses_[use];
+      ahead_.push_back(pin(t));
+      const Pin& p = ahead_.back();
+      if (!p.secondary || staged_.contains(t)) continue;
+      std::shared_ptr<Carrier> buffer = room_for_fetch(static_cast<std::int64_t>(use));
+      if (!buffer) break;  // no room: the later uses are needed later still
+      try {
+        if (!io_) io_ = std::make_unique<Prefetcher>(instance_);
+        auto fetch = std::make_shared<Fetch>();
+        fetch->secondary = p.secondary;
+        fetch->buffer = buffer;
+        fetch->first = t * size;
+        fetch->count = size;
+        const auto entry = staged_.emplace(t, Staged{buffer, 0, fetch}).first;
+        try {
+          io_->submit(std::move(fetch));
+        } catch (...) {
+          staged_.erase(entry);
+          throw;
+        }
+      } catch (...) {
+        if (spare_) TiledEvictableAccess::note_staged(*instance_, -instance_->tile_bytes(), 0);
+        spare_ = std::move(buffer);
+        throw;
+      }
+    }
+  } catch (...) {
+    // Best effort: the uses not fetched are staged when needed, and a pin
+    // that failed here fails again, with its error, at its acquire().
+  }
+}
+
+void Stager::settle(std::unordered_map<std::int64_t, Staged>::iterator it) {
+  if (!it->second.fetch) return;  // kept from an earlier use, or staged when needed
+  const std::shared_ptr<Fetch> fetch = std::move(it->second.fetch);
+  const bool waited = io_->wait(*fetch);
+  if (fetch->error) {
+    drop(it);
+    std::rethrow_exception(fetch->error);
+  }
+  TiledEvictableAccess::note_prefetch(*instance_, 0, waited ? 0 : 1, waited ? 1 : 0);
+}
+
+TileRun Stager::take(std::int64_t t, const Pin& pin) {
+  if (pin.resident) return *pin.resident;
   const std::int64_t bytes = instance_->tile_bytes();
   const std::int64_t size = instance_->tile_size();
-  if (implicit) {
-    try {
-      if (!zero_) {
-        zero_ = instance_->primary()->allocate_like(size, true, &instance_->dtype(), false);
-        TiledEvictableAccess::note_staged(*instance_, bytes, 0);
-      }
-    } catch (...) {
-      pinned_.pop_back();
-      TiledEvictableAccess::unpin_tile(*instance_, t);
-      throw;
+  if (pin.implicit) {
+    if (!zero_) {
+      zero_ = instance_->primary()->allocate_like(size, true, &instance_->dtype(), false);
+      TiledEvictableAccess::note_staged(*instance_, bytes, 0);
     }
     return TileRun{zero_, 0};
   }
-  // A secondary tile, pinned: staged already, or staged now.
+  // A secondary tile: staged already (or being staged), or staged now.
   if (auto it = staged_.find(t); it != staged_.end()) {
+    settle(it);
     ++it->second.pins;
     return TileRun{it->second.buffer, 0};
   }
+  TiledEvictableAccess::note_prefetch(*instance_, 0, 0, 1);
   std::shared_ptr<Carrier> buffer = make_room();  // a dropped staged buffer, still counted
   const bool counted = buffer != nullptr;
   try {
     if (!buffer) buffer = instance_->primary()->allocate_like(size, true, &instance_->dtype(), true);
-    buffer->copy_range(*secondary, t * size, 0, size);
+    buffer->copy_range(*pin.secondary, t * size, 0, size);
   } catch (...) {
     if (counted) TiledEvictableAccess::note_staged(*instance_, -bytes, 0);
-    pinned_.pop_back();
+    throw;
+  }
+  staged_.emplace(t, Staged{buffer, 1, nullptr});
+  TiledEvictableAccess::note_staged(*instance_, counted ? 0 : bytes, bytes);
+  return TileRun{std::move(buffer), 0};
+}
+
+TileRun Stager::acquire() {
+  if (cursor_ >= uses_.size()) throw RuntimeError("TiledEvictable: the stream acquired past its schedule");
+  const std::int64_t t = uses_[cursor_++];
+  Pin p;
+  if (!ahead_.empty()) {
+    p = std::move(ahead_.front());
+    ahead_.pop_front();
+  } else {
+    p = pin(t);  // nothing pinned when it throws
+  }
+  TileRun run;
+  try {
+    run = take(t, p);
+  } catch (...) {
+    pinned_.erase(std::find(pinned_.begin(), pinned_.end(), t));
     TiledEvictableAccess::unpin_tile(*instance_, t);
     throw;
   }
-  staged_.emplace(t, Staged{buffer, 1});
-  TiledEvictableAccess::note_staged(*instance_, counted ? 0 : bytes, bytes);
-  return TileRun{std::move(buffer), 0};
+  look_ahead();  // the next uses' fetches run while the caller computes on this one
+  return run;
 }
 
 void Stager::release(std::int64_t tile) noexcept {
@@ -347,9 +568,7 @@ void Stager::release(std::int64_t tile) noexcept {
                                     next_use(tile) == std::numeric_limits<std::int64_t>::max()) {
     // Never needed again: dropped now (one buffer is kept for the next
     // staging, still counted), so dead copies never crowd the budget.
-    if (spare_) TiledEvictableAccess::note_staged(*instance_, -instance_->tile_bytes(), 0);
-    spare_ = std::move(it->second.buffer);
-    staged_.erase(it);
+    drop(it);
   }
   TiledEvictableAccess::unpin_tile(*instance_, tile);
 }

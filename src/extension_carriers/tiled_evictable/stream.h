@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -64,19 +66,32 @@ class TiledOperand {
   std::vector<std::int64_t> grid_strides_;    // tile numbering, first axis fastest
 };
 
+struct Fetch;       // one staging read on the I/O thread (stream.cpp)
+class Prefetcher;   // the I/O thread of one Stager (stream.cpp)
+
 // One operation's access to one instance's tiles, in a schedule known in
 // advance: `uses` lists the tile of every acquire() in order. A
 // primary-resident tile is read in place; an implicit tile reads the
-// operation's zero tile; any other valid tile is staged (copied from the
-// secondary into a tile-sized primary buffer, counted in the instance's
-// resident bytes and bytes read). A staged tile is kept for its next use
-// while the instance's resident bytes fit its budget; beyond that, the
-// staged, unpinned tile whose next use is furthest away is dropped (Belady's
-// rule: the schedule is known). A tile is pinned from acquire() to
-// release(), so no residency request moves it meanwhile. Used by one thread.
+// operation's zero tile; any other valid tile is staged (copied, as bytes,
+// from the secondary into a tile-sized primary buffer, counted in the
+// instance's resident bytes and bytes read). A staged tile is kept for its
+// next use while the instance's resident bytes fit its budget; beyond that,
+// the staged, unpinned tile whose next use is furthest away is dropped
+// (Belady's rule: the schedule is known). A tile is pinned from acquire()
+// to release(), so no residency request moves it meanwhile.
+//
+// Prefetch: after each acquire() the next `prefetch_depth()` uses are
+// pinned too and their secondary tiles staged on an I/O thread (a
+// Prefetcher) while the caller computes: a fetch takes free budget or the
+// buffer of a staged tile needed after it, and lookahead stops at the first
+// use that finds neither. Only where both tiers are shipped classes (see
+// tiled_evictable.h, "Prefetch"). acquire() and release() are called by
+// one thread.
 class Stager {
  public:
   Stager(const std::shared_ptr<TiledEvictable>& instance, std::vector<std::int64_t> uses);
+  // Waits for fetches in flight, then unpins everything and gives back the
+  // staged bytes.
   ~Stager();
   Stager(const Stager&) = delete;
   Stager& operator=(const Stager&) = delete;
@@ -84,7 +99,7 @@ class Stager {
   // The next use's tile (uses[k] for the k-th call), pinned. RuntimeError
   // when the instance is released, the tile is invalid, or it is in another
   // caller's incomplete residency request (a best-effort prefetch is waited
-  // for); nothing stays pinned then.
+  // for); a failed fetch's error; nothing stays pinned for the use then.
   TileRun acquire();
   // Unpins one acquire() of `tile`.
   void release(std::int64_t tile) noexcept;
@@ -93,12 +108,40 @@ class Stager {
   struct Staged {
     std::shared_ptr<Carrier> buffer;
     int pins = 0;
+    std::shared_ptr<Fetch> fetch;  // while staged by the prefetcher and not yet used
   };
+  // A use's pin, taken ahead of its acquire(): the tile's primary run, or
+  // none with `implicit` or a secondary tile (`secondary` set).
+  struct Pin {
+    std::optional<TileRun> resident;
+    bool implicit = false;
+    std::shared_ptr<Carrier> secondary;
+  };
+  Pin pin(std::int64_t tile);
   std::int64_t next_use(std::int64_t tile) const;  // after the current use; INT64_MAX for none
-  // Drops staged, unpinned tiles (furthest next use first) until one more
-  // tile fits the budget or none is left to drop; returns one dropped
-  // buffer for reuse (null if none).
+  // Drops staged, unpinned, settled tiles (furthest next use first) until
+  // one more tile fits the budget or none is left to drop; returns one
+  // dropped buffer for reuse (null if none).
   std::shared_ptr<Carrier> make_room();
+  // A counted buffer for a fetch for use `use`: the spare, free budget, or
+  // a settled, unpinned staged tile next needed after `use` (dropped). Null
+  // when none qualifies.
+  std::shared_ptr<Carrier> room_for_fetch(std::int64_t use);
+  // Pins uses [cursor_, cursor_ + depth) not yet pinned and starts fetches
+  // for their secondary tiles, best effort: any failure just ends it.
+  void look_ahead() noexcept;
+  // Waits for a staged tile's fetch, if any (a stall unless it had
+  // finished; else a prefetch hit) and settles it: a failed fetch's entry
+  // is dropped and its error thrown.
+  void settle(std::unordered_map<std::int64_t, Staged>::iterator it);
+  // Whether a staged tile's buffer is free to drop or reuse (no fetch
+  // writing into it).
+  bool settled(const Staged& staged) const;
+  // The use's tile made available (the body of acquire()).
+  TileRun take(std::int64_t tile, const Pin& pin);
+  // Drops staged_[tile] and gives back its bytes (or keeps its buffer as
+  // the spare).
+  void drop(std::unordered_map<std::int64_t, Staged>::iterator it);
 
   std::shared_ptr<TiledEvictable> instance_;
   std::vector<std::int64_t> uses_;
@@ -108,6 +151,9 @@ class Stager {
   std::shared_ptr<Carrier> zero_;   // the zero tile, once an implicit tile is read
   std::shared_ptr<Carrier> spare_;  // a staged buffer dropped at its last use, for reuse (counted)
   std::vector<std::int64_t> pinned_;  // tiles pinned on the instance (block or staged), one entry per pin
+  std::deque<Pin> ahead_;             // the pins of uses [cursor_, cursor_ + ahead_.size())
+  std::size_t depth_ = 0;             // the prefetch depth; 0 without an I/O thread
+  std::unique_ptr<Prefetcher> io_;    // started at the first fetch
 };
 
 // Copies `block` (a dense Tensor of shape `extent`, any Layout) into the

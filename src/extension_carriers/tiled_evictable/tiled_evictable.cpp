@@ -88,6 +88,8 @@ std::shared_ptr<TiledEvictable> TiledEvictable::create(const std::shared_ptr<Car
   std::vector<std::int64_t> logical = checked_geometry(grid_shape, tile_shape, &tile_size, &tile_count);
   if (options.residency_bytes <= 0)
     throw ValueError(fmt::format("TiledEvictable: residency_bytes must be positive, got {}", options.residency_bytes));
+  if (options.prefetch_depth < 0)
+    throw ValueError(fmt::format("TiledEvictable: prefetch_depth must be >= 0, got {}", options.prefetch_depth));
   const std::int64_t slots = tile_size * tile_count;
   for (const auto& [tier, name] : {std::pair{&primary, "primary"}, std::pair{&secondary, "secondary"}})
     if ((*tier)->size() != 0 && (*tier)->size() != slots)
@@ -112,6 +114,7 @@ TiledEvictable::TiledEvictable(extension::Construction key, const std::shared_pt
       placement_(init->primary->placement()),
       policy_(init->options.residency_policy),
       budget_(init->options.residency_bytes),
+      prefetch_depth_(init->options.prefetch_depth),
       primary_(init->primary),
       secondary_(init->secondary),
       tiles_(static_cast<std::size_t>(tile_count_)) {
@@ -144,6 +147,7 @@ TiledEvictable::TiledEvictable(extension::Construction key, const TiledEvictable
       placement_(prototype.placement_),
       policy_(prototype.policy_),
       budget_(prototype.budget_),
+      prefetch_depth_(prototype.prefetch_depth_),
       primary_(prototype.primary_->allocate_like(0, true, &dtype(), true)),  // the requested dtype
       secondary_(prototype.secondary()->allocate_like(0, true, &dtype(), true)),
       tiles_(static_cast<std::size_t>(tile_count_)) {
