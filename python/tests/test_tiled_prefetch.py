@@ -75,3 +75,12 @@ def test_prefetch_runs_off_thread_only_over_shipped_tiers():
     assert sw.reduce_sum(t.full_tensor()).values() == sw.reduce_sum(reference.full_tensor()).values()
     c = t.counters()
     assert (c.tiles_prefetched, c.prefetch_hits, c.stalls) == (0, 0, 16)  # staged when needed, on this thread
+
+
+def test_prefetch_serves_projections_too():
+    t, full = out_of_core((4, 4), (4, 4), 6, depth=2, budget=4 * 64)  # 16 tiles, 4x the budget
+    compact = t.project(full, sw.TileSelection([[0, 1, 2, 3], [0, 1, 2, 3]])).wait()
+    c = t.counters()
+    assert c.tiles_prefetched >= 1 and c.bytes_read == 16 * t.tile_bytes  # each tile once
+    assert c.peak_resident_bytes <= 4 * 64
+    assert compact.values() == full.values()  # every tile, in place

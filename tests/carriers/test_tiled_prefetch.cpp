@@ -150,4 +150,20 @@ TEST(TiledPrefetch_TilesAreStagedAheadOfTheirUse, ResidentAndImplicitTilesNeedNo
   EXPECT_EQ(after.bytes_read, before.bytes_read);
 }
 
+TEST(TiledPrefetch_TilesAreStagedAheadOfTheirUse, ProjectionsStreamTheirSelectedTilesThroughThePrefetcher) {
+  const std::int64_t tile_bytes = 4 * 4 * 4;
+  Tiled x = out_of_core({4, 4}, {4, 4}, 6, 2, /*budget=*/4 * tile_bytes);  // 16 tiles, 4x the budget
+  const Tensor compact = x.carrier->project(x.full, TileSelection({{0, 1, 2, 3}, {0, 1, 2, 3}})).wait();
+  EXPECT_EQ(floats(compact), floats(x.dense));
+  const TiledEvictableCounters c = x.carrier->counters();
+  EXPECT_EQ(c.bytes_read, 16 * tile_bytes);  // promoted best-effort or staged: each tile once
+  EXPECT_GE(c.tiles_prefetched, 1);
+  EXPECT_LE(c.peak_resident_bytes, 4 * tile_bytes);
+  // A selection in another order, with repeats across axes.
+  const Tensor some = x.carrier->project(x.full, TileSelection({{3, 0}, {2}})).wait();
+  const Tensor again = x.carrier->project(x.full, TileSelection({{3, 0}, {2}})).wait();
+  EXPECT_EQ(floats(some), floats(again));
+  EXPECT_EQ(some.shape(), Shape::of({8, 4}));
+}
+
 }  // namespace

@@ -123,8 +123,8 @@
 // written back to the secondary asynchronously while the gradient exceeds
 // its budget.
 //
-// Prefetch (docs/tiled_evictable.md, "Prefetch"). A direct operation's and
-// a backward's tile order is known before they start, so while the caller
+// Prefetch (docs/tiled_evictable.md, "Prefetch"). A direct operation's, a
+// backward's and a projection's tile order is known before they start, so while the caller
 // computes on one tile the next prefetch_depth uses (default 2) are pinned
 // and their secondary tiles staged on an I/O thread, within the budget: a
 // fetch takes a free byte of the budget or the place of a staged tile
@@ -138,7 +138,7 @@
 // tile read when needed).
 //
 // Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"):
-// io_uring batched tier reads, staging for projections.
+// io_uring batched tier reads.
 #pragma once
 
 #include <condition_variable>

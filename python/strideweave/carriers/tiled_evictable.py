@@ -15,8 +15,8 @@ is "operation", "projection", "scatter" or "backward". A policy may only
 optimise: required tiles are always loaded, and without one every result is
 the same.
 
-Not built yet (issue 22): io_uring batched tier reads and prefetching for
-projections (docs/tiled_evictable.md, "Not built yet").
+Not built yet (issue 22): io_uring batched tier reads
+(docs/tiled_evictable.md, "Not built yet").
 """
 
 from typing import Protocol, runtime_checkable

@@ -57,6 +57,8 @@ struct TiledEvictableAccess {
   static void install_block(TiledEvictable& carrier, std::int64_t tile, std::shared_ptr<Carrier> block);
   // Every tile valid (RuntimeError naming the first invalid one otherwise).
   static void require_all_valid(const TiledEvictable& carrier, const char* what);
+  // The same for the tiles `tiles`.
+  static void require_valid(const TiledEvictable& carrier, std::span<const std::int64_t> tiles, const char* what);
   // The values of the selected tiles of `tensor` (a checked full Tensor),
   // in the compact result's logical order; the tiles are pinned while read.
   static std::vector<Value> gather_selected(const TiledEvictable& carrier, const Tensor& tensor,
@@ -69,7 +71,9 @@ struct TiledEvictableAccess {
   // scatter's, a policy's promotions): promotes the valid tiles of `tiles`
   // that are not resident and not in use by anyone; a completed handle when
   // none qualify. Errors of the transfer itself surface at wait().
-  static AwaitResidency prefetch(TiledEvictable& carrier, const TileSet& tiles);
+  // `reserve_bytes` of the budget are left free (for a streamed pass that
+  // follows: its staged tile and prefetched ones).
+  static AwaitResidency prefetch(TiledEvictable& carrier, const TileSet& tiles, std::int64_t reserve_bytes = 0);
   // Best effort, for a policy's evictions after the work: evicts the
   // resident tiles of `tiles` that are not in use. A failure changes no
   // tile (evict is failure-atomic) and is dropped: the work's result stands.

@@ -270,11 +270,11 @@ std::vector<OperationCapability> TiledEvictableAccess::capabilities(const TiledE
 
 // Within the budget: only as many tiles as fit beside what is resident are
 // promoted (the others are read from the secondary when needed).
-AwaitResidency TiledEvictableAccess::prefetch(TiledEvictable& c, const TileSet& tiles) {
+AwaitResidency TiledEvictableAccess::prefetch(TiledEvictable& c, const TileSet& tiles, std::int64_t reserve_bytes) {
   std::vector<TileCoordinate> fitting;
   {
     const std::lock_guard lock(c.mutex_);
-    std::int64_t room = c.budget_ - c.resident_tiles_ * c.tile_bytes() - c.staged_bytes_;
+    std::int64_t room = c.budget_ - c.resident_tiles_ * c.tile_bytes() - c.staged_bytes_ - reserve_bytes;
     for (const TileCoordinate& coordinate : tiles.coordinates()) {
       const TiledEvictable::Tile& tile = c.tiles_[c.tile_index(coordinate, "TiledEvictable (prefetch)")];
       if (tile.block) continue;

@@ -4,6 +4,7 @@
 // handle. See <strideweave/carriers/tiled_evictable.h> and
 // docs/tiled_evictable.md. Public headers only.
 #include "extension_carriers/tiled_evictable/access.h"
+#include "extension_carriers/tiled_evictable/stream.h"
 
 #include <strideweave/autograd.h>
 #include <strideweave/errors.h>
@@ -180,6 +181,50 @@ std::vector<Value> TiledEvictableAccess::gather_selected(const TiledEvictable& c
   }
 }
 
+// The projection as one streamed pass (docs/tiled_evictable.md, "Prefetch"):
+// the selected tiles in coordinates() order are the schedule; each is
+// acquired through a Stager (resident in place, staged or prefetched within
+// the budget, implicit as zeros) and its box copied into the fresh compact
+// result.
+Tensor project_streamed(const Tensor& tensor, const TileSelection& selection, const DType& dtype,
+                        const Layout& result_layout) {
+  const tiled::TiledOperand operand(tensor);
+  const TiledEvictable& c = operand.instance();
+  selection.check_against(c.grid_shape(), TiledEvictable::gather_operation_name);
+  std::vector<std::int64_t> uses;
+  for (const TileCoordinate& coordinate : selection.coordinates()) {
+    std::vector<std::int64_t> origin(coordinate.size());
+    for (std::size_t i = 0; i < coordinate.size(); ++i) origin[i] = coordinate[i] * c.tile_shape()[i];
+    uses.push_back(operand.tile_at(origin));
+  }
+  TiledEvictableAccess::require_valid(c, uses, TiledEvictable::gather_operation_name);
+  const std::vector<std::int64_t> extents = projected_shape(c, selection);
+  std::int64_t total = 1;
+  for (std::int64_t e : extents) total *= e;
+  const std::shared_ptr<Carrier> result = c.primary()->allocate_like(total, true, &dtype, false);
+  const std::size_t rank = selection.rank();
+  const std::vector<std::int64_t>& tile = c.tile_shape();
+  tiled::Stager stager(operand.shared(), uses);
+  std::vector<std::int64_t> cc(rank, 0);  // the compact tile coordinate
+  for (std::int64_t t : uses) {
+    const tiled::TileRun run = stager.acquire();
+    try {
+      std::vector<std::int64_t> lo(rank);
+      for (std::size_t i = 0; i < rank; ++i) lo[i] = cc[i] * tile[i];
+      tiled::copy_into_box(operand.view(run, operand.tile_origin(t), tile), *result, extents, lo);
+    } catch (...) {
+      stager.release(t);
+      throw;
+    }
+    stager.release(t);
+    for (std::size_t i = 0; i < rank; ++i) {
+      if (++cc[i] < static_cast<std::int64_t>(selection.per_axis()[i].size())) break;
+      cc[i] = 0;
+    }
+  }
+  return Tensor(result, 0, result_layout);
+}
+
 OperationCapability gather_capability(const SimpleDType& dtype) {
   return OperationCapability::from_plan(OperationPlan(TiledEvictable::gather_operation_name,
                                                       {OperandPlan::tensor(dtype, dtype)}, copy_arithmetic(dtype),
@@ -247,8 +292,8 @@ extension::CompositeProvider::Prepared prepare_gather(const operation::ResolvedI
                                        destination]() -> extension::ResultSubmission {
     const Tensor& src = std::get<Tensor>(inv->operands()[0]);
     const operation::ResultSpec& spec = inv->results()[0];
-    std::vector<Value> values = TiledEvictableAccess::gather_selected(tiled, src, selection);
-    Tensor result(tiled.primary()->new_like(values, true, &spec.dtype()), 0, spec.layout());
+    (void)tiled;
+    Tensor result = project_streamed(src, selection, spec.dtype(), spec.layout());
     if (destination) {
       const NoGradGuard nothing_recorded;  // the gather is the call's one node
       result = move(result, destination);
@@ -289,7 +334,10 @@ AwaitProjection TiledEvictable::project(const Tensor& tensor, const TileSelectio
   // The transfers start now; the gather runs at the first wait(), with the
   // grad mode of this call, and refuses a source written in between. Until
   // the handle completes (or is dropped) release() refuses (B15).
-  const AwaitResidency transfers = TiledEvictableAccess::prefetch(*this, tile_union(selection.tile_set(), plan.promote()));
+  // They promote what fits beside room for the gather's own stream (the
+  // tile in use and prefetch_depth tiles ahead), which stages the rest.
+  const AwaitResidency transfers = TiledEvictableAccess::prefetch(
+      *this, tile_union(selection.tile_set(), plan.promote()), (prefetch_depth_ + 1) * tile_bytes());
   const std::shared_ptr<void> pending = hold_pending();
   const bool grad = is_grad_enabled();
   const std::uint64_t version = this->version();

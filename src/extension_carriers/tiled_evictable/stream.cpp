@@ -108,13 +108,20 @@ void TiledEvictableAccess::install_block(TiledEvictable& c, std::int64_t t, std:
 }
 
 void TiledEvictableAccess::require_all_valid(const TiledEvictable& c, const char* what) {
+  std::vector<std::int64_t> all(static_cast<std::size_t>(c.tile_count_));
+  for (std::int64_t t = 0; t < c.tile_count_; ++t) all[static_cast<std::size_t>(t)] = t;
+  require_valid(c, all, what);
+}
+
+void TiledEvictableAccess::require_valid(const TiledEvictable& c, std::span<const std::int64_t> tiles,
+                                         const char* what) {
   const std::lock_guard lock(c.mutex_);
   if (c.stopping_) throw RuntimeError(fmt::format("{}: the TiledEvictable carrier is released", what));
-  for (std::int64_t t = 0; t < c.tile_count_; ++t) {
+  for (std::int64_t t : tiles) {
     const TiledEvictable::Tile& tile = c.tiles_[t];
     if (!tile.block && !tile.secondary_valid && !tile.implicit_zero && !tile.busy)
-      throw RuntimeError(fmt::format("{}: tile ({}) is invalid: a direct operation needs every tile (promote or "
-                                     "scatter it first)",
+      throw RuntimeError(fmt::format("{}: tile ({}) is invalid: the work needs its value (promote or scatter it "
+                                     "first)",
                                      what, fmt::join(c.coordinate_of(t), ", ")));
   }
 }
