@@ -137,6 +137,13 @@
 // and stalls (a use that waited for its tile: a fetch still in flight, or a
 // tile read when needed).
 //
+// Failure (docs/tiled_evictable.md, "Failure"). When a tier's I/O fails
+// during evict, promote, project, scatter, a direct operation or a
+// backward, the call raises the OSError (at wait() for a handle), publishes
+// nothing, and leaves every tile's state, every value and the version as
+// they were (the call's own best-effort promotions are undone); the
+// instance stays usable.
+//
 // Not built yet (issue 22; docs/tiled_evictable.md, "Not built yet"):
 // io_uring batched tier reads.
 #pragma once

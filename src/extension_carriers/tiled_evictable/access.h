@@ -72,8 +72,34 @@ struct TiledEvictableAccess {
   // that are not resident and not in use by anyone; a completed handle when
   // none qualify. Errors of the transfer itself surface at wait().
   // `reserve_bytes` of the budget are left free (for a streamed pass that
-  // follows: its staged tile and prefetched ones).
-  static AwaitResidency prefetch(TiledEvictable& carrier, const TileSet& tiles, std::int64_t reserve_bytes = 0);
+  // follows: its staged tile and prefetched ones). `submitted`, when given,
+  // receives the tiles the transfer promotes.
+  static AwaitResidency prefetch(TiledEvictable& carrier, const TileSet& tiles, std::int64_t reserve_bytes = 0,
+                                 TileSet* submitted = nullptr);
+  // Undoes a failed call's own best-effort promotions (docs/tiled_evictable.md,
+  // "Failure"): evicts the tiles of `promoted` that are still primary,
+  // clean and unused, which moves no data (their secondary copy is kept).
+  static void undo_promotions(TiledEvictable& carrier, const TileSet& promoted) noexcept;
+  // The same as a guard: a call's promotions, undone at scope exit unless
+  // dismissed (the call succeeded).
+  class PromotionsUndoneOnFailure {
+   public:
+    PromotionsUndoneOnFailure() = default;
+    PromotionsUndoneOnFailure(const PromotionsUndoneOnFailure&) = delete;
+    PromotionsUndoneOnFailure& operator=(const PromotionsUndoneOnFailure&) = delete;
+    ~PromotionsUndoneOnFailure() {
+      for (auto& [carrier, tiles] : promoted_) undo_promotions(*carrier, tiles);
+    }
+    // A prefetch of `tiles` whose promotions the guard undoes.
+    AwaitResidency prefetch(const std::shared_ptr<TiledEvictable>& carrier, const TileSet& tiles) {
+      promoted_.emplace_back(carrier, TileSet());
+      return TiledEvictableAccess::prefetch(*carrier, tiles, 0, &promoted_.back().second);
+    }
+    void dismiss() noexcept { promoted_.clear(); }
+
+   private:
+    std::vector<std::pair<std::shared_ptr<TiledEvictable>, TileSet>> promoted_;
+  };
   // Best effort, for a policy's evictions after the work: evicts the
   // resident tiles of `tiles` that are not in use. A failure changes no
   // tile (evict is failure-atomic) and is dropped: the work's result stands.

@@ -270,7 +270,8 @@ std::vector<OperationCapability> TiledEvictableAccess::capabilities(const TiledE
 
 // Within the budget: only as many tiles as fit beside what is resident are
 // promoted (the others are read from the secondary when needed).
-AwaitResidency TiledEvictableAccess::prefetch(TiledEvictable& c, const TileSet& tiles, std::int64_t reserve_bytes) {
+AwaitResidency TiledEvictableAccess::prefetch(TiledEvictable& c, const TileSet& tiles, std::int64_t reserve_bytes,
+                                              TileSet* submitted) {
   std::vector<TileCoordinate> fitting;
   {
     const std::lock_guard lock(c.mutex_);
@@ -284,7 +285,25 @@ AwaitResidency TiledEvictableAccess::prefetch(TiledEvictable& c, const TileSet& 
     }
   }
   if (fitting.empty()) return AwaitResidency(extension::ProviderCompletion<void>::ready());
-  return c.submit(TileSet(std::move(fitting)), true, "TiledEvictable (prefetch)", true);
+  TileSet set(std::move(fitting));
+  AwaitResidency handle = c.submit(set, true, "TiledEvictable (prefetch)", true);
+  if (submitted) *submitted = std::move(set);
+  return handle;
+}
+
+void TiledEvictableAccess::undo_promotions(TiledEvictable& c, const TileSet& promoted) noexcept {
+  try {
+    std::vector<TileCoordinate> clean;
+    {
+      const std::lock_guard lock(c.mutex_);
+      for (const TileCoordinate& coordinate : promoted.coordinates()) {
+        const TiledEvictable::Tile& tile = c.tiles_[c.tile_index(coordinate, "TiledEvictable (undo)")];
+        if (tile.block && tile.secondary_valid && tile.users == 0 && !tile.busy) clean.push_back(coordinate);
+      }
+    }
+    evict_if_possible(c, TileSet(std::move(clean)));
+  } catch (...) {  // best effort: a tile left primary and clean holds the same value
+  }
 }
 
 void TiledEvictableAccess::evict_if_possible(TiledEvictable& c, const TileSet& tiles) noexcept {
@@ -341,8 +360,10 @@ extension::CompositeProvider::Prepared prepare_direct(const Carrier&, const oper
   for (const auto& instance : instances)
     if (instance->residency_policy()) plans.emplace_back(instance, policy_plan(*instance, instance->all_tiles(), "operation"));
   return extension::PreparedComposite([inv = &inv, plans = std::move(plans)]() -> extension::ResultSubmission {
-    for (const auto& [instance, plan] : plans) TiledEvictableAccess::prefetch(*instance, plan.promote()).wait();
+    TiledEvictableAccess::PromotionsUndoneOnFailure promotions;  // a failed operation undoes them
+    for (const auto& [instance, plan] : plans) promotions.prefetch(instance, plan.promote()).wait();
     Tensor result = run_direct_operation(*inv);  // streamed (direct.cpp)
+    promotions.dismiss();
     // The policy's evictions, deferred until the work no longer needs them.
     for (const auto& [instance, plan] : plans) TiledEvictableAccess::evict_if_possible(*instance, plan.evict());
     return extension::ProviderResult({std::move(result)});

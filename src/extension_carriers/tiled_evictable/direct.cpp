@@ -810,7 +810,8 @@ std::vector<std::optional<Tensor>> run_direct_backward(const operation::VJPConte
   std::vector<std::pair<std::shared_ptr<TiledEvictable>, ResidencyPlan>> plans;
   for (const auto& instance : instances)
     if (instance->residency_policy()) plans.emplace_back(instance, policy_plan(*instance, instance->all_tiles(), "backward"));
-  for (const auto& [instance, plan] : plans) TiledEvictableAccess::prefetch(*instance, plan.promote()).wait();
+  TiledEvictableAccess::PromotionsUndoneOnFailure promotions;  // a failed backward undoes them
+  for (const auto& [instance, plan] : plans) promotions.prefetch(instance, plan.promote()).wait();
   const auto slot_of = [&](std::size_t schema_index) -> std::optional<std::size_t> {
     for (std::size_t d = 0; d < differentiable.size(); ++d)
       if (differentiable[d] == schema_index) return d;
@@ -884,6 +885,7 @@ std::vector<std::optional<Tensor>> run_direct_backward(const operation::VJPConte
     if (!gradients[o]) continue;
     if (const std::optional<std::size_t> d = slot_of(position[o])) out[*d] = gradients[o]->finish();
   }
+  promotions.dismiss();
   for (const auto& [instance, plan] : plans) TiledEvictableAccess::evict_if_possible(*instance, plan.evict());
   return out;
 }

@@ -336,8 +336,10 @@ AwaitProjection TiledEvictable::project(const Tensor& tensor, const TileSelectio
   // the handle completes (or is dropped) release() refuses (B15).
   // They promote what fits beside room for the gather's own stream (the
   // tile in use and prefetch_depth tiles ahead), which stages the rest.
+  // A failed wait() undoes them (docs/tiled_evictable.md, "Failure").
+  TileSet promoted;
   const AwaitResidency transfers = TiledEvictableAccess::prefetch(
-      *this, tile_union(selection.tile_set(), plan.promote()), (prefetch_depth_ + 1) * tile_bytes());
+      *this, tile_union(selection.tile_set(), plan.promote()), (prefetch_depth_ + 1) * tile_bytes(), &promoted);
   const std::shared_ptr<void> pending = hold_pending();
   const bool grad = is_grad_enabled();
   const std::uint64_t version = this->version();
@@ -345,17 +347,22 @@ AwaitProjection TiledEvictable::project(const Tensor& tensor, const TileSelectio
   if (destination) options.emplace("destination", destination_option(destination));
   auto self = std::static_pointer_cast<TiledEvictable>(shared_from_this());
   return AwaitProjection(extension::ProviderCompletion<Tensor>::deferred(
-      [self, transfers, pending, grad, version, tensor, evict = plan.evict(),
+      [self, transfers, pending, grad, version, tensor, evict = plan.evict(), promoted = std::move(promoted),
        options = std::move(options)]() -> Tensor {
-        transfers.wait();
-        if (self->version() != version)
-          throw RuntimeError(fmt::format("{}: the source was written after project() and before wait()", what));
-        Tensor result = [&] {
-          const GradModeGuard mode(grad);
-          return (*gather_definition())({tensor}, options).front();
-        }();
-        TiledEvictableAccess::evict_if_possible(*self, evict);
-        return result;
+        try {
+          transfers.wait();
+          if (self->version() != version)
+            throw RuntimeError(fmt::format("{}: the source was written after project() and before wait()", what));
+          Tensor result = [&] {
+            const GradModeGuard mode(grad);
+            return (*gather_definition())({tensor}, options).front();
+          }();
+          TiledEvictableAccess::evict_if_possible(*self, evict);
+          return result;
+        } catch (...) {
+          TiledEvictableAccess::undo_promotions(*self, promoted);
+          throw;
+        }
       }));
 }
 

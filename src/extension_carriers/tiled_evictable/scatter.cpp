@@ -217,7 +217,8 @@ AwaitMove<Tensor> TiledEvictable::scatter(const Tensor& compact, const Tensor& t
   TileSet to_promote = plan.promote();
   if (reduction == ScatterReduction::Add) to_promote = tile_union(selection.tile_set(), to_promote);
   std::optional<AwaitResidency> transfers;
-  if (!to_promote.empty()) transfers = TiledEvictableAccess::prefetch(*this, to_promote);
+  TileSet promoted;  // undone by a failed wait() (docs/tiled_evictable.md, "Failure")
+  if (!to_promote.empty()) transfers = TiledEvictableAccess::prefetch(*this, to_promote, 0, &promoted);
   const std::shared_ptr<void> pending = hold_pending();  // release() refuses until the scatter completes (B15)
   const bool grad = is_grad_enabled();
   const std::uint64_t template_version = version(), compact_version = compact.carrier()->version();
@@ -225,15 +226,20 @@ AwaitMove<Tensor> TiledEvictable::scatter(const Tensor& compact, const Tensor& t
   operation::OptionMap options{{"per_axis", encode_selection(selection)},
                                {"reduction", std::string(reduction == ScatterReduction::Add ? "add" : "replace")}};
   auto run = [self, compact, template_, grad, template_version, compact_version, pending, evict = plan.evict(),
-              options = std::move(options)]() -> Tensor {
-    if (self->version() != template_version || compact.carrier()->version() != compact_version)
-      throw RuntimeError(fmt::format("{}: an input was written after scatter() and before wait()", what));
-    Tensor result = [&] {
-      const GradModeGuard mode(grad);
-      return (*scatter_definition())({template_, compact}, options).front();
-    }();
-    TiledEvictableAccess::evict_if_possible(*self, evict);
-    return result;
+              promoted, options = std::move(options)]() -> Tensor {
+    try {
+      if (self->version() != template_version || compact.carrier()->version() != compact_version)
+        throw RuntimeError(fmt::format("{}: an input was written after scatter() and before wait()", what));
+      Tensor result = [&] {
+        const GradModeGuard mode(grad);
+        return (*scatter_definition())({template_, compact}, options).front();
+      }();
+      TiledEvictableAccess::evict_if_possible(*self, evict);
+      return result;
+    } catch (...) {
+      TiledEvictableAccess::undo_promotions(*self, promoted);
+      throw;
+    }
   };
   return AwaitMove<Tensor>(std::make_shared<ScatterTransaction>(std::move(transfers), std::move(run)));
 }
