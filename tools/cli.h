@@ -48,6 +48,10 @@ struct Command {
 // NAME=JSON option, a file name) starts with '-'.
 const CLI::Validator& not_a_flag();
 
+// A progress bar on stderr, redrawn in place (`done` of `total` bytes); it
+// ends its line at 100%.
+void draw_progress(std::int64_t done, std::int64_t total);
+
 // The subcommands, in the order `strideweave --help` lists them.
 Command add_tour_command(CLI::App& app);     // cmd_tour.cpp
 Command add_plans_command(CLI::App& app);    // cmd_plans.cpp
@@ -58,6 +62,7 @@ Command add_check_command(CLI::App& app);    // cmd_check.cpp (and --gradients)
 Command add_explain_command(CLI::App& app);  // cmd_explain.cpp
 Command add_inspect_command(CLI::App& app);  // cmd_formats.cpp
 Command add_convert_command(CLI::App& app);  // cmd_formats.cpp
+Command add_demo_command(CLI::App& app);     // cmd_demo.cpp (demo out-of-core)
 
 // The tour (also what `strideweave` alone runs).
 int run_tour();

@@ -80,19 +80,6 @@ struct ConvertArguments {
   bool as_json = false;
 };
 
-// A progress bar on stderr, redrawn in place; ends its line at 100%.
-void draw_progress(std::int64_t done, std::int64_t total) {
-  constexpr int kWidth = 30;
-  const double fraction = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-  const int filled = static_cast<int>(fraction * kWidth);
-  std::cerr << fmt::format("\r[{}{}] {:3d}% {:.1f}/{:.1f} MiB", std::string(static_cast<std::size_t>(filled), '#'),
-                           std::string(static_cast<std::size_t>(kWidth - filled), '.'),
-                           static_cast<int>(fraction * 100.0), static_cast<double>(done) / (1 << 20),
-                           static_cast<double>(total) / (1 << 20));
-  if (done >= total) std::cerr << "\n";
-  std::cerr.flush();
-}
-
 int run_convert(const ConvertArguments& a) {
   try {
     const FileHeader source = inspect_file(a.source);

@@ -1,5 +1,6 @@
 // The strideweave command (docs/cli.md). With no arguments: a short tour on
-// the built-in default. Subcommands: tour, plans, resolve, run, caps, check.
+// the built-in default. Subcommands: tour, plans, resolve, run, caps, check,
+// explain, inspect, convert, demo.
 //
 // CLI11 parses the command line and generates every `--help`. Exit codes:
 // 0 success (and --help, --version), 1 an error of the library, 2 a usage
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {add_tour_command(app), add_plans_command(app), add_resolve_command(app),
                                          add_run_command(app),  add_caps_command(app),  add_check_command(app),
                                          add_explain_command(app), add_inspect_command(app),
-                                         add_convert_command(app)};
+                                         add_convert_command(app), add_demo_command(app)};
   // After the subcommands, which would otherwise inherit it.
   app.footer(
       "Without a subcommand: the tour. 'strideweave SUBCOMMAND --help' describes each one; docs/cli.md is the "
