@@ -39,21 +39,13 @@ at the end.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 
 import numpy as np
 
-
-def drop_cached_pages(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+from storage import DD_BLOCK, dd_seconds, drop_cached_pages  # bench/storage.py: the same disk helpers
 
 
 def write_matrix(path, n, seed):
@@ -71,13 +63,8 @@ def write_matrix(path, n, seed):
         os.close(fd)
 
 
-def dd_seconds(path):
-    done = subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=16M", "iflag=direct"], check=True,
-                          capture_output=True, text=True)
-    match = re.search(r"copied, ([0-9.e+-]+) s", done.stderr)
-    if not match:
-        raise RuntimeError(f"dd printed no time: {done.stderr!r}")
-    return float(match.group(1))
+def dd_read_seconds(path):
+    return dd_seconds([f"if={path}", "of=/dev/null", f"bs={DD_BLOCK}", "iflag=direct"])
 
 
 def runs_of(bench, *args):
@@ -131,7 +118,7 @@ def main():
         write_matrix(a_path, n, 1)
         write_matrix(b_path, n, 2)
         gb = size / 1e9
-        dd = min(dd_seconds(a_path) for _ in range(args.repeats))
+        dd = min(dd_read_seconds(a_path) for _ in range(args.repeats))
 
         def memmap_best(work):
             seconds = []

@@ -18,6 +18,8 @@
 // seconds and the instance's counters. Never a threshold.
 #include <strideweave/strideweave.h>
 
+#include "bench_files.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -37,20 +39,9 @@ namespace sw = strideweave;
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-void drop_cached_pages(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw std::runtime_error(fmt::format("open {} failed", path));
-  ::fsync(fd);
-  const int error = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
-  if (error != 0) throw std::runtime_error(fmt::format("posix_fadvise {} failed: {}", path, error));
-}
+using bench_files::clock_type;
+using bench_files::drop_cached_pages;
+using bench_files::seconds_since;
 
 // The matrix's side: the file is n * n Float32 values, n a multiple of tile.
 std::int64_t side_of(const std::string& path, std::int64_t tile) {

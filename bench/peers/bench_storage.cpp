@@ -22,6 +22,8 @@
 // "seconds": ..., ...}. Never a threshold: the figures are reported, not judged.
 #include <strideweave/strideweave.h>
 
+#include "bench_files.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -42,21 +44,9 @@ namespace sw = strideweave;
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-// fsync + POSIX_FADV_DONTNEED: the file's clean pages leave the page cache.
-void drop_cached_pages(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw std::runtime_error(fmt::format("open {} failed", path));
-  ::fsync(fd);
-  const int error = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
-  if (error != 0) throw std::runtime_error(fmt::format("posix_fadvise {} failed: {}", path, error));
-}
+using bench_files::clock_type;
+using bench_files::drop_cached_pages;
+using bench_files::seconds_since;
 
 int move_reduce(const std::string& path, int repeats) {
   const std::int64_t bytes = static_cast<std::int64_t>(std::filesystem::file_size(path));

@@ -31,6 +31,7 @@
 namespace {
 
 using namespace strideweave;
+using strideweave::testing::float_values;
 using strideweave::testing::floats;
 using strideweave::testing::tiled_logical;
 
@@ -62,11 +63,6 @@ class FailNth final : public sysio::SystemIo {
 
 std::int64_t page_bytes() { return ::sysconf(_SC_PAGESIZE); }
 
-std::vector<Value> values_of(const std::vector<float>& v) {
-  std::vector<Value> out;
-  for (float x : v) out.push_back(Value::from_float32(x));
-  return out;
-}
 
 std::vector<float> small_integers(std::size_t n, std::mt19937& rng) {
   std::uniform_int_distribution<int> d(-3, 3);
@@ -93,7 +89,7 @@ struct Tiled {
   Tensor dense() const {
     std::vector<std::int64_t> logical;
     for (std::size_t i = 0; i < grid.size(); ++i) logical.push_back(grid[i] * tile[i]);
-    return Tensor(CPU::from_values(values_of(tiled_logical(slots, grid, tile)), DType::Float32()), 0,
+    return Tensor(CPU::from_values(float_values(tiled_logical(slots, grid, tile)), DType::Float32()), 0,
                   Layout::compact(Shape::of(logical)));
   }
 };
@@ -105,10 +101,10 @@ Tiled make_tiled(const std::vector<std::int64_t>& grid, const std::vector<std::i
   TiledEvictableOptions options;
   options.residency_bytes = budget;
   options.prefetch_depth = depth;
-  std::shared_ptr<Carrier> primary = CPU::from_values(dirty ? values_of(slots) : std::vector<Value>{}, DType::Float32());
+  std::shared_ptr<Carrier> primary = CPU::from_values(dirty ? float_values(slots) : std::vector<Value>{}, DType::Float32());
   std::shared_ptr<Carrier> secondary =
       FileBacked::create(std::nullopt, DType::Float32(), true, dirty ? 0 : n, page_bytes());
-  if (!dirty) secondary->write_values(0, values_of(slots));
+  if (!dirty) secondary->write_values(0, float_values(slots));
   auto c = TiledEvictable::create(primary, secondary, grid, tile, options);
   return {c, c->full_tensor(), std::move(slots), grid, tile};
 }
@@ -176,7 +172,7 @@ TEST(TiledNothingLost_FaultInjection, EvictKeepsEveryTileWhenTheTierFails) {
   // to move at every point in turn.
   x.carrier->promote(x.carrier->all_tiles());
   x.slots[5] += 1.0f;
-  x.carrier->write_values(5, values_of({x.slots[5]}));  // tile 0 dirty again
+  x.carrier->write_values(5, float_values({x.slots[5]}));  // tile 0 dirty again
   const States dirty = states_of(*x.carrier);
   const int faults = fail_each(FailNth::DropPages, EIO, [&] { x.carrier->evict(x.carrier->all_tiles()); },
                                [&](bool threw) {
@@ -215,7 +211,7 @@ TEST(TiledNothingLost_FaultInjection, ProjectAndScatterPublishNothingWhenTheTier
               EXPECT_TRUE(threw);
               expect_unchanged(x, before);
             });
-  const Tensor compact(CPU::from_values(values_of(small_integers(64 * 32, rng)), DType::Float32()), 0,
+  const Tensor compact(CPU::from_values(float_values(small_integers(64 * 32, rng)), DType::Float32()), 0,
                        Layout::compact(Shape::of({64, 32})));
   const TileSelection half({{0, 1, 2, 3}, {1, 3}});
   std::optional<Tensor> published;
@@ -384,7 +380,7 @@ TEST(TiledNothingLost_Stress, RandomInterleavingsAgreeWithAnInMemoryModel) {
             const std::vector<std::int64_t> extents{
                 static_cast<std::int64_t>(s.per_axis()[0].size()) * t.tile[0],
                 static_cast<std::int64_t>(s.per_axis()[1].size()) * t.tile[1]};
-            const Tensor compact(CPU::from_values(values_of(values), DType::Float32()), 0,
+            const Tensor compact(CPU::from_values(float_values(values), DType::Float32()), 0,
                                  Layout::compact(Shape::of(extents)));
             const bool add_mode = std::bernoulli_distribution(0.5)(rng);
             const Tensor r =
@@ -402,7 +398,7 @@ TEST(TiledNothingLost_Stress, RandomInterleavingsAgreeWithAnInMemoryModel) {
             const std::int64_t first = std::uniform_int_distribution<std::int64_t>(
                 0, static_cast<std::int64_t>(t.slots.size()) - 8)(rng);
             const std::vector<float> values = small_integers(8, rng);
-            t.carrier->write_values(first, values_of(values));
+            t.carrier->write_values(first, float_values(values));
             std::copy(values.begin(), values.end(), t.slots.begin() + first);
             break;
           }

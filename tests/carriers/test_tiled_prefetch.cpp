@@ -15,13 +15,9 @@
 namespace {
 
 using namespace strideweave;
+using strideweave::testing::float_values;
 using strideweave::testing::floats;
 
-std::vector<Value> values_of(const std::vector<float>& v) {
-  std::vector<Value> out;
-  for (float x : v) out.push_back(Value::from_float32(x));
-  return out;
-}
 
 // An out-of-core tensor: every tile clean and only in a FileBacked secondary.
 struct Tiled {
@@ -46,8 +42,8 @@ Tiled out_of_core(const std::vector<std::int64_t>& grid, const std::vector<std::
   options.residency_bytes = budget;
   options.prefetch_depth = depth;
   auto c = TiledEvictable::create(CPU::from_values({}, DType::Float32()),
-                                  FileBacked::from_values(values_of(slots), DType::Float32()), grid, tile, options);
-  const Tensor dense(CPU::from_values(values_of(strideweave::testing::tiled_logical(slots, grid, tile)),
+                                  FileBacked::from_values(float_values(slots), DType::Float32()), grid, tile, options);
+  const Tensor dense(CPU::from_values(float_values(strideweave::testing::tiled_logical(slots, grid, tile)),
                                       DType::Float32()),
                      0, Layout::compact(Shape::of(logical)));
   return {c, c->full_tensor(), dense};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <strideweave/tensor.h>
+#include <strideweave/value.h>
 
 #include <cstdint>
 #include <vector>
@@ -22,6 +23,14 @@ inline std::vector<std::int32_t> ints(const Tensor& t) {
 inline std::vector<bool> bools(const Tensor& t) {
   std::vector<bool> out;
   for (std::int64_t i = 0; i < t.size(); ++i) out.push_back(t.at_ordinal(i).b);
+  return out;
+}
+
+// The other way: Float32 Values of plain floats (a carrier's contents).
+inline std::vector<Value> float_values(const std::vector<float>& v) {
+  std::vector<Value> out;
+  out.reserve(v.size());
+  for (float x : v) out.push_back(Value::from_float32(x));
   return out;
 }
 

@@ -408,20 +408,25 @@ void Stager::drop(std::unordered_map<std::int64_t, Staged>::iterator it) {
   staged_.erase(it);
 }
 
+std::unordered_map<std::int64_t, Stager::Staged>::iterator Stager::furthest_droppable(std::int64_t after) {
+  auto victim = staged_.end();
+  std::int64_t furthest = after;
+  for (auto it = staged_.begin(); it != staged_.end(); ++it) {
+    if (it->second.pins > 0 || !settled(it->second)) continue;
+    const std::int64_t n = next_use(it->first);
+    if (n > furthest) {
+      furthest = n;
+      victim = it;
+    }
+  }
+  return victim;
+}
+
 std::shared_ptr<Carrier> Stager::make_room() {
   std::shared_ptr<Carrier> spare = std::move(spare_);  // a buffer dropped at its last use
   const std::int64_t bytes = instance_->tile_bytes();
   while (TiledEvictableAccess::exceeds_budget_with(*instance_, spare ? 0 : bytes)) {
-    auto victim = staged_.end();
-    std::int64_t furthest = -1;
-    for (auto it = staged_.begin(); it != staged_.end(); ++it) {
-      if (it->second.pins > 0 || !settled(it->second)) continue;
-      const std::int64_t n = next_use(it->first);
-      if (n > furthest) {
-        furthest = n;
-        victim = it;
-      }
-    }
+    const auto victim = furthest_droppable(-1);
     if (victim == staged_.end()) break;  // everything staged is in use: one tile over, by design
     if (spare) TiledEvictableAccess::note_staged(*instance_, -bytes, 0);  // a second drop frees memory
     spare = std::move(victim->second.buffer);
@@ -439,17 +444,7 @@ std::shared_ptr<Carrier> Stager::room_for_fetch(std::int64_t use) {
     TiledEvictableAccess::note_staged(*instance_, bytes, 0);
     return buffer;
   }
-  // Belady: only a tile needed after this use gives its place.
-  auto victim = staged_.end();
-  std::int64_t furthest = use;
-  for (auto it = staged_.begin(); it != staged_.end(); ++it) {
-    if (it->second.pins > 0 || !settled(it->second)) continue;
-    const std::int64_t n = next_use(it->first);
-    if (n > furthest) {
-      furthest = n;
-      victim = it;
-    }
-  }
+  const auto victim = furthest_droppable(use);  // Belady: only a tile needed after this use gives its place
   if (victim == staged_.end()) return nullptr;
   std::shared_ptr<Carrier> buffer = std::move(victim->second.buffer);
   staged_.erase(victim);

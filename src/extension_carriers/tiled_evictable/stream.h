@@ -119,6 +119,9 @@ class Stager {
   };
   Pin pin(std::int64_t tile);
   std::int64_t next_use(std::int64_t tile) const;  // after the current use; INT64_MAX for none
+  // The staged, unpinned, settled tile whose next use is the furthest and
+  // after use `after`; staged_.end() for none.
+  std::unordered_map<std::int64_t, Staged>::iterator furthest_droppable(std::int64_t after);
   // Drops staged, unpinned, settled tiles (furthest next use first) until
   // one more tile fits the budget or none is left to drop; returns one
   // dropped buffer for reuse (null if none).
