@@ -229,6 +229,22 @@ TEST(TiledNothingLost_FaultInjection, ProjectAndScatterPublishNothingWhenTheTier
   EXPECT_EQ(floats(result->project(*published, half).wait()), floats(add(template_part, compact)));
 }
 
+TEST(TiledNothingLost_FaultInjection, BestEffortPromotionsNeverTurnImplicitTilesIntoDirtyBlocks) {
+  // project() promotes its selected tiles best effort; an implicit tile has
+  // nothing to read, and promoting it would leave a dirty zero block behind
+  // (also when the projection then fails).
+  std::mt19937 rng(6);
+  Tiled x = make_tiled(kGrid, kTile, rng, false, default_residency_bytes, 2);
+  const std::shared_ptr<TiledEvictable> zeros =
+      std::static_pointer_cast<TiledEvictable>(x.carrier->allocate_like(x.carrier->size()));
+  const Tensor z(zeros, 0, x.full.layout());
+  const Tensor compact = zeros->project(z, TileSelection({{0, 1, 2, 3}, {0, 1, 2, 3}})).wait();
+  EXPECT_EQ(floats(compact), std::vector<float>(static_cast<std::size_t>(compact.size()), 0.0f));
+  EXPECT_EQ(zeros->implicit_tiles(), zeros->all_tiles());
+  EXPECT_TRUE(zeros->dirty_tiles().empty());
+  EXPECT_EQ(zeros->resident_bytes(), 0);
+}
+
 TEST(TiledNothingLost_FaultInjection, DirectOperationsPublishNothingWhenTheTierFails) {
   std::mt19937 rng(4);
   for (std::int64_t depth : {0, 2}) {

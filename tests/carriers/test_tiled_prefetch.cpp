@@ -135,6 +135,20 @@ TEST(TiledPrefetch_FetchesStayWithinTheBudget, APrefetchNeverTakesThePlaceOfATil
   EXPECT_LE(a.carrier->counters().peak_resident_bytes, 3 * tile_bytes);
 }
 
+TEST(TiledPrefetch_FetchesStayWithinTheBudget, AUseThatFoundNoRoomIsFetchedFirstOnceRoomIsFree) {
+  // Budget: two tiles. Each use's fetch must wait for the previous tile's
+  // buffer; the lookahead then resumes at the use it could not fetch, so
+  // every use after the first is prefetched (before, every other use was
+  // skipped and staged when needed).
+  const std::int64_t tile_bytes = 8 * 8 * 4;
+  Tiled x = out_of_core({4, 4}, {8, 8}, 9, /*depth=*/2, /*budget=*/2 * tile_bytes);
+  (void)reduce_sum(x.full);
+  const TiledEvictableCounters c = x.carrier->counters();
+  EXPECT_EQ(c.tiles_prefetched, 15);
+  EXPECT_EQ(c.bytes_read, 16 * tile_bytes);
+  EXPECT_LE(c.peak_resident_bytes, 2 * tile_bytes);
+}
+
 TEST(TiledPrefetch_TilesAreStagedAheadOfTheirUse, ResidentAndImplicitTilesNeedNoFetch) {
   Tiled x = out_of_core({2, 2}, {2, 2}, 5, 2);
   x.carrier->promote(x.carrier->all_tiles());

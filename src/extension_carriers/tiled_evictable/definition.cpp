@@ -278,7 +278,9 @@ AwaitResidency TiledEvictableAccess::prefetch(TiledEvictable& c, const TileSet& 
     std::int64_t room = c.budget_ - c.resident_tiles_ * c.tile_bytes() - c.staged_bytes_ - reserve_bytes;
     for (const TileCoordinate& coordinate : tiles.coordinates()) {
       const TiledEvictable::Tile& tile = c.tiles_[c.tile_index(coordinate, "TiledEvictable (prefetch)")];
-      if (tile.block) continue;
+      // What submit() keeps of a best-effort promotion (so `submitted` is
+      // what this call promotes: a tile another request holds is left out).
+      if (tile.block || !tile.secondary_valid || tile.busy || tile.users > 0) continue;
       if (room < c.tile_bytes()) break;
       room -= c.tile_bytes();
       fitting.push_back(coordinate);

@@ -470,7 +470,14 @@ void Stager::look_ahead() noexcept {
       const Pin& p = ahead_.back();
       if (!p.secondary || staged_.contains(t)) continue;
       std::shared_ptr<Carrier> buffer = room_for_fetch(static_cast<std::int64_t>(use));
-      if (!buffer) break;  // no room: the later uses are needed later still
+      if (!buffer) {
+        // No room: the later uses are needed later still. This use is left
+        // unpinned, so the next lookahead starts with it again.
+        ahead_.pop_back();
+        pinned_.erase(std::find(pinned_.begin(), pinned_.end(), t));
+        TiledEvictableAccess::unpin_tile(*instance_, t);
+        break;
+      }
       try {
         if (!io_) io_ = std::make_unique<Prefetcher>(instance_);
         auto fetch = std::make_shared<Fetch>();
@@ -531,11 +538,11 @@ TileRun Stager::take(std::int64_t t, const Pin& pin) {
   try {
     if (!buffer) buffer = instance_->primary()->allocate_like(size, true, &instance_->dtype(), true);
     buffer->copy_range(*pin.secondary, t * size, 0, size);
+    staged_.emplace(t, Staged{buffer, 1, nullptr});
   } catch (...) {
     if (counted) TiledEvictableAccess::note_staged(*instance_, -bytes, 0);
     throw;
   }
-  staged_.emplace(t, Staged{buffer, 1, nullptr});
   TiledEvictableAccess::note_staged(*instance_, counted ? 0 : bytes, bytes);
   return TileRun{std::move(buffer), 0};
 }

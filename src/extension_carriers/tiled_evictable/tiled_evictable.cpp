@@ -359,7 +359,10 @@ AwaitResidency TiledEvictable::submit(const TileSet& tiles, bool promote, const 
       std::erase_if(indices, [&](std::int64_t t) {
         const Tile& tile = tiles_[t];
         if (tile.busy || tile.users > 0) return true;
-        if (promote) return tile.block != nullptr || (!tile.secondary_valid && !tile.implicit_zero);
+        // A best-effort promotion reads secondary tiles only: an implicit
+        // tile would become a dirty zero block (and streams read zeros
+        // without one).
+        if (promote) return tile.block != nullptr || !tile.secondary_valid;
         return tile.block == nullptr;
       });
       if (indices.empty()) return AwaitResidency(extension::ProviderCompletion<void>::ready());
