@@ -671,7 +671,7 @@ TEST(DispatchRecord_Issue20Step1, ATypedCallOnADefinitionBackedCarrierIsGatedOnc
 
 TEST(DispatchRecord_Issue20Step1, TheRecordNamesWhatExecutesThePlan) {
   std::atomic<int> prepares{0};
-  register_ref_accel<66>(prepares);
+  register_ref_accel<72>(prepares);
   const OperationPlan plan = resolve_operation_plan("add", {DType::Float32(), DType::Float32()});
   using capability_registry::ExecutorKind;
   // A kernel-backed class: its kernel, in the class's own table.
@@ -681,7 +681,7 @@ TEST(DispatchRecord_Issue20Step1, TheRecordNamesWhatExecutesThePlan) {
   EXPECT_EQ(k.executor.target, kernel_table(carrier_class<CPU>())->find(plan));
   // A definition-backed class: its statically matching kernel patterns, in
   // preference order (carrier-extension R11.3-R11.4).
-  const Tensor accel = on<66>({1}, Shape{1});
+  const Tensor accel = on<72>({1}, Shape{1});
   const storage::Admission p = storage::gate(*accel.carrier(), plan);
   ASSERT_EQ(p.executor.kind, ExecutorKind::KernelPatterns);
   const auto& candidates = *static_cast<const std::vector<const ext::detail::Candidate*>*>(p.executor.target);
