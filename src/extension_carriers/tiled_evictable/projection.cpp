@@ -284,15 +284,14 @@ std::shared_ptr<const operation::OperationDefinition> gather_definition() {
 
 extension::CompositeProvider::Prepared prepare_gather(const operation::ResolvedInvocation& invocation) {
   const Tensor& source = std::get<Tensor>(invocation.operands()[0]);
-  const TiledEvictable& tiled = tiled_of(source, TiledEvictable::gather_operation_name);
+  (void)tiled_of(source, TiledEvictable::gather_operation_name);  // TypeError for another carrier, before any work
   TileSelection selection = decode_selection(std::get<std::vector<std::int64_t>>(invocation.options().at("per_axis")),
                                              TiledEvictable::gather_operation_name);
   std::shared_ptr<Carrier> destination = destination_of(invocation.options().at("destination"));
-  return extension::PreparedComposite([inv = &invocation, &tiled, selection = std::move(selection),
+  return extension::PreparedComposite([inv = &invocation, selection = std::move(selection),
                                        destination]() -> extension::ResultSubmission {
     const Tensor& src = std::get<Tensor>(inv->operands()[0]);
     const operation::ResultSpec& spec = inv->results()[0];
-    (void)tiled;
     Tensor result = project_streamed(src, selection, spec.dtype(), spec.layout());
     if (destination) {
       const NoGradGuard nothing_recorded;  // the gather is the call's one node
