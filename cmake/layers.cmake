@@ -28,6 +28,12 @@ set(STRIDEWEAVE_LAYER_LIBS_operation ICU::uc)
 # The formats layer parses safetensors' JSON header with nlohmann-json
 # (header-only).
 set(STRIDEWEAVE_LAYER_LIBS_formats nlohmann_json::nlohmann_json)
+# The CUDA carrier (src/extension_carriers/cuda/) links the static CUDA
+# runtime: libstrideweave then loads on machines without CUDA, and the
+# driver is looked up at the first call (docs/cuda.md).
+if(STRIDEWEAVE_CUDA)
+  set(STRIDEWEAVE_LAYER_LIBS_extension_carriers CUDA::cudart_static)
+endif()
 # The library layer's seeded random tensors vectorise Philox with Highway
 # (src/library/philox_batch.cpp).
 set(STRIDEWEAVE_LAYER_LIBS_library hwy::hwy)
@@ -61,6 +67,30 @@ set(STRIDEWEAVE_LAYER_OBJECTS "")
 set(STRIDEWEAVE_THIRD_PARTY fmt::fmt)
 foreach(layer IN LISTS STRIDEWEAVE_LAYERS)
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${layer}/*.cpp)
+  # CUDA (docs/cuda.md, docs/building.md): with the toolkit, a layer's *.cu
+  # files are its device code (one more object library, compiled by nvcc with
+  # the flags below) and its *_cudart.cpp files call the CUDA runtime; without
+  # it, each *_absent.cpp stands in for them.
+  set(cuda_objects "")
+  if(STRIDEWEAVE_CUDA)
+    list(FILTER sources EXCLUDE REGEX "_absent\\.cpp$")
+    file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${layer}/*.cu)
+    if(cuda_sources)
+      add_library(strideweave_layer_${layer}_cuda OBJECT ${cuda_sources})
+      target_include_directories(strideweave_layer_${layer}_cuda PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+      # -fmad=false: no fused multiply-add contraction (Arithmetic::BINARY32,
+      # as -ffp-contract=off for the host code); IEEE division and square
+      # root are nvcc's defaults and stay on.
+      target_compile_options(strideweave_layer_${layer}_cuda PRIVATE -fmad=false
+        $<$<BOOL:${STRIDEWEAVE_WARNINGS_AS_ERRORS}>:-Werror=all-warnings> -Xcompiler=-Wall,-Wextra)
+      set_target_properties(strideweave_layer_${layer}_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON
+        CUDA_VISIBILITY_PRESET hidden)
+      set(cuda_objects $<TARGET_OBJECTS:strideweave_layer_${layer}_cuda>)
+    endif()
+  else()
+    list(FILTER sources EXCLUDE REGEX "_cudart\\.cpp$")
+  endif()
+  set(STRIDEWEAVE_LAYER_CUDA_OBJECTS_${layer} ${cuda_objects})
   add_library(strideweave_layer_${layer} OBJECT ${sources})
   target_include_directories(strideweave_layer_${layer} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(strideweave_layer_${layer} PRIVATE fmt::fmt ${STRIDEWEAVE_LAYER_LIBS_${layer}} strideweave_flags)
@@ -76,7 +106,7 @@ foreach(layer IN LISTS STRIDEWEAVE_LAYERS)
   if(STRIDEWEAVE_SHARED)
     target_compile_definitions(strideweave_layer_${layer} PRIVATE strideweave_EXPORTS)
   endif()
-  list(APPEND STRIDEWEAVE_LAYER_OBJECTS $<TARGET_OBJECTS:strideweave_layer_${layer}>)
+  list(APPEND STRIDEWEAVE_LAYER_OBJECTS $<TARGET_OBJECTS:strideweave_layer_${layer}> ${cuda_objects})
   foreach(lib IN LISTS STRIDEWEAVE_LAYER_LIBS_${layer})
     list(APPEND STRIDEWEAVE_THIRD_PARTY $<BUILD_INTERFACE:${lib}>)
   endforeach()
@@ -106,10 +136,10 @@ function(strideweave_add_layer_link_checks)
   endif()
   foreach(layer IN LISTS STRIDEWEAVE_LAYERS)
     strideweave_layers_below(${layer} below)
-    set(objects $<TARGET_OBJECTS:strideweave_layer_${layer}>)
+    set(objects $<TARGET_OBJECTS:strideweave_layer_${layer}> ${STRIDEWEAVE_LAYER_CUDA_OBJECTS_${layer}})
     set(libs "")
     foreach(b IN LISTS below)
-      list(APPEND objects $<TARGET_OBJECTS:strideweave_layer_${b}>)
+      list(APPEND objects $<TARGET_OBJECTS:strideweave_layer_${b}> ${STRIDEWEAVE_LAYER_CUDA_OBJECTS_${b}})
       list(APPEND libs ${STRIDEWEAVE_LAYER_LIBS_${b}})
     endforeach()
     add_library(strideweave_layercheck_${layer} SHARED ${objects})

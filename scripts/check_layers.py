@@ -6,7 +6,11 @@ Rules (docs/design.md, "Layers"):
   - a file of layer L includes public headers and src/ headers only of L and
     of the layers below L (transitively through cmake/layers.txt);
   - a file in src/carriers/<name>/ never includes another carrier's folder
-    (src/carriers/<other>/ or that carrier's public header);
+    (src/carriers/<other>/ or that carrier's public header); the one
+    exception: a device carrier of the [public-only] layer may include
+    carriers/cpu.h, because the TransferRoute it declares to host memory
+    names the CPU class (carrier-extension R2.3: a definition's routes start
+    at its own class; docs/extension.md);
   - conformance/, tools/ and python/src/ include no src/ header (they use the
     public API);
   - a layer listed under [public-only] (extension_carriers: the shipped
@@ -101,7 +105,7 @@ def main():
             elif public[name] not in layers:
                 problems.append(f"cmake/layers.txt: {name} names the unknown layer {public[name]}")
     files = [p for d in ("src", "conformance", "tools", "python/src") for p in (ROOT / d).rglob("*")
-             if p.suffix in (".h", ".cpp", ".def") and p.is_file()]
+             if p.suffix in (".h", ".cpp", ".cu", ".def") and p.is_file()]
     for header in (ROOT / "include" / "strideweave").rglob("*"):
         if header.is_file():
             files.append(header)
@@ -130,7 +134,9 @@ def main():
                 if target_layer is None:
                     problems.append(f"{rel}:{number}: includes {target}, which is no assigned public header")
                     continue
-                if folder and header in carrier_headers and carrier_headers[header] != folder and header != "carriers/shipped.h":
+                host_route = header == "carriers/cpu.h" and layer in public_only
+                if (folder and header in carrier_headers and carrier_headers[header] != folder
+                        and header != "carriers/shipped.h" and not host_route):
                     problems.append(f"{rel}:{number}: the {folder} carrier includes another carrier's header {target}")
             else:
                 # A quoted include may be relative to the including file;

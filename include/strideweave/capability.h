@@ -243,8 +243,9 @@ namespace strideweave {
 // markers "<!-- BEGIN CAPABILITIES: NAME -->" and "<!-- END CAPABILITIES: NAME -->".
 std::string render_capability_table(CarrierClass carrier_class);
 // `document` with every marked table replaced by its rendering from the
-// descriptors of the shipped kernel-backed classes (unknown names are left
-// as they are).
+// descriptors of the kernel-backed classes and of the independent
+// definition-backed ones (the CUDA carrier: docs/cuda.md); unknown names
+// are left as they are.
 std::string render_capability_tables_into(const std::string& document);
 
 }  // namespace strideweave

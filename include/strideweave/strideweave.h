@@ -8,6 +8,7 @@
 #include <strideweave/carrier_class.h>
 #include <strideweave/carriers/block_device.h>
 #include <strideweave/carriers/cpu.h>
+#include <strideweave/carriers/cuda.h>
 #include <strideweave/carriers/evictable.h>
 #include <strideweave/carriers/tiled_evictable.h>
 #include <strideweave/carriers/file_backed.h>

@@ -94,6 +94,7 @@ void bind_policy(py::module_& m);      // policy.cpp
 void bind_capability(py::module_& m);  // capability.cpp
 void bind_carriers(py::module_& m);    // carriers.cpp
 void bind_file_backed(py::module_& m); // file_backed.cpp
+void bind_cuda(py::module_& m);        // cuda.cpp (CUDA; after carriers)
 void bind_block_device(py::module_& m); // block_device.cpp
 void bind_tensor(py::module_& m);      // tensor.cpp
 void bind_autograd(py::module_& m);    // autograd.cpp
@@ -172,6 +173,8 @@ Value value_arg(py::handle value, const SimpleDType& dtype, const char* what);
 // An integer argument (an int or an object with __index__, never a bool or
 // a float): TypeError naming `what` otherwise; OverflowError beyond int64.
 std::int64_t integer_arg(py::handle value, const char* what);
+// A Python bool (TypeError naming `what` for anything else, 0 and 1 included).
+bool bool_arg(py::handle value, const char* what);
 // A Python bool or a numpy bool.
 bool is_boolean(py::handle value);
 // An int or a numbers.Integral (numpy's integer scalars), not a bool.

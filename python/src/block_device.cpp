@@ -14,12 +14,6 @@
 namespace strideweave::python {
 namespace {
 
-bool flag_arg(py::handle value, const char* what) {
-  if (!PyBool_Check(value.ptr()))
-    throw TypeError(fmt::format("{}: expected a bool, got {}", what, py::repr(value).cast<std::string>()));
-  return value.ptr() == Py_True;
-}
-
 // An asynchronous transfer as Python sees it: the completion and the
 // aligned staging buffer it reads into or writes from.
 struct PyBlockIo {
@@ -103,16 +97,16 @@ OSError (EINVAL) saying so. allocate() makes the carriers.)doc")
              const std::string p = py::str(py::module_::import("os").attr("fsdecode")(path));
              std::optional<std::int64_t> bytes;
              if (!size.is_none()) bytes = integer_arg(size, "BlockDevice: size");
-             const bool sums = flag_arg(checksums, "BlockDevice: checksums");
+             const bool sums = bool_arg(checksums, "BlockDevice: checksums");
              py::gil_scoped_release nogil;
              return BlockDevice::open(p, bytes, sums);
            }),
            py::arg("path"), py::kw_only(), py::arg("size") = py::none(), py::arg("checksums") = false)
       .def("allocate", [](BlockDevice& d, py::handle size, py::handle mutable_, py::handle dtype, py::handle empty) {
              const std::int64_t n = integer_arg(size, "BlockDevice.allocate: size");
-             const bool m_ = flag_arg(mutable_, "BlockDevice.allocate: mutable");
+             const bool m_ = bool_arg(mutable_, "BlockDevice.allocate: mutable");
              const DType& dt = dtype_arg(dtype, "BlockDevice.allocate: dtype");
-             const bool e = flag_arg(empty, "BlockDevice.allocate: empty");
+             const bool e = bool_arg(empty, "BlockDevice.allocate: empty");
              py::gil_scoped_release nogil;
              return d.allocate(n, m_, dt, e);
            },

@@ -425,12 +425,6 @@ const SimpleDType& storage_dtype_arg(py::handle self, py::handle dtype, const st
   return static_cast<const SimpleDType&>(d);
 }
 
-bool bool_arg(py::handle value, const char* what) {
-  if (!PyBool_Check(value.ptr()))
-    throw TypeError(fmt::format("{}: expected a bool, got {}", what, py::repr(value).cast<std::string>()));
-  return value.ptr() == Py_True;
-}
-
 // new_like / allocate_like of a definition-backed Python class (R3.7): a new
 // instance of exactly the prototype's class, configured like the prototype,
 // through the carrier's own allocation path -- the Python counterpart of the
@@ -648,6 +642,12 @@ const SimpleDType& like_dtype(const Carrier& c, py::handle dtype, const char* wh
 
 }  // namespace
 
+bool bool_arg(py::handle value, const char* what) {
+  if (!PyBool_Check(value.ptr()))
+    throw TypeError(fmt::format("{}: expected a bool, got {}", what, py::repr(value).cast<std::string>()));
+  return value.ptr() == Py_True;
+}
+
 std::shared_ptr<Carrier> carrier_arg(py::handle value, const char* what) {
   if (!py::isinstance<Carrier>(value))
     throw TypeError(fmt::format("{}: expected a Carrier, got {}", what, py::repr(value).cast<std::string>()));
@@ -673,6 +673,7 @@ CarrierClass carrier_class_arg(py::handle cls, const char* what) {
     if (t == typeid(BlockDeviceCarrier)) return carrier_class<BlockDeviceCarrier>();
     if (t == typeid(Evictable)) return carrier_class<Evictable>();
     if (t == typeid(TiledEvictable)) return carrier_class<TiledEvictable>();
+    if (t == typeid(CUDA)) return carrier_class<CUDA>();
   } else if (is_subclass(cls, carrier_type())) {
     return python_class_identity(cls);
   }
@@ -721,6 +722,7 @@ py::object carrier_class_object(const CarrierClass& cls) {
   if (cls == carrier_class<FileBacked>()) return py::type::of<FileBacked>();
   if (cls == carrier_class<Evictable>()) return py::type::of<Evictable>();
   if (cls == carrier_class<TiledEvictable>()) return py::type::of<TiledEvictable>();
+  if (cls == carrier_class<CUDA>()) return py::type::of<CUDA>();
   auto it = python_classes().find(cls);
   if (it != python_classes().end()) {
     py::object type = it->second();  // the weak reference's target

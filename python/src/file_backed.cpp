@@ -16,12 +16,6 @@ std::int64_t residency_arg(py::handle value, const char* what) {
   return value.is_none() ? FileBacked::default_residency_bytes : integer_arg(value, what);
 }
 
-bool flag_arg(py::handle value, const char* what) {
-  if (!PyBool_Check(value.ptr()))
-    throw TypeError(fmt::format("{}: expected a bool, got {}", what, py::repr(value).cast<std::string>()));
-  return value.ptr() == Py_True;
-}
-
 }  // namespace
 
 void bind_file_backed(py::module_& m) {
@@ -47,10 +41,10 @@ Closed to subclassing.)doc")
                name = filename.cast<std::string>();
              }
              const DType& d = dtype_arg(dtype, "FileBacked: dtype");
-             const bool m_ = flag_arg(mutable_, "FileBacked: mutable");
+             const bool m_ = bool_arg(mutable_, "FileBacked: mutable");
              const std::int64_t n = integer_arg(size, "FileBacked: size");
              const std::int64_t r = residency_arg(residency_bytes, "FileBacked: residency_bytes");
-             const bool sums = flag_arg(checksums, "FileBacked: checksums");
+             const bool sums = bool_arg(checksums, "FileBacked: checksums");
              py::gil_scoped_release nogil;
              return FileBacked::create(std::move(name), d, m_, n, r, sums);
            }),
@@ -60,12 +54,12 @@ Closed to subclassing.)doc")
                              py::handle residency_bytes, py::handle checksums) {
              const std::string p = py::str(py::module_::import("os").attr("fsdecode")(path));
              const DType& d = dtype_arg(dtype, "FileBacked.open: dtype");
-             const bool m_ = flag_arg(mutable_, "FileBacked.open: mutable");
+             const bool m_ = bool_arg(mutable_, "FileBacked.open: mutable");
              const std::int64_t o = integer_arg(offset, "FileBacked.open: offset");
              std::optional<std::int64_t> n;
              if (!size.is_none()) n = integer_arg(size, "FileBacked.open: size");
              const std::int64_t r = residency_arg(residency_bytes, "FileBacked.open: residency_bytes");
-             const bool sums = flag_arg(checksums, "FileBacked.open: checksums");
+             const bool sums = bool_arg(checksums, "FileBacked.open: checksums");
              py::gil_scoped_release nogil;
              return FileBacked::open(p, d, m_, o, n, r, sums);
            },

@@ -12,12 +12,6 @@ std::filesystem::path path_arg(py::handle path) {
   return std::filesystem::path(py::str(py::module_::import("os").attr("fsdecode")(path)).cast<std::string>());
 }
 
-bool flag_arg(py::handle value, const char* what) {
-  if (!PyBool_Check(value.ptr()))
-    throw TypeError(fmt::format("{}: expected a bool, got {}", what, py::repr(value).cast<std::string>()));
-  return value.ptr() == Py_True;
-}
-
 py::dict header_object(const FileHeader& h) {
   py::dict out;
   out["format"] = h.format == FileFormat::Npy ? "npy" : "safetensors";
@@ -69,7 +63,7 @@ LoadOptions load_options(py::handle carrier, py::handle mutable_, py::handle res
     throw TypeError(fmt::format("{}: carrier must be strideweave.CPU or strideweave.FileBacked, got {}", what,
                                 py::repr(carrier).cast<std::string>()));
   }
-  o.mutable_ = flag_arg(mutable_, what);
+  o.mutable_ = bool_arg(mutable_, what);
   if (!residency_bytes.is_none()) o.residency_bytes = integer_arg(residency_bytes, what);
   return o;
 }

@@ -14,6 +14,7 @@ PYBIND11_MODULE(_core, m) {
   sw::bind_capability(m);
   sw::bind_carriers(m);
   sw::bind_file_backed(m);
+  sw::bind_cuda(m);
   sw::bind_block_device(m);
   sw::bind_tensor(m);
   sw::bind_autograd(m);

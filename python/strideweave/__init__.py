@@ -90,6 +90,7 @@ from ._core import (
     OwnerAccess,
     Generic,
     CPU,
+    CUDA,
     FileBacked,
     Evictable,
     BlockDevice,

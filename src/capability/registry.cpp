@@ -66,6 +66,7 @@ struct Registry {
   std::mutex write;
   std::vector<std::unique_ptr<const Snapshot>> published;  // guarded by `write`
   std::vector<CarrierClass> kernel_backed;                 // guarded by `write`, in declaration order
+  std::vector<CarrierClass> definition_backed;             // guarded by `write`, in claim order
   // Definition-backed classes not yet observed: their sealing step
   // (carrier-extension R7.2), run once by the first observation.
   std::unordered_map<CarrierClass, capability_registry::SealStep> pending;  // guarded by `write`
@@ -270,6 +271,7 @@ void declare_definition_backed(CarrierClass cls, SealStep seal, const std::strin
   std::lock_guard lock(r.write);
   if (auto why = closed_reason_locked(r, cls)) throw TypeError(fmt::format("{}: {} {}", who, cls.name(), *why));
   r.pending.emplace(cls, std::move(seal));
+  r.definition_backed.push_back(cls);
 }
 
 bool is_observed(CarrierClass cls) {
@@ -283,6 +285,13 @@ std::vector<CarrierClass> kernel_backed_classes() {
   Registry& r = registry();
   std::lock_guard lock(r.write);
   return r.kernel_backed;
+}
+
+std::vector<CarrierClass> definition_backed_classes() {
+  detail::ensure_bootstrapped();
+  Registry& r = registry();
+  std::lock_guard lock(r.write);
+  return r.definition_backed;
 }
 
 Entry require_entry(CarrierClass cls, const OperationPlan& plan) {

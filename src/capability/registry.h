@@ -77,6 +77,10 @@ bool is_observed(CarrierClass cls);
 
 // The kernel-backed classes, in declaration order.
 std::vector<CarrierClass> kernel_backed_classes();
+// The classes claimed by declare_definition_backed (independent
+// definition-backed classes: the shipped CUDA carrier, user classes), in
+// claim order.
+std::vector<CarrierClass> definition_backed_classes();
 
 // One sealed entry of a class: its capability, and the execution axes and
 // executor kept beside it.

@@ -43,7 +43,9 @@ std::string render_capability_table(CarrierClass cls) {
 
 std::string render_capability_tables_into(const std::string& document) {
   std::string out = document;
-  for (const CarrierClass& cls : capability_registry::kernel_backed_classes()) {
+  std::vector<CarrierClass> classes = capability_registry::kernel_backed_classes();
+  for (const CarrierClass& cls : capability_registry::definition_backed_classes()) classes.push_back(cls);
+  for (const CarrierClass& cls : classes) {
     const std::string& name = cls.name();
     const std::string begin = fmt::format("<!-- BEGIN CAPABILITIES: {} -->\n", name);
     const std::string end = fmt::format("<!-- END CAPABILITIES: {} -->", name);

@@ -6,11 +6,13 @@
 
 #include <array>
 
+#include <strideweave/carriers/cuda.h>
 #include <strideweave/carriers/evictable.h>
 #include <strideweave/carriers/tiled_evictable.h>
 
 namespace strideweave {
 void register_tiled_evictable_definition();  // tiled_evictable/definition.cpp
+void register_cuda_definition();            // cuda/cuda.cpp
 }  // namespace strideweave
 
 namespace strideweave::extension_carriers {
@@ -20,6 +22,7 @@ namespace {
 constexpr std::array kCarriers{
     ExtensionCarrier{"Evictable", &carrier_class<Evictable>, nullptr},  // evictable/: definition-free
     ExtensionCarrier{"TiledEvictable", &carrier_class<TiledEvictable>, &register_tiled_evictable_definition},
+    ExtensionCarrier{"CUDA", &carrier_class<CUDA>, &register_cuda_definition},
 };
 
 }  // namespace

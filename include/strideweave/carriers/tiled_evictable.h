@@ -4,7 +4,7 @@
 // operation-semantics.md, "The direct tiled operation set";
 // docs/tiled_evictable.md).
 //
-// TiledEvictable is the one definition-backed shipped carrier: a closed
+// TiledEvictable is the one definition-backed shipped composite: a closed
 // extension::DefinedDependentCarrier whose CarrierDefinition holds a
 // StorageProvider (its slots, read and written through the tiles' current
 // residency) and a CompositeProvider (the six direct operations). It is built

@@ -2,7 +2,8 @@
 
 Carrier and DependentCarrier are open for subclassing in Python (a subclass
 is its own exact class; docs/python.md, "Carriers defined in Python");
-Generic and CPU are the shipped, final carriers that compute; Evictable
+Generic and CPU are the shipped, final carriers that compute, and CUDA the
+accelerator (docs/cuda.md); Evictable
 composes two carriers into an exclusively owned two-tier hierarchy
 (carrier-composition.md Part A, docs/evictable.md); TiledEvictable cuts one
 logical extent into tiles with per-tile residency (Part B; its types live in
@@ -14,10 +15,10 @@ definition-backed extension surface is strideweave.carriers.extension
 registry are strideweave.carriers.move (docs/storage.md, "Movement").
 """
 
-from .._core import CPU, BlockDevice, BlockDeviceCarrier, Carrier, DependentCarrier, Evictable, FileBacked, Generic
+from .._core import CPU, CUDA, BlockDevice, BlockDeviceCarrier, Carrier, DependentCarrier, Evictable, FileBacked, Generic
 from . import extension
 from . import move
 from . import tiled_evictable
 from .tiled_evictable import TiledEvictable
 
-__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU", "Evictable", "TiledEvictable", "FileBacked", "BlockDevice", "BlockDeviceCarrier"]
+__all__ = ["Carrier", "DependentCarrier", "Generic", "CPU", "CUDA", "Evictable", "TiledEvictable", "FileBacked", "BlockDevice", "BlockDeviceCarrier"]

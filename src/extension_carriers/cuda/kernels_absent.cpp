@@ -1,0 +1,22 @@
+// The CUDA carrier's kernels in a build without the CUDA toolkit
+// (kernels.h): no instance can exist there (runtime_absent.cpp), so no
+// pattern reaches a launch; each raises all the same.
+#include "extension_carriers/cuda/kernels.h"
+
+#include <strideweave/errors.h>
+
+namespace strideweave::cuda_carrier {
+namespace {
+[[noreturn]] void absent() { throw RuntimeError("CUDA: strideweave was built without the CUDA toolkit"); }
+}  // namespace
+
+bool is_comparison(BinaryOp op) noexcept {
+  return op == BinaryOp::eq || op == BinaryOp::ne || op == BinaryOp::lt || op == BinaryOp::le;
+}
+void launch_binary(int, BinaryOp, const Grid&, const Strided&, const Strided&, void*) { absent(); }
+void launch_unary(int, UnaryOp, const UnaryOptions&, const Grid&, const Strided&, float*) { absent(); }
+void launch_logical_not(int, const Grid&, const Strided&, bool*) { absent(); }
+void launch_clamp(int, const Grid&, const Strided&, const Strided&, const Strided&, float*) { absent(); }
+void launch_select(int, const Grid&, const Strided&, const Strided&, const Strided&, float*) { absent(); }
+
+}  // namespace strideweave::cuda_carrier

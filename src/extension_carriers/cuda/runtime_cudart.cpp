@@ -1,0 +1,156 @@
+// The CUDA carrier's runtime over the CUDA runtime library (runtime.h).
+// Compiled only when the toolkit was found (cmake/layers.cmake); linked with
+// the static runtime, so libstrideweave loads on machines without CUDA and
+// the driver is looked up when the first call is made.
+#include "extension_carriers/cuda/runtime.h"
+
+#include <strideweave/errors.h>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace strideweave::cuda_carrier {
+namespace {
+
+std::string describe(cudaError_t e) { return fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e)); }
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw RuntimeError(fmt::format("CUDA: {} failed ({})", what, describe(e)));
+}
+
+// The device count and the probe's error, asked once (the answer does not
+// change within a process).
+struct Probe {
+  int count = 0;
+  std::string reason;
+};
+const Probe& probe() {
+  static const Probe p = [] {
+    Probe r;
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+      r.reason = fmt::format("no usable CUDA runtime ({})", describe(e));
+      cudaGetLastError();  // clear it: the probe's error is not sticky
+    } else if (n <= 0) {
+      r.reason = "no CUDA device is present";
+    } else {
+      r.count = n;
+    }
+    return r;
+  }();
+  return p;
+}
+
+// Makes `device` current on this thread for one call.
+void use(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
+
+}  // namespace
+
+bool built() noexcept { return true; }
+
+int device_count() noexcept {
+  try {
+    return probe().count;
+  } catch (...) {
+    return 0;
+  }
+}
+
+std::string unavailable_reason() { return probe().reason; }
+
+void require_device(int device) {
+  const Probe& p = probe();
+  if (p.count == 0) throw RuntimeError(fmt::format("CUDA: {}", p.reason));
+  if (device < 0 || device >= p.count)
+    throw RuntimeError(fmt::format("CUDA: device {} is not present ({} device{}: 0..{})", device, p.count,
+                                   p.count == 1 ? "" : "s", p.count - 1));
+}
+
+void* stream(int device) {
+  // One non-blocking stream per device, created on first use and kept for
+  // the process (a stream outlives every carrier that queued work on it).
+  static std::mutex mutex;
+  static std::vector<cudaStream_t> streams;
+  std::lock_guard lock(mutex);
+  if (streams.empty()) streams.assign(static_cast<std::size_t>(std::max(device_count(), 0)), nullptr);
+  require_device(device);
+  cudaStream_t& s = streams[static_cast<std::size_t>(device)];
+  if (!s) {
+    use(device);
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  }
+  return s;
+}
+
+void* allocate(int device, std::size_t bytes, bool empty) {
+  require_device(device);
+  if (bytes == 0) return nullptr;
+  use(device);
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw RuntimeError(fmt::format("CUDA: out of device memory on device {} ({} bytes requested)", device, bytes));
+  }
+  check(e, "cudaMalloc");
+  if (!empty) {
+    const cudaError_t z = cudaMemsetAsync(p, 0, bytes, static_cast<cudaStream_t>(stream(device)));
+    if (z != cudaSuccess) {
+      cudaFree(p);
+      check(z, "cudaMemsetAsync");
+    }
+  }
+  return p;
+}
+
+void release(int device, void* memory) noexcept {
+  if (!memory) return;
+  // cudaFree waits for the device's queued work on this memory.
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(memory) != cudaSuccess) {
+    const cudaError_t e = cudaGetLastError();
+    std::fprintf(stderr, "strideweave: CUDA: freeing device memory failed (%s: %s)\n", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+  }
+}
+
+void copy_to_host(int device, void* host, const void* device_memory, std::size_t bytes) {
+  if (bytes == 0) return;
+  use(device);
+  cudaStream_t s = static_cast<cudaStream_t>(stream(device));
+  check(cudaMemcpyAsync(host, device_memory, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (device to host)");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+void copy_to_device(int device, void* device_memory, const void* host, std::size_t bytes) {
+  if (bytes == 0) return;
+  use(device);
+  cudaStream_t s = static_cast<cudaStream_t>(stream(device));
+  check(cudaMemcpyAsync(device_memory, host, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (host to device)");
+  // The host buffer may be pageable and the caller's: wait before returning.
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+void copy_on_device(int device, void* to, const void* from, std::size_t bytes) {
+  if (bytes == 0) return;
+  use(device);
+  check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream(device))),
+        "cudaMemcpyAsync (device to device)");
+}
+
+void synchronize(int device) {
+  use(device);
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream(device))), "cudaStreamSynchronize");
+}
+
+void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw RuntimeError(fmt::format("CUDA: launching {} failed ({})", what, describe(e)));
+}
+
+}  // namespace strideweave::cuda_carrier
