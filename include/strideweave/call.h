@@ -142,6 +142,44 @@ CallResult call_operation(std::string_view name, std::span<const CallOperand> op
 Tensor execute_lowered(const DispatchedCall& call, std::span<const KernelOperand> operands,
                        const std::shared_ptr<Operation>& tier_operation = nullptr);
 
+// A built-in operation's call as the shipped kernels receive it (beyond the
+// specification; docs/extension.md, "Built-in operations in a kernel
+// pattern"): the typed function's own lowering of invocation.call(), up to
+// the kernel. A kernel pattern for a built-in definition (the CUDA
+// carrier's, a pack's) computes exactly what a Generic kernel computes from
+// the same KernelCall fields, so no accelerator repeats the front end's
+// broadcasting, scalar materialisation or option normalisation:
+//   plan       the kernel's plan: invocation.plan(), except mul(weak,
+//              tensor), whose kernel runs the registry's (tensor,
+//              weak_scalar) plan with `operands` in that order
+//              (docs/policy.md);
+//   operands   in plan order: tensors as views of the result's grid
+//              (broadcast, or aligned for matmul: (..., M, K) x (..., K, N)),
+//              weak scalars materialised to their plan's convert_to dtype;
+//   attributes the normalised options as Generic's kernels read them
+//              (docs/operations/*.md: "axes" sorted and non-negative,
+//              "keepdims", "axis", "k", "descending", "largest", conv's
+//              "stride", "padding_lo", "dilation", "groups", the
+//              activations' parameters);
+//   kernel_shape  the kernel result's shape, filled compact in logical
+//              order;
+//   squeeze    the axes of it that the published result drops (matmul's
+//              vector promotion, rank-0 results): the published shape is
+//              invocation.results()[0].shape(), the same elements in the
+//              same order.
+// TypeError for a definition that is not built-in, and for sort and topk
+// themselves (their two plans, _sort_values / _sort_indices and
+// _topk_values / _topk_indices, are the built-in definitions a pattern
+// serves). The lowering's own errors are the typed call's.
+struct BuiltinKernelCall {
+  OperationPlan plan;
+  std::vector<KernelOperand> operands;
+  Attributes attributes;
+  Shape kernel_shape;
+  std::vector<std::int64_t> squeeze;
+};
+BuiltinKernelCall lower_builtin(const operation::ResolvedInvocation& invocation);
+
 }  // namespace strideweave
 
 STRIDEWEAVE_PUBLIC_END

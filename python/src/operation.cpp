@@ -1291,6 +1291,60 @@ conflict with the invocation's ResultSpecs: ProviderContractError naming the
 field.)doc");
 }
 
+// lower_builtin (<strideweave/call.h>): a built-in call as its kernels see it.
+struct PyBuiltinKernelCall {
+  OperationPlan plan;
+  py::tuple operands;
+  py::dict attributes;
+  Shape kernel_shape;
+  py::tuple squeeze;
+};
+
+void bind_lower_builtin(py::module_& m) {
+  py::class_<PyBuiltinKernelCall>(m, "BuiltinKernelCall", R"doc(
+A built-in operation's call as the shipped kernels receive it
+(lower_builtin): plan (the kernel's plan), operands (Tensors as views of
+the result grid, weak scalars as Python numbers of their convert_to dtype,
+in plan order), attributes (a dict of the normalised options), kernel_shape
+(the kernel result's Shape, filled compact in logical order) and squeeze
+(the axes of it the published result drops).)doc")
+      .def_readonly("plan", &PyBuiltinKernelCall::plan)
+      .def_readonly("operands", &PyBuiltinKernelCall::operands)
+      .def_readonly("attributes", &PyBuiltinKernelCall::attributes)
+      .def_readonly("kernel_shape", &PyBuiltinKernelCall::kernel_shape)
+      .def_readonly("squeeze", &PyBuiltinKernelCall::squeeze);
+  m.def("lower_builtin", [](py::handle invocation) {
+        const PyInvocation& inv = invocation_arg(invocation, "lower_builtin");
+        std::optional<BuiltinKernelCall> made;
+        {
+          py::gil_scoped_release nogil;
+          made.emplace(lower_builtin(*inv.invocation));
+        }
+        BuiltinKernelCall& lowered = *made;
+        PyBuiltinKernelCall out{std::move(lowered.plan), py::tuple(lowered.operands.size()), py::dict(),
+                                std::move(lowered.kernel_shape), py::tuple(lowered.squeeze.size())};
+        for (std::size_t i = 0; i < lowered.operands.size(); ++i) {
+          if (Tensor* t = std::get_if<Tensor>(&lowered.operands[i])) out.operands[i] = tensor_object(std::move(*t));
+          else out.operands[i] = value_object(std::get<Value>(lowered.operands[i]));
+        }
+        for (const auto& [name, value] : lowered.attributes.values())
+          out.attributes[py::str(name)] = std::visit([](const auto& x) -> py::object { return py::cast(x); }, value);
+        for (std::size_t i = 0; i < lowered.squeeze.size(); ++i) out.squeeze[i] = py::int_(lowered.squeeze[i]);
+        return out;
+      },
+      py::arg("invocation"), R"doc(
+lower_builtin(invocation) -> BuiltinKernelCall
+
+A built-in definition's resolved invocation as the shipped kernels receive
+it (docs/extension.md, "Built-in operations in a kernel pattern"): the
+typed function's own lowering (broadcast views, materialised scalars,
+normalised options), so a kernel pattern for a built-in computes what a
+Generic kernel computes from the same fields. TypeError for a definition
+that is not built-in (and for sort and topk themselves: their two plans are
+the built-in definitions _sort_values / _sort_indices and _topk_values /
+_topk_indices).)doc");
+}
+
 // explain() and its records (<strideweave/explain.h>).
 void bind_explain(py::module_& m) {
   // explain() (<strideweave/explain.h>; `strideweave explain`).
@@ -1379,6 +1433,7 @@ void bind_operation(py::module_& m) {
   bind_registry(m);
   bind_explain(m);
   bind_opcheck(m);
+  bind_lower_builtin(m);
 }
 
 }  // namespace strideweave::python

@@ -47,6 +47,10 @@ from ._core import (
     bind,
     resolve_call,
     execute_reference,
+    # beyond the specification: a built-in call as its kernels see it
+    # (docs/extension.md, "Built-in operations in a kernel pattern")
+    lower_builtin,
+    BuiltinKernelCall,
     # beyond the specification: opcheck (docs/opcheck.md), a user-defined
     # operation's kernels against its reference, pattern by pattern
     opcheck,

@@ -94,3 +94,18 @@ def test_issue23_elementwise_on_the_device_matches_cpu():
         assert f(da, db).tolist() == f(a, b).tolist()
     for f in (sw.relu, sw.neg, sw.sqrt, sw.round):
         assert f(da).tolist() == f(a).tolist()
+
+
+def test_backend_capabilities_every_registered_operation_name_has_a_cuda_plan():
+    # "Cover the complete Metal dispatch-name set", with CUDA in Metal's role.
+    names = {c.operation for c in sw.capabilities_for_carrier_class(sw.CUDA)}
+    registered = {spec.name for spec in sw.registered_operations()}
+    assert registered and registered <= names
+
+
+def test_issue23_scalar_first_mul_is_a_cuda_plan():
+    # 2.5 * x: the definition's invocation lists the weak scalar first.
+    tensor_scalar = sw.resolve_operation_plan("mul", sw.DType.Float32, 2.5)
+    assert sw.supports_operation_plan(sw.CUDA, tensor_scalar)
+    names = [(c.operation, [o.role for o in c.operands]) for c in sw.capabilities_for_carrier_class(sw.CUDA)]
+    assert ("mul", [sw.OperandRole.WEAK_SCALAR, sw.OperandRole.TENSOR]) in names

@@ -184,6 +184,26 @@ operation::OptionMap execution_option_map(const std::optional<OperationExecution
   return out;
 }
 
+}  // namespace strideweave::frontend
+
+namespace strideweave {
+
+BuiltinKernelCall lower_builtin(const operation::ResolvedInvocation& invocation) {
+  const OperationDefinition& definition = invocation.definition();
+  const frontend::BuiltinEntry* entry = definition.is_builtin() ? frontend::find_builtin(definition.name()) : nullptr;
+  if (!entry || !entry->lower)
+    throw TypeError(fmt::format("lower_builtin: '{}' is not a built-in definition with one kernel plan",
+                                definition.name()));
+  frontend::Lowered lowered = entry->lower(invocation.call());
+  OperationPlan plan = std::move(lowered.plan);
+  return BuiltinKernelCall{std::move(plan), std::move(lowered.operands), std::move(lowered.attributes),
+                           std::move(lowered.kernel_shape), std::move(lowered.squeeze)};
+}
+
+}  // namespace strideweave
+
+namespace strideweave::frontend {
+
 Tensor run_builtin(const BuiltinEntry& entry, const BoundCall& call) {
   Lowered lowered = entry.lower(call);
   const Carrier& prototype = *lowered.prototype;

@@ -88,45 +88,62 @@ TEST(CUDA_NoDevice, Issue23_EveryCapabilityIsTheCentralPlanOfItsOperation) {
   const std::vector<OperationCapability> caps = capabilities_for_carrier_class(cls);
   ASSERT_FALSE(caps.empty());
   for (const OperationCapability& c : caps) {
-    std::vector<PlanOperand> operands;
-    for (const OperandCapability& o : c.operands()) {
-      ASSERT_EQ(o.role(), OperandRole::TENSOR) << c.operation();
-      operands.emplace_back(static_cast<const SimpleDType&>(*o.dtype()));
-    }
-    const OperationPlan plan = resolve_operation_plan(c.operation(), operands);
-    EXPECT_EQ(OperationCapability::from_plan(plan), c) << c.operation();
-    EXPECT_TRUE(supports_operation_plan(cls, plan));
+    bool found = false;
+    for (const OperationPlan& plan : executable_plan_set())
+      if (OperationCapability::from_plan(plan) == c) found = true;
+    // mul(weak_scalar, tensor): the registry's (tensor, weak_scalar) plan
+    // with its operands in the call's order.
+    const bool scalar_first_mul = c.operation() == "mul" && c.operands()[0].role() == OperandRole::WEAK_SCALAR;
+    EXPECT_TRUE(found || scalar_first_mul) << c.operation() << ": not a plan of the registry";
     EXPECT_EQ(execution_axes(cls, c), ExecutionAxes{}) << c.operation();
   }
 }
 
-// What step 1 covers, derived from the policy rather than listed: every
-// Float32 plan of each elementwise operation of the registry whose operands
-// are all tensors (and select's Bool condition) is in the set; nothing else
-// is (a plan outside the set is refused by the gate with the stable
-// sentence).
-TEST(CUDA_NoDevice, Issue23_CoversTheFloat32ElementwiseAndUnaryPlans) {
-  const CarrierClass cls = carrier_class<CUDA>();
+// backend-capabilities, "Cover the complete Metal dispatch-name set" (CUDA
+// in Metal's role): every computational operation name the central registry
+// registers has at least one CUDA capability.
+TEST(CUDA_NoDevice, Issue23_EveryRegisteredOperationNameHasAPlan_BackendCapabilities) {
   std::set<std::string> names;
-  for (const OperationCapability& c : capabilities_for_carrier_class(cls)) names.insert(c.operation());
-  for (const char* binary : {"add", "sub", "elementwise_mul", "mul", "div", "pow", "rem", "maximum", "minimum", "eq",
-                             "ne", "lt", "le"})
-    EXPECT_TRUE(supports_operation_plan(cls, resolve_operation_plan(binary, {DType::Float32(), DType::Float32()})))
-        << binary;
-  EXPECT_TRUE(supports_operation_plan(
-      cls, resolve_operation_plan("select", {DType::Bool(), DType::Float32(), DType::Float32()})));
-  EXPECT_TRUE(supports_operation_plan(
-      cls, resolve_operation_plan("clamp", {DType::Float32(), DType::Float32(), DType::Float32()})));
-  // Every unary operation of the registry (its form is UNARY or it takes one
-  // tensor and resolves for Float32).
+  for (const OperationCapability& c : capabilities_for_carrier_class(carrier_class<CUDA>())) names.insert(c.operation());
+  ASSERT_FALSE(registered_operations().empty());
+  for (const OperationSpec& spec : registered_operations())
+    EXPECT_TRUE(names.count(spec.name())) << "CUDA has no plan for the registered operation '" << spec.name() << "'";
+}
+
+// The set is the registry's Float32 family, derived here independently of
+// the carrier: every executable plan whose tensor operands are Float32
+// (select's condition Bool, the index operand of gather and scatter Int32),
+// whose weak scalars convert to Float32 and whose accumulator, if any, is
+// Float32; nothing else (a plan outside it is refused by the gate with the
+// stable sentence).
+TEST(CUDA_NoDevice, Issue23_TheCapabilitySetIsTheRegistrysFloat32Family) {
+  const CarrierClass cls = carrier_class<CUDA>();
+  std::size_t expected = 0;
   for (const OperationPlan& plan : executable_plan_set()) {
-    if (plan.operands().size() != 1 || plan.operands()[0].dtype() != &DType::Float32()) continue;
     const std::string& op = plan.operation();
-    if (op.rfind("reduce_", 0) == 0 || op.rfind("arg", 0) == 0 || op == "cumsum" || op[0] == '_') continue;
-    EXPECT_TRUE(supports_operation_plan(cls, plan)) << plan.to_string();
+    bool in = !plan.accumulator_dtype() || plan.accumulator_dtype() == &DType::Float32();
+    for (std::size_t i = 0; i < plan.operands().size() && in; ++i) {
+      const OperandPlan& p = plan.operands()[i];
+      const SimpleDType* wanted = &DType::Float32();
+      if (op == "select" && i == 0) wanted = &DType::Bool();
+      if (i == 1 && (op == "gather" || op == "scatter" || op == "scatter_add")) wanted = &DType::Int32();
+      in = (p.role() == OperandRole::WEAK_SCALAR || p.dtype() == wanted) && &p.convert_to() == wanted;
+    }
+    EXPECT_EQ(supports_operation_plan(cls, plan), in) << plan.to_string();
+    expected += in ? 1 : 0;
+    if (!in) {
+      EXPECT_TRUE(unsupported_plan_reason(cls, plan).has_value()) << plan.to_string();
+    }
   }
+  // ... and 2.5 * x, whose invocation lists the weak scalar first
+  // (docs/policy.md, "mul(weak, tensor)").
+  const OperationPlan tensor_scalar = resolve_operation_plan("mul", {PlanOperand(DType::Float32()), PlanOperand(2.5)});
+  const OperationPlan scalar_first("mul", {tensor_scalar.operands()[1], tensor_scalar.operands()[0]},
+                                   tensor_scalar.compute(), tensor_scalar.accumulation(),
+                                   tensor_scalar.accumulator_dtype(), tensor_scalar.output());
+  EXPECT_TRUE(supports_operation_plan(cls, scalar_first));
+  EXPECT_EQ(capabilities_for_carrier_class(cls).size(), expected + 1);
   const OperationPlan int_add = resolve_operation_plan("add", {DType::Int32(), DType::Int32()});
-  EXPECT_FALSE(supports_operation_plan(cls, int_add));
   EXPECT_EQ(unsupported_plan_reason(cls, int_add),
             "CUDA has capabilities for operation 'add' but none matches the plan " + int_add.to_string() + ".");
 }

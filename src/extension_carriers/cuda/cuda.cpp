@@ -3,6 +3,7 @@
 // route, and its kernel provider, whose built-in patterns cover the
 // built-in operation definitions. Public headers only, as an out-of-tree
 // accelerator (examples/acme_accelerator).
+#include <strideweave/call.h>
 #include <strideweave/carriers/cpu.h>
 #include <strideweave/carriers/cuda.h>
 #include <strideweave/errors.h>
@@ -14,6 +15,10 @@
 
 #include <array>
 #include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -135,60 +140,77 @@ const std::shared_ptr<const CudaKernelInterface>& interface_instance() {
   return i;
 }
 
-const Tensor& tensor_at(const op::ResolvedInvocation& inv, std::size_t i) { return std::get<Tensor>(inv.operands()[i]); }
+// A launch: the lowered call, the device, the result's device memory
+// (kernel_shape's elements, compact, of the plan's output dtype).
+using Launch = std::function<void(const BuiltinKernelCall& call, int device, void* out)>;
+// Why the kernels cannot take this call (more modes or leaves than they
+// read), or nullopt.
+using Fits = std::function<std::optional<std::string>(const BuiltinKernelCall& call)>;
 
-// Allocates the compact result on the operands' device, runs `launch` on
-// it, and publishes it (the launch is queued on the stream; reading the
-// result waits for it).
-template <class Launch>
-ext::ProviderResult launch_into_result(const op::ResolvedInvocation& inv, Launch launch) {
-  const op::ResultSpec& spec = inv.results()[0];
-  const int device = static_cast<const CUDA&>(*tensor_at(inv, 0).carrier()).device();
-  std::shared_ptr<CUDA> out = ext::create<CUDA>(spec.shape().size(), spec.dtype(), true, device, /*empty=*/true);
-  launch(device, out->device_data());
-  return ext::ProviderResult({Tensor(out, spec.shape())});
+int device_of(const BuiltinKernelCall& call) {
+  for (const KernelOperand& o : call.operands)
+    if (const Tensor* t = std::get_if<Tensor>(&o)) return static_cast<const CUDA&>(*t->carrier()).device();
+  throw RuntimeError("CUDA: a built-in call without a tensor operand");  // every lowering has one
 }
+const Tensor& tensor_of(const BuiltinKernelCall& call, std::size_t i) { return std::get<Tensor>(call.operands[i]); }
 
-// A pattern of the built-in `name` for `plans`, whose launch is
-// launch(invocation, merged call, device, result memory).
-template <std::size_t N, class Launch>
-ext::KernelPattern elementwise_pattern(const char* name, const std::vector<OperationPlan>& plans, Launch launch) {
-  std::vector<OperationCapability> caps;
-  for (const OperationPlan& p : plans) caps.push_back(OperationCapability::from_plan(p));
+std::optional<std::string> too_large(const char* what) {
+  return fmt::format("the CUDA kernels read at most {} modes and {} layout leaves per {}", cc::kMaxRank,
+                     cc::kMaxLeaves, what);
+}
+// Every tensor operand as a View, and the kernel shape as Extents.
+std::optional<std::string> views_fit(const BuiltinKernelCall& call) {
+  for (const KernelOperand& o : call.operands)
+    if (const Tensor* t = std::get_if<Tensor>(&o); t && !cc::view_of(*t)) return too_large("operand");
+  if (!cc::extents_of(call.kernel_shape)) return too_large("result");
+  return std::nullopt;
+}
+cc::View view(const BuiltinKernelCall& call, std::size_t i) { return *cc::view_of(tensor_of(call, i)); }
+cc::Extents result_extents(const BuiltinKernelCall& call) { return *cc::extents_of(call.kernel_shape); }
+
+// The pattern of the built-in `name` for `plans`: prepare lowers the call
+// once (lower_builtin: the typed function's own broadcasting, scalars and
+// options) and declines what the kernels cannot read; submit allocates the
+// compact result on the operands' device, launches, and publishes it with
+// the invocation's result shape (the kernel shape without its squeezed
+// axes: the same elements in the same order).
+ext::KernelPattern builtin_pattern(const std::string& name, std::vector<OperationCapability> plans, Fits fits,
+                                   Launch launch) {
   return ext::KernelPattern(
-      op::get_definition(name), std::move(caps), fmt::format("cuda.{}", name),
-      [launch](const op::ResolvedInvocation& inv, const ext::KernelExecutionInterface&) -> ext::KernelPattern::Prepared {
-        std::array<const Tensor*, N> tensors{};
-        for (std::size_t j = 0; j < N; ++j) tensors[j] = &tensor_at(inv, j);
-        std::optional<cc::MergedCall<N>> merged = cc::merged_grid<N>(inv.results()[0].shape(), tensors);
-        if (!merged)
-          return ext::Unsupported(fmt::format("the CUDA kernels read at most {} strided modes per operand",
-                                              cc::kMaxModes));
-        return ext::PreparedKernel(interface_instance(), [&inv, launch, call = *merged]() -> ext::ResultSubmission {
-          return launch_into_result(inv, [&](int device, void* out) { launch(inv, call, device, out); });
+      op::get_definition(name), std::move(plans), "cuda." + name,
+      [fits, launch](const op::ResolvedInvocation& inv,
+                     const ext::KernelExecutionInterface&) -> ext::KernelPattern::Prepared {
+        auto call = std::make_shared<const BuiltinKernelCall>(lower_builtin(inv));
+        if (std::optional<std::string> why = fits(*call)) return ext::Unsupported(*why);
+        return ext::PreparedKernel(interface_instance(), [&inv, call, launch]() -> ext::ResultSubmission {
+          const int device = device_of(*call);
+          std::shared_ptr<CUDA> out =
+              ext::create<CUDA>(call->kernel_shape.size(), call->plan.output(), true, device, /*empty=*/true);
+          launch(*call, device, out->device_data());
+          return ext::ProviderResult({Tensor(out, inv.results()[0].shape())});
         });
       });
 }
 
-OperationPlan plan_of(std::string_view name, std::initializer_list<const SimpleDType*> dtypes) {
-  std::vector<PlanOperand> operands;
-  for (const SimpleDType* d : dtypes) operands.emplace_back(*d);
-  return resolve_operation_plan(name, operands);
+// ---- elementwise: the merged grid of the lowered operands.
+
+template <std::size_t N>
+Fits grid_fits() {
+  return [](const BuiltinKernelCall& call) -> std::optional<std::string> {
+    if (call.operands.size() != N || !cc::merged_grid<N>(call.kernel_shape, call.operands))
+      return fmt::format("the CUDA elementwise kernels read at most {} merged modes", cc::kMaxModes);
+    return std::nullopt;
+  };
+}
+template <std::size_t N, class F>
+Launch on_grid(F f) {
+  return [f](const BuiltinKernelCall& call, int device, void* out) {
+    f(call, *cc::merged_grid<N>(call.kernel_shape, call.operands), device, out);
+  };
 }
 
-float option_float(const op::ResolvedInvocation& inv, std::string_view name, float fallback) {
-  const auto& options = inv.options();
-  auto it = options.find(name);
-  if (it == options.end()) return fallback;
-  if (const double* d = std::get_if<double>(&it->second)) return static_cast<float>(*d);
-  if (const std::int64_t* i = std::get_if<std::int64_t>(&it->second)) return static_cast<float>(*i);
-  return fallback;
-}
-bool option_bool(const op::ResolvedInvocation& inv, std::string_view name) {
-  const auto& options = inv.options();
-  auto it = options.find(name);
-  const bool* b = it == options.end() ? nullptr : std::get_if<bool>(&it->second);
-  return b && *b;
+float attribute_float(const Attributes& a, const char* name, float fallback) {
+  return a.has(name) ? static_cast<float>(a.get<double>(name)) : fallback;
 }
 
 struct BinaryEntry {
@@ -223,47 +245,177 @@ constexpr std::array kUnary{
     UnaryEntry{"ceil", cc::UnaryOp::ceil},       UnaryEntry{"round", cc::UnaryOp::round},
 };
 
-std::vector<ext::KernelPattern> builtin_patterns() {
-  const SimpleDType* f = &DType::Float32();
-  const SimpleDType* b = &DType::Bool();
-  std::vector<ext::KernelPattern> patterns;
+// ---- the kernels of every operation name, by name.
+
+struct Kernel {
+  Fits fits;
+  Launch launch;
+};
+
+cc::ReduceArgs reduce_args(const BuiltinKernelCall& call) {
+  cc::ReduceArgs args;
+  for (std::int64_t axis : call.attributes.get<std::vector<std::int64_t>>("axes"))
+    args.reduced[static_cast<std::size_t>(axis)] = true;
+  args.keepdims = call.attributes.get<bool>("keepdims");
+  return args;
+}
+Kernel reduction(cc::ReduceOp op) {
+  return {views_fit, [op](const BuiltinKernelCall& call, int device, void* out) {
+            cc::launch_reduce(device, op, view(call, 0), reduce_args(call), result_extents(call), out);
+          }};
+}
+Kernel sorting(bool topk, bool indices) {
+  return {views_fit, [topk, indices](const BuiltinKernelCall& call, int device, void* out) {
+            const std::int64_t axis = call.attributes.get<std::int64_t>("axis");
+            const Tensor& x = tensor_of(call, 0);
+            const bool descending = call.attributes.get<bool>(topk ? "largest" : "descending");
+            const std::int64_t count = topk ? call.attributes.get<std::int64_t>("k")
+                                            : x.shape().extent(static_cast<std::size_t>(axis));
+            cc::launch_sort(device, view(call, 0), static_cast<int>(axis), descending, count, indices, out);
+          }};
+}
+// gather, scatter and scatter_add check their indices first (IndexError,
+// Generic's sentence, before anything is published).
+void check_indices(const char* op, const BuiltinKernelCall& call, int device) {
+  const std::int64_t axis = call.attributes.get<std::int64_t>("axis");
+  const std::int64_t extent = tensor_of(call, 0).shape().extent(static_cast<std::size_t>(axis));
+  std::int32_t value = 0;
+  if (cc::first_bad_index(device, view(call, 1), extent, &value) >= 0)
+    throw IndexError(fmt::format("{}: index {} is out of range for axis {} of extent {}", op, value, axis, extent));
+}
+Kernel scattering(bool add) {
+  return {views_fit, [add](const BuiltinKernelCall& call, int device, void* out) {
+            check_indices(add ? "scatter_add" : "scatter", call, device);
+            cc::launch_scatter(device, view(call, 0), view(call, 1), view(call, 2),
+                               static_cast<int>(call.attributes.get<std::int64_t>("axis")), add,
+                               static_cast<float*>(out));
+          }};
+}
+
+std::map<std::string, Kernel, std::less<>> kernels_by_name() {
+  std::map<std::string, Kernel, std::less<>> k;
   for (const BinaryEntry& e : kBinary) {
     const cc::BinaryOp bop = e.op;
-    patterns.push_back(elementwise_pattern<2>(
-        e.name, {plan_of(e.name, {f, f})},
-        [bop](const op::ResolvedInvocation&, const cc::MergedCall<2>& m, int device, void* out) {
-          cc::launch_binary(device, bop, m.grid, m.operands[0], m.operands[1], out);
-        }));
+    k[e.name] = {grid_fits<2>(), on_grid<2>([bop](const BuiltinKernelCall&, const cc::MergedCall<2>& m, int device,
+                                                  void* out) {
+                   cc::launch_binary(device, bop, m.grid, m.operands[0], m.operands[1], out);
+                 })};
   }
   for (const UnaryEntry& e : kUnary) {
     const cc::UnaryOp uop = e.op;
-    patterns.push_back(elementwise_pattern<1>(
-        e.name, {plan_of(e.name, {f})},
-        [uop](const op::ResolvedInvocation& inv, const cc::MergedCall<1>& m, int device, void* out) {
-          cc::UnaryOptions o;
-          o.alpha = option_float(inv, "alpha", o.alpha);
-          o.slope = option_float(inv, "negative_slope", o.slope);
-          o.beta = option_float(inv, "beta", o.beta);
-          o.threshold = option_float(inv, "threshold", o.threshold);
-          o.approximate = option_bool(inv, "approximate");
-          cc::launch_unary(device, uop, o, m.grid, m.operands[0], static_cast<float*>(out));
-        }));
+    k[e.name] = {grid_fits<1>(), on_grid<1>([uop](const BuiltinKernelCall& call, const cc::MergedCall<1>& m,
+                                                  int device, void* out) {
+                   cc::UnaryOptions o;
+                   o.alpha = attribute_float(call.attributes, "alpha", o.alpha);
+                   o.slope = attribute_float(call.attributes, "negative_slope", o.slope);
+                   o.beta = attribute_float(call.attributes, "beta", o.beta);
+                   o.threshold = attribute_float(call.attributes, "threshold", o.threshold);
+                   o.approximate = call.attributes.has("approximate") && call.attributes.get<bool>("approximate");
+                   cc::launch_unary(device, uop, o, m.grid, m.operands[0], static_cast<float*>(out));
+                 })};
   }
-  patterns.push_back(elementwise_pattern<1>(
-      "logical_not", {plan_of("logical_not", {f})},
-      [](const op::ResolvedInvocation&, const cc::MergedCall<1>& m, int device, void* out) {
-        cc::launch_logical_not(device, m.grid, m.operands[0], static_cast<bool*>(out));
-      }));
-  patterns.push_back(elementwise_pattern<3>(
-      "clamp", {plan_of("clamp", {f, f, f})},
-      [](const op::ResolvedInvocation&, const cc::MergedCall<3>& m, int device, void* out) {
-        cc::launch_clamp(device, m.grid, m.operands[0], m.operands[1], m.operands[2], static_cast<float*>(out));
-      }));
-  patterns.push_back(elementwise_pattern<3>(
-      "select", {plan_of("select", {b, f, f})},
-      [](const op::ResolvedInvocation&, const cc::MergedCall<3>& m, int device, void* out) {
-        cc::launch_select(device, m.grid, m.operands[0], m.operands[1], m.operands[2], static_cast<float*>(out));
-      }));
+  k["logical_not"] = {grid_fits<1>(), on_grid<1>([](const BuiltinKernelCall&, const cc::MergedCall<1>& m, int device,
+                                                    void* out) {
+                        cc::launch_logical_not(device, m.grid, m.operands[0], static_cast<bool*>(out));
+                      })};
+  k["clamp"] = {grid_fits<3>(), on_grid<3>([](const BuiltinKernelCall&, const cc::MergedCall<3>& m, int device,
+                                              void* out) {
+                  cc::launch_clamp(device, m.grid, m.operands[0], m.operands[1], m.operands[2],
+                                   static_cast<float*>(out));
+                })};
+  k["select"] = {grid_fits<3>(), on_grid<3>([](const BuiltinKernelCall&, const cc::MergedCall<3>& m, int device,
+                                               void* out) {
+                   cc::launch_select(device, m.grid, m.operands[0], m.operands[1], m.operands[2],
+                                     static_cast<float*>(out));
+                 })};
+  k["reduce_sum"] = reduction(cc::ReduceOp::sum);
+  k["reduce_prod"] = reduction(cc::ReduceOp::prod);
+  k["reduce_max"] = reduction(cc::ReduceOp::max);
+  k["reduce_min"] = reduction(cc::ReduceOp::min);
+  k["argmax"] = reduction(cc::ReduceOp::argmax);
+  k["argmin"] = reduction(cc::ReduceOp::argmin);
+  k["cumsum"] = {views_fit, [](const BuiltinKernelCall& call, int device, void* out) {
+                   cc::launch_cumsum(device, view(call, 0), static_cast<int>(call.attributes.get<std::int64_t>("axis")),
+                                     static_cast<float*>(out));
+                 }};
+  k["_sort_values"] = sorting(false, false);
+  k["_sort_indices"] = sorting(false, true);
+  k["_topk_values"] = sorting(true, false);
+  k["_topk_indices"] = sorting(true, true);
+  k["matmul"] = {views_fit, [](const BuiltinKernelCall& call, int device, void* out) {
+                   cc::launch_matmul(device, view(call, 0), view(call, 1), result_extents(call),
+                                     call.plan.compute() == Arithmetic::BINARY32_FUSED, static_cast<float*>(out));
+                 }};
+  k["conv_general"] = {views_fit, [](const BuiltinKernelCall& call, int device, void* out) {
+                         cc::ConvArgs args;
+                         const auto& stride = call.attributes.get<std::vector<std::int64_t>>("stride");
+                         const auto& lo = call.attributes.get<std::vector<std::int64_t>>("padding_lo");
+                         const auto& dilation = call.attributes.get<std::vector<std::int64_t>>("dilation");
+                         args.spatial = static_cast<int>(stride.size());
+                         for (std::size_t i = 0; i < stride.size(); ++i) {
+                           args.stride[i] = stride[i];
+                           args.padding_lo[i] = lo[i];
+                           args.dilation[i] = dilation[i];
+                         }
+                         args.groups = call.attributes.get<std::int64_t>("groups");
+                         cc::launch_conv(device, view(call, 0), view(call, 1), args, result_extents(call),
+                                         static_cast<float*>(out));
+                       }};
+  k["gather"] = {views_fit, [](const BuiltinKernelCall& call, int device, void* out) {
+                   check_indices("gather", call, device);
+                   cc::launch_gather(device, view(call, 0), view(call, 1),
+                                     static_cast<int>(call.attributes.get<std::int64_t>("axis")), result_extents(call),
+                                     static_cast<float*>(out));
+                 }};
+  k["scatter"] = scattering(false);
+  k["scatter_add"] = scattering(true);
+  return k;
+}
+
+// The plans CUDA executes, derived from the registry: every executable plan
+// whose tensor operands are Float32 (select's condition Bool, the index
+// operand of gather and scatter Int32), whose weak scalars convert to
+// Float32 and whose accumulator, if any, is Float32.
+bool float32_family(const OperationPlan& plan) {
+  const std::string& op = plan.operation();
+  if (plan.accumulator_dtype() && plan.accumulator_dtype() != &DType::Float32()) return false;
+  for (std::size_t i = 0; i < plan.operands().size(); ++i) {
+    const OperandPlan& p = plan.operands()[i];
+    if (p.role() == OperandRole::WEAK_SCALAR) {
+      if (&p.convert_to() != &DType::Float32()) return false;
+      continue;
+    }
+    const SimpleDType* d = p.dtype();
+    const bool index = i == 1 && (op == "gather" || op == "scatter" || op == "scatter_add");
+    const SimpleDType& wanted = op == "select" && i == 0 ? DType::Bool() : index ? DType::Int32() : DType::Float32();
+    if (d != &wanted || &p.convert_to() != &wanted) return false;
+  }
+  return true;
+}
+
+std::vector<ext::KernelPattern> builtin_patterns() {
+  std::map<std::string, std::vector<OperationCapability>, std::less<>> plans;
+  for (const OperationPlan& plan : executable_plan_set()) {
+    if (!float32_family(plan)) continue;
+    plans[plan.operation()].push_back(OperationCapability::from_plan(plan));
+    // 2.5 * x: the built-in definition's invocation lists the weak scalar
+    // first (docs/policy.md, "mul(weak, tensor)"), which is the plan a
+    // definition-backed class is gated on; lower_builtin hands the kernel the
+    // registry's (tensor, weak_scalar) order.
+    if (plan.operation() == "mul" && plan.operands().size() == 2 &&
+        plan.operands()[1].role() == OperandRole::WEAK_SCALAR)
+      plans["mul"].push_back(OperationCapability::from_plan(
+          OperationPlan(plan.operation(), {plan.operands()[1], plan.operands()[0]}, plan.compute(),
+                        plan.accumulation(), plan.accumulator_dtype(), plan.output())));
+  }
+  const std::map<std::string, Kernel, std::less<>> kernels = kernels_by_name();
+  std::vector<ext::KernelPattern> patterns;
+  for (auto& [name, caps] : plans) {
+    auto it = kernels.find(name);
+    if (it == kernels.end())
+      throw RuntimeError(fmt::format("CUDA: the registry's Float32 plans of '{}' have no CUDA kernel", name));
+    patterns.push_back(builtin_pattern(name, std::move(caps), it->second.fits, it->second.launch));
+  }
   return patterns;
 }
 

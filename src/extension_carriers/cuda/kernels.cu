@@ -3,6 +3,7 @@
 // docs/operations/*.md) written for one element, step for step; the build
 // passes -fmad=false so that no product and sum fuse (BINARY32), and keeps
 // IEEE division and square root (-prec-div, -prec-sqrt: nvcc's defaults).
+#include "extension_carriers/cuda/device_views.h"
 #include "extension_carriers/cuda/kernels.h"
 #include "extension_carriers/cuda/runtime.h"
 
@@ -13,8 +14,6 @@
 
 namespace strideweave::cuda_carrier {
 namespace {
-
-constexpr int kThreads = 256;
 
 // The physical element of ordinal i of an operand (first mode fastest).
 __device__ __forceinline__ std::int64_t element_of(const Grid& g, const Strided& s, std::int64_t i) {
@@ -29,11 +28,10 @@ __device__ __forceinline__ std::int64_t element_of(const Grid& g, const Strided&
 }
 template <class T>
 __device__ __forceinline__ T load(const Grid& g, const Strided& s, std::int64_t i) {
+  if (s.scalar) return static_cast<T>(s.value);
   return static_cast<const T*>(s.base)[element_of(g, s, i)];
 }
 
-// A NaN with its quiet bit set (payload and sign kept).
-__device__ __forceinline__ float quieted(float nan) { return __uint_as_float(__float_as_uint(nan) | 0x00400000u); }
 __device__ __forceinline__ float maximum_f32(float x, float y) {
   if (isnan(x)) return quieted(x);
   if (isnan(y)) return quieted(y);
@@ -162,12 +160,6 @@ __global__ void select_kernel(Grid g, Strided c, Strided a, Strided b, float* ou
     out[i] = load<bool>(g, c, i) ? load<float>(g, a, i) : load<float>(g, b, i);
 }
 
-// Blocks for `count` elements: enough to fill the device, at most 65535
-// (the grid-stride loops cover the rest).
-unsigned blocks_for(std::int64_t count) {
-  const std::int64_t b = (count + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : b > 65535 ? 65535 : b);
-}
 cudaStream_t on(int device) { return static_cast<cudaStream_t>(stream(device)); }
 
 }  // namespace

@@ -18,5 +18,13 @@ void launch_unary(int, UnaryOp, const UnaryOptions&, const Grid&, const Strided&
 void launch_logical_not(int, const Grid&, const Strided&, bool*) { absent(); }
 void launch_clamp(int, const Grid&, const Strided&, const Strided&, const Strided&, float*) { absent(); }
 void launch_select(int, const Grid&, const Strided&, const Strided&, const Strided&, float*) { absent(); }
+void launch_reduce(int, ReduceOp, const View&, const ReduceArgs&, const Extents&, void*) { absent(); }
+void launch_cumsum(int, const View&, int, float*) { absent(); }
+void launch_sort(int, const View&, int, bool, std::int64_t, bool, void*) { absent(); }
+void launch_matmul(int, const View&, const View&, const Extents&, bool, float*) { absent(); }
+void launch_conv(int, const View&, const View&, const ConvArgs&, const Extents&, float*) { absent(); }
+std::int64_t first_bad_index(int, const View&, std::int64_t, std::int32_t*) { absent(); }
+void launch_gather(int, const View&, const View&, int, const Extents&, float*) { absent(); }
+void launch_scatter(int, const View&, const View&, const View&, int, bool, float*) { absent(); }
 
 }  // namespace strideweave::cuda_carrier

@@ -1,15 +1,20 @@
-// Internal: the kernels' view of an elementwise call's operands (kernels.h).
+// Internal: the kernels' views of a lowered built-in call's operands
+// (kernels.h), built from public types only.
 //
-// merged_grid() describes the result grid and each operand over it with
-// the fewest modes: the leaves of the result shape (first mode fastest),
-// extent-1 leaves dropped, and two adjacent leaves merged when every
-// operand continues across them (the compact result always does) (stride of the
-// next = extent * stride of this one). An operand whose shape is not the
-// result's is read through its broadcast view (stride 0 on broadcast
-// modes). Public headers only.
+// merged_grid() describes an elementwise call's result grid and each
+// operand over it with the fewest modes: the leaves of the result shape
+// (first mode fastest), extent-1 leaves dropped, and two adjacent leaves
+// merged when every tensor operand continues across them (the compact
+// result always does). The lowering gave every tensor operand the result's
+// shape (a broadcast view where needed); a weak scalar is passed by value.
+//
+// view_of() describes one tensor for the kernels that index by top-level
+// coordinates (reductions, lines, matmul, conv, gather, scatter), nesting
+// kept.
 #pragma once
 
 #include <strideweave/carriers/cuda.h>
+#include <strideweave/execution.h>
 #include <strideweave/tensor.h>
 
 #include "extension_carriers/cuda/kernels.h"
@@ -38,18 +43,26 @@ inline std::vector<std::int64_t> leaf_strides(const Layout& layout) {
   return out;
 }
 
+inline const void* device_base(const Tensor& t) { return static_cast<const CUDA&>(*t.carrier()).device_data(); }
+
 // nullopt when more than kMaxModes modes remain after merging (the caller
 // declines the call: Unsupported).
 template <std::size_t N>
-std::optional<MergedCall<N>> merged_grid(const Shape& shape, const std::array<const Tensor*, N>& tensors) {
+std::optional<MergedCall<N>> merged_grid(const Shape& shape, std::span<const KernelOperand> operands) {
   const std::vector<std::int64_t> extents = shape.as_tuple().leaves();
   std::array<std::vector<std::int64_t>, N> strides;
   MergedCall<N> call;
   for (std::size_t j = 0; j < N; ++j) {
-    const Tensor& t = *tensors[j];
+    if (const Value* v = std::get_if<Value>(&operands[j])) {
+      call.operands[j].scalar = true;
+      call.operands[j].value = v->f;
+      strides[j].assign(extents.size(), 0);
+      continue;
+    }
+    const Tensor& t = std::get<Tensor>(operands[j]);
     const Tensor view = t.shape() == shape ? t : t.broadcast_to(shape);
     strides[j] = leaf_strides(view.layout());
-    call.operands[j].base = static_cast<const CUDA&>(*t.carrier()).device_data();
+    call.operands[j].base = device_base(t);
     call.operands[j].offset = view.offset();
   }
   std::int64_t count = 1;
@@ -76,6 +89,43 @@ std::optional<MergedCall<N>> merged_grid(const Shape& shape, const std::array<co
   }
   call.grid.modes = modes;
   return call;
+}
+
+// nullopt when the tensor has more than kMaxRank modes or kMaxLeaves leaves.
+inline std::optional<View> view_of(const Tensor& t) {
+  View v;
+  const Layout& layout = t.layout();
+  if (layout.shape().rank() > static_cast<std::size_t>(kMaxRank)) return std::nullopt;
+  v.base = device_base(t);
+  v.offset = t.offset();
+  v.rank = static_cast<int>(layout.shape().rank());
+  int leaf = 0;
+  for (int k = 0; k < v.rank; ++k) {
+    v.extents[k] = layout.shape().extent(static_cast<std::size_t>(k));
+    v.leaf_begin[k] = leaf;
+    const std::vector<std::int64_t> extents = layout.shape().modes()[static_cast<std::size_t>(k)].leaves();
+    const std::vector<std::int64_t> strides = layout.stride().modes()[static_cast<std::size_t>(k)].leaves();
+    for (std::size_t l = 0; l < extents.size(); ++l) {
+      if (leaf == kMaxLeaves) return std::nullopt;
+      v.leaf_extent[leaf] = extents[l];
+      v.leaf_stride[leaf] = strides[l];
+      ++leaf;
+    }
+  }
+  v.leaf_begin[v.rank] = leaf;
+  return v;
+}
+
+// nullopt past kMaxRank.
+inline std::optional<Extents> extents_of(const Shape& shape) {
+  Extents e;
+  if (shape.rank() > static_cast<std::size_t>(kMaxRank)) return std::nullopt;
+  e.rank = static_cast<int>(shape.rank());
+  for (int k = 0; k < e.rank; ++k) {
+    e.extents[k] = shape.extent(static_cast<std::size_t>(k));
+    e.count *= e.extents[k];
+  }
+  return e;
 }
 
 }  // namespace strideweave::cuda_carrier
