@@ -198,6 +198,19 @@ class PreparedComposite {
 //     it the framework copies runs with memcpy and calls neither read nor
 //     write (nor the range callbacks) for them. An exception answers null.
 // Every run is non-empty and in range, on a live, established instance.
+//
+// Byte ranges (beyond the specification; docs/extension.md, "Ranges"):
+// with_byte_ranges(read_bytes, write_bytes) returns a copy with optional
+// callbacks that move a run in the dtype's host representation (float,
+// std::int32_t, one byte 0 or 1 per Bool slot; Carrier::element_bytes()
+// bytes per slot) without building Values:
+//   read_bytes(carrier, first, count, out): fill out with the run's bytes;
+//   write_bytes(carrier, first, count, data): write them (may fail part
+//     way: the framework writes the run's before-image back).
+// The framework prefers them to the Value range callbacks wherever it holds
+// bytes: Carrier::read_bytes / write_bytes, and moves between this class and
+// a host-memory carrier (CPU), one callback per run (a device's bulk copy
+// to or from the host, never element by element).
 class StorageProvider {
  public:
   using SupportsDType = std::function<bool(const Carrier& carrier, const DType& dtype)>;
@@ -209,6 +222,9 @@ class StorageProvider {
   using ReadRange = std::function<void(const Carrier& carrier, std::int64_t first, std::span<Value> out)>;
   using WriteRange = std::function<void(Carrier& carrier, std::int64_t first, std::span<const Value> values)>;
   using HostData = std::function<void*(const Carrier& carrier)>;
+  using ReadBytes = std::function<void(const Carrier& carrier, std::int64_t first, std::int64_t count, std::byte* out)>;
+  using WriteBytes =
+      std::function<void(Carrier& carrier, std::int64_t first, std::int64_t count, const std::byte* data)>;
 
   StorageProvider(SupportsDType supports_dtype, PhysicalSize physical_size, Allocate allocate, Release release,
                   Read read, Write write, bool elementwise_fallback = false);
@@ -218,6 +234,10 @@ class StorageProvider {
   const ReadRange& read_range() const noexcept { return read_range_; }
   const WriteRange& write_range() const noexcept { return write_range_; }
   const HostData& host_data() const noexcept { return host_data_; }
+  // A copy with the byte range callbacks above (null ones: not offered).
+  StorageProvider with_byte_ranges(ReadBytes read_bytes, WriteBytes write_bytes) const;
+  const ReadBytes& read_bytes() const noexcept { return read_bytes_; }
+  const WriteBytes& write_bytes() const noexcept { return write_bytes_; }
 
   const SupportsDType& supports_dtype() const noexcept { return supports_dtype_; }
   const PhysicalSize& physical_size() const noexcept { return physical_size_; }
@@ -238,6 +258,8 @@ class StorageProvider {
   ReadRange read_range_;
   WriteRange write_range_;
   HostData host_data_;
+  ReadBytes read_bytes_;
+  WriteBytes write_bytes_;
 };
 
 // ---------------------------------------------------------------- R9-R11 kernels
@@ -565,6 +587,10 @@ struct STRIDEWEAVE_EXPORT ProvidedStorage {
   void read_range(const Carrier& self, std::int64_t first, std::int64_t count, Value* out) const;
   void write_range(Carrier& self, std::int64_t first, std::span<const Value> values) const;
   HostSpan host(const Carrier& self) const noexcept;
+  // Runs in host representation through the provider's byte callbacks;
+  // false (nothing done) when it offers none.
+  bool read_bytes(const Carrier& self, std::int64_t first, std::int64_t count, std::byte* out) const;
+  bool write_bytes(Carrier& self, std::int64_t first, std::int64_t count, const std::byte* data) const;
   void release(Carrier& self) const;
   std::shared_ptr<Carrier> make_like(const Carrier& self, std::int64_t size, bool mutable_,
                                      const SimpleDType& dtype) const;
@@ -601,6 +627,12 @@ class STRIDEWEAVE_EXPORT DefinedCarrier : public Carrier {
     storage_.write_range(*this, first, values);
   }
   HostSpan host_storage() const noexcept final { return storage_.host(*this); }
+  bool read_range_bytes(std::int64_t first, std::int64_t count, std::byte* out) const final {
+    return storage_.read_bytes(*this, first, count, out);
+  }
+  bool write_range_bytes(std::int64_t first, std::int64_t count, const std::byte* data) final {
+    return storage_.write_bytes(*this, first, count, data);
+  }
   void release_storage() final { storage_.release(*this); }
   std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                      bool empty) const final;
@@ -632,6 +664,12 @@ class STRIDEWEAVE_EXPORT DefinedDependentCarrier : public DependentCarrier {
     storage_.write_range(*this, first, values);
   }
   HostSpan host_storage() const noexcept final { return storage_.host(*this); }
+  bool read_range_bytes(std::int64_t first, std::int64_t count, std::byte* out) const final {
+    return storage_.read_bytes(*this, first, count, out);
+  }
+  bool write_range_bytes(std::int64_t first, std::int64_t count, const std::byte* data) final {
+    return storage_.write_bytes(*this, first, count, data);
+  }
   void release_storage() final { storage_.release(*this); }
   std::shared_ptr<Carrier> make_like(std::int64_t size, bool mutable_, const SimpleDType& dtype,
                                      bool empty) const final;

@@ -163,6 +163,7 @@ struct StorageProviderRecord {
   ext::StorageProvider cpp;
   py::object supports_dtype, physical_size, allocate, release, read, write;
   py::object read_range = py::none(), write_range = py::none(), host_data = py::none();
+  py::object read_bytes = py::none(), write_bytes = py::none();
 };
 
 struct KernelPatternRecord {
@@ -404,6 +405,41 @@ ext::StorageProvider with_range_callbacks(ext::StorageProvider provider, py::han
   return provider.with_ranges(std::move(read_range), std::move(write_range), std::move(host_data));
 }
 
+// The optional byte range callbacks (docs/extension.md, "Ranges"): runs in
+// the dtype's host representation as Python bytes.
+ext::StorageProvider with_byte_callbacks(ext::StorageProvider provider, py::handle read_bytes_fn,
+                                         py::handle write_bytes_fn) {
+  ext::StorageProvider::ReadBytes read_bytes;
+  ext::StorageProvider::WriteBytes write_bytes;
+  if (!read_bytes_fn.is_none()) {
+    read_bytes = [fn = share(read_bytes_fn)](const Carrier& c, std::int64_t first, std::int64_t count,
+                                             std::byte* out) {
+      py::gil_scoped_acquire gil;
+      py::object got = fn->object(carrier_object(c), first, count);
+      Py_buffer view;
+      if (PyObject_GetBuffer(got.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0)
+        throw TypeError(fmt::format("{}: StorageProvider.read_bytes returned {}, not a bytes-like object",
+                                    c.class_name(), repr_of(got)));
+      const std::size_t expected = static_cast<std::size_t>(count) * c.element_bytes();
+      const auto length = static_cast<std::size_t>(view.len);
+      if (length == expected) std::memcpy(out, view.buf, expected);
+      PyBuffer_Release(&view);
+      if (length != expected)
+        throw ValueError(fmt::format("{}: StorageProvider.read_bytes returned {} bytes for a run of {} slots ({} bytes)",
+                                     c.class_name(), length, count, expected));
+    };
+  }
+  if (!write_bytes_fn.is_none()) {
+    write_bytes = [fn = share(write_bytes_fn)](Carrier& c, std::int64_t first, std::int64_t count,
+                                               const std::byte* data) {
+      py::gil_scoped_acquire gil;
+      const py::bytes chunk(reinterpret_cast<const char*>(data), static_cast<std::size_t>(count) * c.element_bytes());
+      require_none(fn->object(carrier_object(c), first, chunk), c, "write_bytes");
+    };
+  }
+  return provider.with_byte_ranges(std::move(read_bytes), std::move(write_bytes));
+}
+
 // ---- the callbacks that receive a ResolvedInvocation
 
 // The Python object of the provider's interface C++ hands to prepare: the
@@ -620,11 +656,17 @@ The optional range callbacks (None or a callable; docs/extension.md,
   host_data(carrier) -> None, or an object exporting a writable C-contiguous
   buffer of the dtype ('f' / 'i' 4 bytes, '?') covering every slot, which the
   provider keeps alive and in place until release (runs are then memcpy'd).
+Beyond those, byte runs in the dtype's host representation (float32,
+int32, one byte 0 or 1 per Bool slot), preferred wherever the framework
+holds bytes (read_bytes/write_bytes, moves to and from host memory):
+  read_bytes(carrier, first, count) -> a bytes-like object of
+  count * carrier.element_bytes() bytes;
+  write_bytes(carrier, first, data: bytes) -> None.
 A wrong return type is a TypeError; a callback's exception propagates as
 itself and leaves the carrier and its version unchanged. Immutable.)doc")
       .def(py::init([](py::handle supports_dtype, py::handle physical_size, py::handle allocate, py::handle release,
                        py::handle read, py::handle write, py::handle elementwise_fallback, py::handle read_range,
-                       py::handle write_range, py::handle host_data) {
+                       py::handle write_range, py::handle host_data, py::handle read_bytes, py::handle write_bytes) {
              const char* who = "StorageProvider";
              require_callable(supports_dtype, who, "supports_dtype");
              require_callable(physical_size, who, "physical_size");
@@ -635,21 +677,25 @@ itself and leaves the carrier and its version unchanged. Immutable.)doc")
              if (!read_range.is_none()) require_callable(read_range, who, "read_range");
              if (!write_range.is_none()) require_callable(write_range, who, "write_range");
              if (!host_data.is_none()) require_callable(host_data, who, "host_data");
+             if (!read_bytes.is_none()) require_callable(read_bytes, who, "read_bytes");
+             if (!write_bytes.is_none()) require_callable(write_bytes, who, "write_bytes");
              if (!PyBool_Check(elementwise_fallback.ptr()))
                throw TypeError(fmt::format("StorageProvider: elementwise_fallback must be a bool, got {}",
                                            repr_of(elementwise_fallback)));
              auto o = [](py::handle h) { return py::reinterpret_borrow<py::object>(h); };
-             ext::StorageProvider cpp = with_range_callbacks(
-                 storage_provider(supports_dtype, physical_size, allocate, release, read, write,
-                                  elementwise_fallback.ptr() == Py_True),
-                 read_range, write_range, host_data);
+             ext::StorageProvider cpp = with_byte_callbacks(
+                 with_range_callbacks(storage_provider(supports_dtype, physical_size, allocate, release, read, write,
+                                                       elementwise_fallback.ptr() == Py_True),
+                                      read_range, write_range, host_data),
+                 read_bytes, write_bytes);
              return StorageProviderRecord{std::move(cpp),  o(supports_dtype), o(physical_size), o(allocate),
                                           o(release),      o(read),           o(write),         o(read_range),
-                                          o(write_range),  o(host_data)};
+                                          o(write_range),  o(host_data),      o(read_bytes),    o(write_bytes)};
            }),
            py::arg("supports_dtype"), py::arg("physical_size"), py::arg("allocate"), py::arg("release"),
            py::arg("read"), py::arg("write"), py::arg("elementwise_fallback") = false, py::kw_only(),
-           py::arg("read_range") = py::none(), py::arg("write_range") = py::none(), py::arg("host_data") = py::none())
+           py::arg("read_range") = py::none(), py::arg("write_range") = py::none(), py::arg("host_data") = py::none(),
+           py::arg("read_bytes") = py::none(), py::arg("write_bytes") = py::none())
       .def_property_readonly("supports_dtype", [](const StorageProviderRecord& r) { return r.supports_dtype; },
                              "supports_dtype(carrier, dtype) -> bool.")
       .def_property_readonly("physical_size", [](const StorageProviderRecord& r) { return r.physical_size; },
@@ -668,6 +714,10 @@ itself and leaves the carrier and its version unchanged. Immutable.)doc")
                              "write_range(carrier, first, values) -> None, or None (per slot).")
       .def_property_readonly("host_data", [](const StorageProviderRecord& r) { return r.host_data; },
                              "host_data(carrier) -> buffer or None, or None (no host memory).")
+      .def_property_readonly("read_bytes", [](const StorageProviderRecord& r) { return r.read_bytes; },
+                             "read_bytes(carrier, first, count) -> bytes, or None (not offered).")
+      .def_property_readonly("write_bytes", [](const StorageProviderRecord& r) { return r.write_bytes; },
+                             "write_bytes(carrier, first, data) -> None, or None (not offered).")
       .def_property_readonly("elementwise_fallback",
                              [](const StorageProviderRecord& r) { return r.cpp.elementwise_fallback(); },
                              "Whether elementwise movement to or from another such class is allowed (R3.5).");

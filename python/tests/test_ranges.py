@@ -96,13 +96,16 @@ def test_a_range_write_that_fails_midway_publishes_nothing_and_keeps_the_version
 class RangeRecorder:
     """A list-backed StorageProvider that counts per-slot and range calls."""
 
-    def __init__(self, ranges=True, host=False):
-        self.calls = {"read": 0, "write": 0, "read_range": 0, "write_range": 0, "host_data": 0}
+    def __init__(self, ranges=True, host=False, byte_runs=False):
+        self.calls = {"read": 0, "write": 0, "read_range": 0, "write_range": 0, "host_data": 0, "read_bytes": 0,
+                      "write_bytes": 0}
         kw = {}
         if ranges:
             kw.update(read_range=self.read_range, write_range=self.write_range)
         if host:
             kw.update(host_data=self.host_data)
+        if byte_runs:
+            kw.update(read_bytes=self.read_bytes, write_bytes=self.write_bytes)
         self.provider = ext.StorageProvider(self.supports, self.size, self.allocate, self.release, self.read,
                                             self.write, True, **kw)
 
@@ -138,6 +141,16 @@ class RangeRecorder:
         self.calls["host_data"] += 1
         return carrier.slots_
 
+    def read_bytes(self, carrier, first, count):
+        self.calls["read_bytes"] += 1
+        return carrier.slots_[first:first + count].tobytes()
+
+    def write_bytes(self, carrier, first, data):
+        self.calls["write_bytes"] += 1
+        run = array.array("f")
+        run.frombytes(data)
+        carrier.slots_[first:first + len(run)] = run
+
 
 def define(recorder):
     cls = type("Ranged", (sw.Carrier,), {})
@@ -171,6 +184,42 @@ def test_provider_host_data_makes_runs_memory_copies():
     out.copy_range(c, 0, 0, 4)
     assert out.read_values(0, 4) == [1.0, 2.0, 3.0, 4.0]
     assert r.calls["read"] == 0 and r.calls["write"] == 0 and r.calls["host_data"] > 0
+
+
+def test_provider_byte_callbacks_carry_moves_and_byte_runs_without_values():
+    # A device's bulk copy to and from host memory: moves between CPU and the
+    # class, read_bytes and write_bytes go through the byte callbacks, one
+    # call per run, never per slot or through Values.
+    r = RangeRecorder(byte_runs=True)
+    assert r.provider.read_bytes == r.read_bytes and r.provider.write_bytes == r.write_bytes
+    cls = define(r)
+    moved = sw.move(sw.tensor([9.0, 8.0, 7.0, 6.0]), cls(4, dtype=F32))
+    assert list(moved.carrier.slots_) == [9.0, 8.0, 7.0, 6.0]
+    # one run written; the destination's before-image is one run read
+    assert r.calls["write_bytes"] == 1 and r.calls["read_bytes"] == 1
+    back = sw.move(moved, sw.CPU(4))
+    assert back.tolist() == [9.0, 8.0, 7.0, 6.0]
+    assert r.calls["read_bytes"] == 2
+    c = cls(3, dtype=F32)
+    c.write_bytes(1, array.array("f", [5.0, 6.0]).tobytes())
+    assert c.read_bytes(0, 3) == array.array("f", [0.0, 5.0, 6.0]).tobytes()
+    assert r.calls["read"] == 0 and r.calls["write"] == 0
+    assert r.calls["read_range"] == 0 and r.calls["write_range"] == 0
+
+
+def test_provider_byte_callbacks_are_checked():
+    r = RangeRecorder(byte_runs=True)
+    cls = define(r)
+    c = cls(2, dtype=F32)
+    bad = ext.StorageProvider(r.supports, r.size, r.allocate, r.release, r.read, r.write, True,
+                              read_bytes=lambda carrier, first, count: b"\x00")
+    bad_cls = type("BadBytes", (sw.Carrier,), {})
+    ext.register_carrier_definition(bad_cls, ext.CarrierDefinition(bad))
+    with pytest.raises(ValueError, match="bytes"):
+        bad_cls(2, dtype=F32).read_bytes(0, 2)
+    with pytest.raises(TypeError):
+        ext.StorageProvider(r.supports, r.size, r.allocate, r.release, r.read, r.write, True, write_bytes=3)
+    assert c.read_values(0, 2) == [0.0, 0.0]
 
 
 def test_a_provider_without_range_callbacks_keeps_working_per_slot():

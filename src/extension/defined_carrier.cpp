@@ -95,6 +95,22 @@ void ProvidedStorage::write_range(Carrier& self, std::int64_t first, std::span<c
   p.write_range()(self, first, values);
 }
 
+bool ProvidedStorage::read_bytes(const Carrier& self, std::int64_t first, std::int64_t count, std::byte* out) const {
+  const StorageProvider& p = provider();
+  if (!p.read_bytes()) return false;
+  require_established("StorageProvider.read_bytes");
+  p.read_bytes()(self, first, count, out);
+  return true;
+}
+
+bool ProvidedStorage::write_bytes(Carrier& self, std::int64_t first, std::int64_t count, const std::byte* data) const {
+  const StorageProvider& p = provider();
+  if (!p.write_bytes()) return false;
+  require_established("StorageProvider.write_bytes");
+  p.write_bytes()(self, first, count, data);
+  return true;
+}
+
 HostSpan ProvidedStorage::host(const Carrier& self) const noexcept {
   const StorageProvider& p = provider();
   if (!p.host_data() || !established.load(std::memory_order_acquire)) return {};

@@ -105,6 +105,13 @@ StorageProvider StorageProvider::with_ranges(ReadRange read_range, WriteRange wr
   return copy;
 }
 
+StorageProvider StorageProvider::with_byte_ranges(ReadBytes read_bytes, WriteBytes write_bytes) const {
+  StorageProvider copy = *this;
+  copy.read_bytes_ = std::move(read_bytes);
+  copy.write_bytes_ = std::move(write_bytes);
+  return copy;
+}
+
 KernelPattern::KernelPattern(std::shared_ptr<const operation::OperationDefinition> operation,
                              std::vector<OperationCapability> plans, std::string kernel_id, Prepare prepare,
                              std::int64_t preference)

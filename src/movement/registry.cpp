@@ -133,7 +133,8 @@ void require_run(const Carrier& carrier, std::int64_t first, std::int64_t count)
 }  // namespace
 
 // The before-image: a sparse byte image of host memory (host_image.h), else
-// one range read (restored with one range write; storage/ranges.h).
+// one byte-range read (restored with one byte-range write, or through the
+// Value hooks for a class without byte hooks; storage/ranges.h).
 MoveRestore MoveOperation::_save_destination(Carrier& destination, std::int64_t element_count,
                                              MoveContext& context) const {
   require_run(destination, 0, element_count);
@@ -144,11 +145,16 @@ MoveRestore MoveOperation::_save_destination(Carrier& destination, std::int64_t 
     (void)context;
     return [image] { image->restore(); };
   }
-  std::vector<Value> before(static_cast<std::size_t>(element_count));
-  detail::RangeAccess::read(destination, 0, element_count, before.data());
-  return [&destination, image = std::move(before)] {
-    require_run(destination, 0, static_cast<std::int64_t>(image.size()));
-    detail::RangeAccess::write(destination, 0, image);
+  const SimpleDType& dtype = destination.dtype();
+  std::vector<std::byte> before(static_cast<std::size_t>(element_count) * detail::host_element_bytes(dtype));
+  detail::RangeAccess::read_bytes(destination, 0, element_count, before.data(), "move");
+  return [&destination, &dtype, element_count, image = std::move(before)] {
+    require_run(destination, 0, element_count);
+    if (detail::RangeAccess::write_bytes_hook(destination, 0, element_count, image.data())) return;
+    std::vector<Value> values(static_cast<std::size_t>(element_count));
+    detail::host_to_values(HostSpan{const_cast<std::byte*>(image.data()), &dtype, element_count}, 0, element_count,
+                           values.data());
+    detail::RangeAccess::write(destination, 0, values);
   };
 }
 
@@ -196,8 +202,31 @@ MoveSubmission ElementwiseMoveOperation::_copy(const Tensor& tensor, Carrier& de
     detail::copy_host_runs(tensor, from, to, output.offset(), context, nullptr);
     return std::monostate{};
   }
-  // Run by run through each class's range access (host memory on one side,
-  // the range hooks on the other, whose defaults go slot by slot).
+  // Host memory on one side: bytes, run by run, straight between the host
+  // memory and the other class's byte hooks (a device's one bulk copy per
+  // run), converted through its Value hooks only when it offers none.
+  if (from || to) {
+    const std::size_t element = detail::host_element_bytes(source.dtype());
+    std::vector<Value> values;
+    walk_pieces(tensor, output.offset(), context, [&](std::int64_t from_slot, std::int64_t to_slot, std::int64_t count) {
+      require_run(source, from_slot, count);
+      require_run(destination, to_slot, count);
+      if (to) {
+        detail::RangeAccess::read_bytes(source, from_slot, count,
+                                        static_cast<std::byte*>(to.data) + static_cast<std::size_t>(to_slot) * element,
+                                        "move");
+        return;
+      }
+      const std::byte* data = static_cast<const std::byte*>(from.data) + static_cast<std::size_t>(from_slot) * element;
+      if (detail::RangeAccess::write_bytes_hook(destination, to_slot, count, data)) return;
+      values.resize(static_cast<std::size_t>(count));
+      detail::host_to_values(from, from_slot, count, values.data());
+      detail::RangeAccess::write(destination, to_slot, values);
+    });
+    return std::monostate{};
+  }
+  // Run by run through each class's range access (the range hooks, whose
+  // defaults go slot by slot).
   std::vector<Value> buffer;
   walk_pieces(tensor, output.offset(), context, [&](std::int64_t from_slot, std::int64_t to_slot, std::int64_t count) {
     require_run(source, from_slot, count);

@@ -49,7 +49,8 @@ namespace strideweave {
 class STRIDEWEAVE_EXPORT CudaKernelInterface final : public extension::KernelExecutionInterface {
  public:
   CudaKernelInterface();
-  // RuntimeError when `device` is not present.
+  // Also makes `device` current on the calling thread (cudaSetDevice), as a
+  // launch on the stream needs. RuntimeError when `device` is not present.
   void* stream(int device) const;
 };
 

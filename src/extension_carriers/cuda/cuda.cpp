@@ -99,8 +99,8 @@ ext::StorageProvider device_storage() {
              },
              // Moves from CPU (a definition-free class, whose routes cannot
              // name CUDA: carrier-extension R2.3) take the framework's
-             // fallback, which writes each run through write_range below:
-             // one host-to-device copy per run.
+             // fallback, which writes each run through the byte callback
+             // below: one host-to-device copy per run.
              /*elementwise_fallback=*/true)
       .with_ranges(
           [](const Carrier& c, std::int64_t first, std::span<Value> out) {
@@ -115,7 +115,18 @@ ext::StorageProvider device_storage() {
             for (std::size_t k = 0; k < values.size(); ++k) encode(c.dtype(), values[k], buffer.data() + k * eb);
             cc::copy_to_device(CudaStorageAccess::of(c).device(), slot_address(c, first), buffer.data(), buffer.size());
           },
-          nullptr);  // device memory: the host cannot address it
+          nullptr)  // device memory: the host cannot address it
+      // Bytes: one copy per run, no Values (moves from and to CPU, read_bytes,
+      // write_bytes).
+      .with_byte_ranges(
+          [](const Carrier& c, std::int64_t first, std::int64_t count, std::byte* out) {
+            cc::copy_to_host(CudaStorageAccess::of(c).device(), out, slot_address(c, first),
+                             static_cast<std::size_t>(count) * c.element_bytes());
+          },
+          [](Carrier& c, std::int64_t first, std::int64_t count, const std::byte* data) {
+            cc::copy_to_device(CudaStorageAccess::of(c).device(), slot_address(c, first), data,
+                               static_cast<std::size_t>(count) * c.element_bytes());
+          });
 }
 
 // CUDA -> CPU: the source's physical span, one device-to-host copy into the
@@ -182,30 +193,53 @@ ext::KernelPattern builtin_pattern(const std::string& name, std::vector<Operatio
                      const ext::KernelExecutionInterface&) -> ext::KernelPattern::Prepared {
         auto call = std::make_shared<const BuiltinKernelCall>(lower_builtin(inv));
         if (std::optional<std::string> why = fits(*call)) return ext::Unsupported(*why);
-        return ext::PreparedKernel(interface_instance(), [&inv, call, launch]() -> ext::ResultSubmission {
+        return ext::PreparedKernel(interface_instance(), [published = inv.results()[0].shape(), call,
+                                                          launch]() -> ext::ResultSubmission {
           const int device = device_of(*call);
           std::shared_ptr<CUDA> out =
               ext::create<CUDA>(call->kernel_shape.size(), call->plan.output(), true, device, /*empty=*/true);
           launch(*call, device, out->device_data());
-          return ext::ProviderResult({Tensor(out, inv.results()[0].shape())});
+          return ext::ProviderResult({Tensor(out, published)});
         });
       });
 }
 
 // ---- elementwise: the merged grid of the lowered operands.
 
+// The kernel shape's modes bound the merged grid's, and an operand with a
+// hierarchical mode is read through its View (compact copy first), so both
+// must fit.
 template <std::size_t N>
 Fits grid_fits() {
   return [](const BuiltinKernelCall& call) -> std::optional<std::string> {
-    if (call.operands.size() != N || !cc::merged_grid<N>(call.kernel_shape, call.operands))
-      return fmt::format("the CUDA elementwise kernels read at most {} merged modes", cc::kMaxModes);
-    return std::nullopt;
+    if (call.operands.size() != N) return fmt::format("expected {} operands", N);
+    return views_fit(call);
   };
 }
+// An operand whose hierarchical mode does not coalesce to one stride is
+// first copied compact on the device (one copy kernel; the copy is freed,
+// after the launch, when the launcher returns).
 template <std::size_t N, class F>
 Launch on_grid(F f) {
   return [f](const BuiltinKernelCall& call, int device, void* out) {
-    f(call, *cc::merged_grid<N>(call.kernel_shape, call.operands), device, out);
+    std::vector<KernelOperand> operands(call.operands.begin(), call.operands.end());
+    std::vector<std::shared_ptr<CUDA>> copies;
+    for (std::size_t round = 0; round <= N; ++round) {
+      const std::optional<cc::MergedCall<N>> m = cc::merged_grid<N>(call.kernel_shape, operands);
+      if (!m) throw RuntimeError("CUDA: an elementwise call with more modes than its pattern admitted");
+      if (m->nested < 0) return f(call, *m, device, out);
+      const Tensor& t = std::get<Tensor>(operands[static_cast<std::size_t>(m->nested)]);
+      const Tensor view = std::ranges::equal(t.shape().extents(), call.kernel_shape.extents())
+                              ? t
+                              : t.broadcast_to(call.kernel_shape);
+      const Shape flat = Shape::of(view.shape().extents());
+      std::shared_ptr<CUDA> copy = ext::create<CUDA>(view.size(), view.dtype(), true, device, /*empty=*/true);
+      cc::launch_copy(device, *cc::view_of(view), *cc::extents_of(flat), static_cast<int>(copy->element_bytes()),
+                      copy->device_data());
+      operands[static_cast<std::size_t>(m->nested)] = Tensor(copy, flat);
+      copies.push_back(std::move(copy));
+    }
+    throw RuntimeError("CUDA: an elementwise operand stayed hierarchical after its compact copy");
   };
 }
 
@@ -424,7 +458,7 @@ std::vector<ext::KernelPattern> builtin_patterns() {
 // ---------------------------------------------------------------- the class
 
 CudaKernelInterface::CudaKernelInterface() : KernelExecutionInterface("1.0") {}
-void* CudaKernelInterface::stream(int device) const { return cc::stream(device); }
+void* CudaKernelInterface::stream(int device) const { return cc::launch_stream(device); }
 
 CUDA::CUDA(ext::Construction key, int device, bool empty)
     : DefinedCarrier(std::move(key)), device_(device), empty_(empty) {}

@@ -83,6 +83,10 @@ bool is_comparison(BinaryOp op) noexcept;
 
 void launch_binary(int device, BinaryOp op, const Grid& grid, const Strided& a, const Strided& b, void* out);
 void launch_unary(int device, UnaryOp op, const UnaryOptions& options, const Grid& grid, const Strided& x, float* out);
+// A compact copy of `v` (logical order over `e`) of `element_bytes` (1 or 4)
+// per element: how an elementwise kernel reads an operand whose
+// hierarchical mode does not coalesce to one stride.
+void launch_copy(int device, const View& v, const Extents& e, int element_bytes, void* out);
 // Float32 -> Bool: x == 0.
 void launch_logical_not(int device, const Grid& grid, const Strided& x, bool* out);
 // min(max(x, lo), hi) with maximum's and minimum's NaN and signed-zero rules.

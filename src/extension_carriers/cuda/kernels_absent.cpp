@@ -15,6 +15,7 @@ bool is_comparison(BinaryOp op) noexcept {
 }
 void launch_binary(int, BinaryOp, const Grid&, const Strided&, const Strided&, void*) { absent(); }
 void launch_unary(int, UnaryOp, const UnaryOptions&, const Grid&, const Strided&, float*) { absent(); }
+void launch_copy(int, const View&, const Extents&, int, void*) { absent(); }
 void launch_logical_not(int, const Grid&, const Strided&, bool*) { absent(); }
 void launch_clamp(int, const Grid&, const Strided&, const Strided&, const Strided&, float*) { absent(); }
 void launch_select(int, const Grid&, const Strided&, const Strided&, const Strided&, float*) { absent(); }

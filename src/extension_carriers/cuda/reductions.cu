@@ -14,7 +14,7 @@
 namespace strideweave::cuda_carrier {
 namespace {
 
-cudaStream_t on(int device) { return static_cast<cudaStream_t>(stream(device)); }
+cudaStream_t on(int device) { return static_cast<cudaStream_t>(launch_stream(device)); }
 
 // One result element: its block of x visited in logical order (first reduced
 // axis fastest).

@@ -46,6 +46,9 @@ void copy_on_device(int device, void* to, const void* from, std::size_t bytes);
 // The carrier's stream on `device` (one per device, created on first use;
 // an opaque cudaStream_t), and a wait for everything queued on it.
 void* stream(int device);
+// stream(device) with `device` made current on the calling thread: what a
+// kernel launch on that stream needs.
+void* launch_stream(int device);
 void synchronize(int device);
 // RuntimeError for the last launch error on this thread (a kernel launch
 // that could not start), naming `what`.

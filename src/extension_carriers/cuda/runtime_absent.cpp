@@ -21,6 +21,7 @@ void copy_to_host(int, void*, const void*, std::size_t) { absent(); }
 void copy_to_device(int, void*, const void*, std::size_t) { absent(); }
 void copy_on_device(int, void*, const void*, std::size_t) { absent(); }
 void* stream(int) { absent(); }
+void* launch_stream(int) { absent(); }
 void synchronize(int) { absent(); }
 void check_launch(const char*) { absent(); }
 

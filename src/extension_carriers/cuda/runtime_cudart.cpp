@@ -19,8 +19,12 @@ namespace {
 
 std::string describe(cudaError_t e) { return fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e)); }
 
+// A failed call's error is cleared from the thread's last-error state before
+// raising, so that a later check_launch() does not report it again.
 void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw RuntimeError(fmt::format("CUDA: {} failed ({})", what, describe(e)));
+  if (e == cudaSuccess) return;
+  cudaGetLastError();
+  throw RuntimeError(fmt::format("CUDA: {} failed ({})", what, describe(e)));
 }
 
 // The device count and the probe's error, asked once (the answer does not
@@ -85,6 +89,12 @@ void* stream(int device) {
     use(device);
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   }
+  return s;
+}
+
+void* launch_stream(int device) {
+  void* s = stream(device);
+  use(device);
   return s;
 }
 

@@ -2,10 +2,12 @@
 // (kernels.h), built from public types only.
 //
 // merged_grid() describes an elementwise call's result grid and each
-// operand over it with the fewest modes: the leaves of the result shape
-// (first mode fastest), extent-1 leaves dropped, and two adjacent leaves
+// operand over it with the fewest modes: the top-level modes of the kernel
+// shape (first mode fastest), extent-1 modes dropped, and two adjacent modes
 // merged when every tensor operand continues across them (the compact
-// result always does). The lowering gave every tensor operand the result's
+// result always does); an operand's mode is its leaves coalesced to one
+// stride, and an operand whose mode does not coalesce is reported so that
+// the caller copies it compact first. The lowering gave every tensor operand the result's
 // shape (a broadcast view where needed); a weak scalar is passed by value.
 //
 // view_of() describes one tensor for the kernels that index by top-level
@@ -19,6 +21,7 @@
 
 #include "extension_carriers/cuda/kernels.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <optional>
@@ -31,46 +34,75 @@ template <std::size_t N>
 struct MergedCall {
   Grid grid;
   std::array<Strided, N> operands;
+  // >= 0: that operand has a hierarchical mode whose leaves do not coalesce
+  // to one stride; it must be copied compact first (launch_copy), and
+  // `grid` and `operands` are not set.
+  int nested = -1;
 };
 
-// The strides of `layout`'s leaves, depth first.
-inline std::vector<std::int64_t> leaf_strides(const Layout& layout) {
-  std::vector<std::int64_t> out;
-  for (const IntTuple& mode : layout.stride().modes()) {
-    const std::vector<std::int64_t> leaves = mode.leaves();
-    out.insert(out.end(), leaves.begin(), leaves.end());
-  }
-  return out;
+// A CUDA tensor's device memory (null for another class: the host tests of
+// these views use CPU tensors).
+inline const void* device_base(const Tensor& t) {
+  const auto* c = dynamic_cast<const CUDA*>(t.carrier().get());
+  return c ? c->device_data() : nullptr;
 }
 
-inline const void* device_base(const Tensor& t) { return static_cast<const CUDA&>(*t.carrier()).device_data(); }
+// The one element stride of top-level mode k of `layout` (its leaves, first
+// fastest, coalesced: extent-1 leaves dropped, a leaf continuing the run
+// merged), 0 for a mode of extent <= 1, or nullopt when the mode's leaves do
+// not coalesce to one stride.
+inline std::optional<std::int64_t> mode_stride(const Layout& layout, std::size_t k) {
+  const std::vector<std::int64_t> extents = layout.shape().modes()[k].leaves();
+  const std::vector<std::int64_t> strides = layout.stride().modes()[k].leaves();
+  std::int64_t stride = 0, span = 0;
+  for (std::size_t l = 0; l < extents.size(); ++l) {
+    if (extents[l] == 1) continue;
+    if (span == 0) {
+      stride = strides[l];
+      span = extents[l];
+    } else if (strides[l] == stride * span) {
+      span *= extents[l];
+    } else {
+      return std::nullopt;
+    }
+  }
+  return stride;
+}
 
 // nullopt when more than kMaxModes modes remain after merging (the caller
-// declines the call: Unsupported).
+// declines the call: Unsupported). `shape` is the kernel shape, whose
+// top-level modes every tensor operand shares (the lowering broadcast it).
 template <std::size_t N>
 std::optional<MergedCall<N>> merged_grid(const Shape& shape, std::span<const KernelOperand> operands) {
-  const std::vector<std::int64_t> extents = shape.as_tuple().leaves();
+  const std::size_t rank = shape.rank();
   std::array<std::vector<std::int64_t>, N> strides;
   MergedCall<N> call;
   for (std::size_t j = 0; j < N; ++j) {
     if (const Value* v = std::get_if<Value>(&operands[j])) {
       call.operands[j].scalar = true;
       call.operands[j].value = v->f;
-      strides[j].assign(extents.size(), 0);
+      strides[j].assign(rank, 0);
       continue;
     }
     const Tensor& t = std::get<Tensor>(operands[j]);
-    const Tensor view = t.shape() == shape ? t : t.broadcast_to(shape);
-    strides[j] = leaf_strides(view.layout());
+    const Tensor view = std::ranges::equal(t.shape().extents(), shape.extents()) ? t : t.broadcast_to(shape);
+    for (std::size_t k = 0; k < rank; ++k) {
+      const std::optional<std::int64_t> s = mode_stride(view.layout(), k);
+      if (!s) {
+        call.nested = static_cast<int>(j);
+        return call;
+      }
+      strides[j].push_back(*s);
+    }
     call.operands[j].base = device_base(t);
     call.operands[j].offset = view.offset();
   }
   std::int64_t count = 1;
-  for (std::int64_t e : extents) count *= e;
+  for (std::size_t k = 0; k < rank; ++k) count *= shape.extent(k);
   call.grid.count = count;
   int modes = 0;
-  for (std::size_t k = 0; k < extents.size(); ++k) {
-    const std::int64_t e = extents[k];
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::int64_t e = shape.extent(k);
     if (e == 1) continue;
     if (modes > 0) {
       const std::int64_t previous = call.grid.extents[modes - 1];
