@@ -15,6 +15,7 @@
 
 #include "conformance/harness.h"
 
+#include <atomic>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -164,6 +165,48 @@ TEST(CUDA_NoDevice, Issue23_RenderedTableInDocsMatchesTheDescriptors) {
 }
 
 // ---------------------------------------------------------------- on a device
+
+// carrier-extension R10 with CUDA: a kernel pack naming CUDA and its
+// interface attaches; its pattern (preference 10) runs before the built-in
+// one (preference 0); the capability set stays the union (the pack adds no
+// plan here). Packs attach before the class is first observed, so this
+// suite runs in a process of its own (ctest runs each suite alone;
+// scripts/device-check runs it first, alone).
+TEST(CUDA_DevicePack, Issue23_APackAttachesToCudaAndItsPatternWinsByPreference) {
+  if (CUDA::device_count() == 0) GTEST_SKIP() << kNoDevice;
+  static std::atomic<int> ran{0};
+  const OperationPlan add_plan = resolve_operation_plan("add", {DType::Float32(), DType::Float32()});
+  extension::KernelPattern pattern(
+      operation::get_definition("add"), {OperationCapability::from_plan(add_plan)}, "test_pack.add",
+      [](const operation::ResolvedInvocation& inv,
+         const extension::KernelExecutionInterface&) -> extension::KernelPattern::Prepared {
+        return extension::PreparedKernel(CUDA::kernel_interface(), [&inv]() -> extension::ResultSubmission {
+          ++ran;
+          const BuiltinKernelCall call = lower_builtin(inv);
+          const std::vector<Value> a = std::get<Tensor>(call.operands[0]).values();
+          const std::vector<Value> b = std::get<Tensor>(call.operands[1]).values();
+          std::vector<Value> sum;
+          for (std::size_t i = 0; i < a.size(); ++i) sum.push_back(Value::from_float32(a[i].f + b[i].f));
+          const int device = static_cast<const CUDA&>(*std::get<Tensor>(call.operands[0]).carrier()).device();
+          const std::shared_ptr<CUDA> out = CUDA::create(static_cast<std::int64_t>(sum.size()), device);
+          out->write_values(0, sum);
+          return extension::ProviderResult({Tensor(out, inv.results()[0].shape())});
+        });
+      },
+      /*preference=*/10);
+  const std::vector<OperationCapability> before = capabilities_for_carrier_class(carrier_class<CUDA>());
+  extension::register_kernel_pack(
+      extension::KernelPack("test_pack", "1.0", carrier_class<CUDA>(), CUDA::kernel_interface(), {pattern}));
+  EXPECT_EQ(capabilities_for_carrier_class(carrier_class<CUDA>()), before);
+  std::vector<Value> xs{Value::from_float32(1.5f), Value::from_float32(-2.0f)};
+  const Tensor x = move(Tensor(CPU::from_values(xs, DType::Float32()), Shape::of({2})), CUDA::create(2));
+  const Tensor y = add(x, x);
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(y.values(), (std::vector<Value>{Value::from_float32(3.0f), Value::from_float32(-4.0f)}));
+  // Other operations keep their built-in patterns.
+  EXPECT_EQ(relu(x).values(), (std::vector<Value>{Value::from_float32(1.5f), Value::from_float32(0.0f)}));
+  EXPECT_EQ(ran.load(), 1);
+}
 
 class CUDA_Device : public ::testing::Test {
  protected:

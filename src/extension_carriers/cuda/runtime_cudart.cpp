@@ -9,7 +9,10 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -129,20 +132,117 @@ void release(int device, void* memory) noexcept {
   }
 }
 
+namespace {
+
+// Pinned staging (issue 23: moves between CPU and CUDA through pinned
+// buffers). A copy of at least kStagedBytes between the caller's pageable
+// memory and the device goes through two pinned buffers of kChunkBytes per
+// device, alternating: the host memcpy into (out of) one buffer overlaps the
+// DMA of the other. Smaller copies are one cudaMemcpyAsync from pageable
+// memory, which the driver stages itself. Where pinned memory cannot be had,
+// every copy takes that path. Copies of one device take its staging in turn.
+constexpr std::size_t kChunkBytes = std::size_t{8} << 20;
+constexpr std::size_t kStagedBytes = std::size_t{4} << 20;
+
+struct Staging {
+  std::mutex mutex;
+  bool tried = false;  // allocation attempted (guarded by mutex)
+  void* buffer[2] = {nullptr, nullptr};
+  cudaEvent_t done[2] = {nullptr, nullptr};
+  bool ready() const noexcept { return buffer[0] && buffer[1] && done[0] && done[1]; }
+};
+
+Staging& staging(int device) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<Staging>> all;  // one per device, kept for the process
+  std::lock_guard lock(mutex);
+  if (all.empty()) all.resize(static_cast<std::size_t>(std::max(device_count(), 0)));
+  std::unique_ptr<Staging>& s = all.at(static_cast<std::size_t>(device));
+  if (!s) s = std::make_unique<Staging>();
+  return *s;
+}
+
+// Allocates the device's staging on first use (under s.mutex); false when
+// pinned memory or events cannot be had (the caller copies unstaged).
+bool prepare_staging(Staging& s) {
+  if (!s.tried) {
+    s.tried = true;
+    for (int b = 0; b < 2; ++b)
+      if (cudaMallocHost(&s.buffer[b], kChunkBytes) != cudaSuccess ||
+          cudaEventCreateWithFlags(&s.done[b], cudaEventDisableTiming) != cudaSuccess)
+        cudaGetLastError();  // not sticky: the copies go unstaged
+  }
+  return s.ready();
+}
+
+}  // namespace
+
 void copy_to_host(int device, void* host, const void* device_memory, std::size_t bytes) {
   if (bytes == 0) return;
   use(device);
   cudaStream_t s = static_cast<cudaStream_t>(stream(device));
-  check(cudaMemcpyAsync(host, device_memory, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (device to host)");
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  Staging& st = staging(device);
+  std::unique_lock lock(st.mutex, std::defer_lock);
+  if (bytes >= kStagedBytes) lock.lock();
+  if (!lock.owns_lock() || !prepare_staging(st)) {
+    check(cudaMemcpyAsync(host, device_memory, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (device to host)");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    return;
+  }
+  // A copy that failed part way may have left a transfer in flight on a
+  // buffer: wait for both first (an event never recorded is complete).
+  for (cudaEvent_t e : st.done) check(cudaEventSynchronize(e), "cudaEventSynchronize");
+  // Chunk k lands in buffer k % 2; while it is in flight, the previous chunk
+  // is copied out of the other buffer.
+  auto* out = static_cast<std::byte*>(host);
+  const auto* in = static_cast<const std::byte*>(device_memory);
+  std::size_t previous_at = 0, previous_size = 0;
+  int previous = -1;
+  for (std::size_t at = 0, k = 0; at < bytes; at += kChunkBytes, ++k) {
+    const int b = static_cast<int>(k % 2);
+    const std::size_t n = std::min(kChunkBytes, bytes - at);
+    check(cudaMemcpyAsync(st.buffer[b], in + at, n, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (device to host)");
+    check(cudaEventRecord(st.done[b], s), "cudaEventRecord");
+    if (previous >= 0) {
+      check(cudaEventSynchronize(st.done[previous]), "cudaEventSynchronize");
+      std::memcpy(out + previous_at, st.buffer[previous], previous_size);
+    }
+    previous = b;
+    previous_at = at;
+    previous_size = n;
+  }
+  check(cudaEventSynchronize(st.done[previous]), "cudaEventSynchronize");
+  std::memcpy(out + previous_at, st.buffer[previous], previous_size);
 }
 
 void copy_to_device(int device, void* device_memory, const void* host, std::size_t bytes) {
   if (bytes == 0) return;
   use(device);
   cudaStream_t s = static_cast<cudaStream_t>(stream(device));
-  check(cudaMemcpyAsync(device_memory, host, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (host to device)");
-  // The host buffer may be pageable and the caller's: wait before returning.
+  Staging& st = staging(device);
+  std::unique_lock lock(st.mutex, std::defer_lock);
+  if (bytes >= kStagedBytes) lock.lock();
+  if (!lock.owns_lock() || !prepare_staging(st)) {
+    check(cudaMemcpyAsync(device_memory, host, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (host to device)");
+    // The host buffer may be pageable and the caller's: wait before returning.
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    return;
+  }
+  for (cudaEvent_t e : st.done) check(cudaEventSynchronize(e), "cudaEventSynchronize");  // as in copy_to_host
+  // Chunk k is copied into buffer k % 2 once that buffer's previous DMA is
+  // done, then queued; the host copy of the next chunk overlaps it.
+  const auto* in = static_cast<const std::byte*>(host);
+  auto* out = static_cast<std::byte*>(device_memory);
+  bool used[2] = {false, false};
+  for (std::size_t at = 0, k = 0; at < bytes; at += kChunkBytes, ++k) {
+    const int b = static_cast<int>(k % 2);
+    const std::size_t n = std::min(kChunkBytes, bytes - at);
+    if (used[b]) check(cudaEventSynchronize(st.done[b]), "cudaEventSynchronize");
+    std::memcpy(st.buffer[b], in + at, n);
+    check(cudaMemcpyAsync(out + at, st.buffer[b], n, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (host to device)");
+    check(cudaEventRecord(st.done[b], s), "cudaEventRecord");
+    used[b] = true;
+  }
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
