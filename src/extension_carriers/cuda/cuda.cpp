@@ -376,9 +376,15 @@ std::map<std::string, Kernel, std::less<>> kernels_by_name() {
   k["_sort_indices"] = sorting(false, true);
   k["_topk_values"] = sorting(true, false);
   k["_topk_indices"] = sorting(true, true);
+  // The strict matmul: the carrier's own kernel (Generic's order, every
+  // product rounded). The contracted one (BINARY32_FUSED, FLOATING: any
+  // order within the summation bound): cuBLAS, else the fmaf kernel.
   k["matmul"] = {views_fit, [](const BuiltinKernelCall& call, int device, void* out) {
-                   cc::launch_matmul(device, view(call, 0), view(call, 1), result_extents(call),
-                                     call.plan.compute() == Arithmetic::BINARY32_FUSED, static_cast<float*>(out));
+                   const bool fused = call.plan.compute() == Arithmetic::BINARY32_FUSED;
+                   const cc::View a = view(call, 0), b = view(call, 1);
+                   const cc::Extents result = result_extents(call);
+                   if (fused && cc::matmul_cublas(device, a, b, result, static_cast<float*>(out))) return;
+                   cc::launch_matmul(device, a, b, result, fused, static_cast<float*>(out));
                  }};
   k["conv_general"] = {views_fit, [](const BuiltinKernelCall& call, int device, void* out) {
                          cc::ConvArgs args;

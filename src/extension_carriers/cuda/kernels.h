@@ -121,6 +121,13 @@ void launch_sort(int device, const View& x, int axis, bool descending, std::int6
 // ascending k from +0, each product rounded before the add (BINARY32), or
 // one fmaf per step (BINARY32_FUSED).
 void launch_matmul(int device, const View& a, const View& b, const Extents& result, bool fused, float* out);
+// The contracted matmul through cuBLAS (cublas_cudart.cpp: loaded on first
+// use, pedantic math mode, on the carrier's stream): false, with nothing
+// queued, when cuBLAS cannot be loaded or the operands' layouts are not
+// matrices it reads (each of the last two modes one leaf, one of them unit
+// stride; batch modes flattening to one stride); the caller then runs
+// launch_matmul's fmaf kernel.
+bool matmul_cublas(int device, const View& a, const View& b, const Extents& result, float* out);
 // conv_general (input (N, C_in, S...), weight (C_out, C_in/groups, K...)):
 // each element sums from +0, in the weight slice's logical order (ci
 // fastest), the rounded products x * w, a padded position reading +0.
