@@ -32,7 +32,7 @@ set(STRIDEWEAVE_LAYER_LIBS_formats nlohmann_json::nlohmann_json)
 # runtime: libstrideweave then loads on machines without CUDA, and the
 # driver is looked up at the first call (docs/cuda.md).
 if(STRIDEWEAVE_CUDA)
-  set(STRIDEWEAVE_LAYER_LIBS_extension_carriers CUDA::cudart_static)
+  set(STRIDEWEAVE_LAYER_LIBS_extension_carriers CUDA::cudart_static ${CMAKE_DL_LIBS})  # dlopen: cuBLAS
 endif()
 # The library layer's seeded random tensors vectorise Philox with Highway
 # (src/library/philox_batch.cpp).

@@ -318,3 +318,21 @@ def test_bytes_a_write_that_fails_midway_publishes_nothing():
     with pytest.raises(OSError):
         c.write_bytes(0, array.array("f", [7.0, 8.0, 9.0]))
     assert c.read_values(0, 3) == [1.0, 2.0, 3.0] and c.version == 0
+
+
+def test_bool_bytes_from_a_byte_hook_are_normalised():
+    # A Bool slot's host representation is one byte 0 or 1; a class's byte
+    # hook may hand back any non-zero byte for true (review finding, issue
+    # 23: uninitialised device memory), which the framework normalises.
+    B = sw.DType.Bool
+    provider = ext.StorageProvider(
+        lambda c, d: d is B, lambda c: len(c.slots_), lambda c, n: setattr(c, "slots_", bytearray(n)),
+        lambda c: setattr(c, "slots_", bytearray()), lambda c, i: bool(c.slots_[i]),
+        lambda c, i, v: c.slots_.__setitem__(i, int(v)), True,
+        read_bytes=lambda c, first, count: b"\x02" * count)
+    cls = type("TwoIsTrue", (sw.Carrier,), {})
+    ext.register_carrier_definition(cls, ext.CarrierDefinition(provider))
+    c = cls(3, dtype=B)
+    assert c.read_bytes(0, 3) == b"\x01\x01\x01"
+    moved = sw.move(sw.Tensor(c, 0, sw.Layout.compact(sw.Shape(3))), sw.CPU(3, dtype=B))
+    assert moved.tolist() == [True, True, True]

@@ -71,7 +71,15 @@ void RangeAccess::read_bytes(const Carrier& carrier, std::int64_t first, std::in
                 static_cast<std::size_t>(count) * element);
     return;
   }
-  if (carrier.read_range_bytes(first, count, out)) return;
+  if (carrier.read_range_bytes(first, count, out)) {
+    // A Bool slot's host representation is one byte 0 or 1 (a bool holding
+    // another byte is undefined behaviour): a class's byte hook may hand back
+    // any non-zero byte for true (uninitialised device memory, a provider's
+    // bytes), so the run is normalised as the Value path decodes it.
+    if (&dtype == &DType::Bool())
+      for (std::int64_t k = 0; k < count; ++k) out[k] = out[k] != std::byte{0} ? std::byte{1} : std::byte{0};
+    return;
+  }
   std::vector<Value> values(static_cast<std::size_t>(count));
   carrier.read_range(first, count, values.data());
   for (std::size_t k = 0; k < values.size(); ++k)

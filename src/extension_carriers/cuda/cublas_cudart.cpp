@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <string>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,7 +39,9 @@ struct Cublas {
 // The library's entry points, or null when it cannot be loaded.
 const Cublas* library() {
   static const std::unique_ptr<Cublas> loaded = []() -> std::unique_ptr<Cublas> {
-    void* lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
+    // The major version this build's headers declare, then the unversioned name.
+    const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) lib = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return nullptr;
     auto c = std::make_unique<Cublas>();
@@ -65,7 +68,12 @@ cublasHandle_t handle(const Cublas& c, int device) {
       h = nullptr;
       return nullptr;
     }
-    c.set_math_mode(h, CUBLAS_PEDANTIC_MATH);
+    // Pedantic or nothing: a handle in the default mode could use reduced
+    // precision where the plan says binary32.
+    if (c.set_math_mode(h, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS) {
+      h = nullptr;  // (the handle is abandoned: the carrier's own kernel runs)
+      return nullptr;
+    }
   }
   return h;
 }
@@ -115,7 +123,14 @@ bool matmul_cublas(int device, const View& a, const View& b, const Extents& resu
   if (r < 2 || result.count == 0) return false;
   const long long m = result.extents[r - 2], n = result.extents[r - 1], k = a.extents[r - 1];
   const long long batches = result.count / (m * n);
-  if (k == 0 || !fits_int(m) || !fits_int(n) || !fits_int(k) || !fits_int(batches)) return false;
+  // The compact result is first-mode-fastest with the batch modes first:
+  // element (b, i, j) is at b + B*i + B*M*j, not at the b*M*N + i + j*M a
+  // strided-batched GEMM writes. So cuBLAS takes one matrix (B = 1), where
+  // the two agree (column-major M x N, ldc = M); a batched call runs the
+  // carrier's own kernel. (A review found the batched form writing elements
+  // to the wrong places.)
+  if (batches != 1) return false;
+  if (k == 0 || !fits_int(m) || !fits_int(n) || !fits_int(k)) return false;
   const std::optional<Matrix> ma = matrix_of(a), mb = matrix_of(b);
   const std::optional<long long> ba = batch_stride(a, result), bb = batch_stride(b, result);
   if (!ma || !mb || !ba || !bb || !fits_int(ma->ld) || !fits_int(mb->ld)) return false;
@@ -128,8 +143,8 @@ bool matmul_cublas(int device, const View& a, const View& b, const Extents& resu
   const float one = 1.0f, zero = 0.0f;
   const float* pa = static_cast<const float*>(a.base) + a.offset;
   const float* pb = static_cast<const float*>(b.base) + b.offset;
-  // C (m x n, column-major, ldc = m) = op(A) (m x k) * op(B) (k x n); batch
-  // i at C + i * m * n (the compact result's batch stride).
+  // C (m x n, column-major, ldc = m) = op(A) (m x k) * op(B) (k x n), one
+  // matrix.
   const cublasStatus_t status =
       c->gemm(h, ma->op, mb->op, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &one, pa,
               static_cast<int>(ma->ld), *ba, pb, static_cast<int>(mb->ld), *bb, &zero, out, static_cast<int>(m),

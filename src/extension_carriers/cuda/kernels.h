@@ -125,8 +125,9 @@ void launch_matmul(int device, const View& a, const View& b, const Extents& resu
 // use, pedantic math mode, on the carrier's stream): false, with nothing
 // queued, when cuBLAS cannot be loaded or the operands' layouts are not
 // matrices it reads (each of the last two modes one leaf, one of them unit
-// stride; batch modes flattening to one stride); the caller then runs
-// launch_matmul's fmaf kernel.
+// stride), or the result has more than one matrix (its compact layout puts
+// the batch modes fastest, which a strided-batched GEMM does not write); the
+// caller then runs launch_matmul's fmaf kernel.
 bool matmul_cublas(int device, const View& a, const View& b, const Extents& result, float* out);
 // conv_general (input (N, C_in, S...), weight (C_out, C_in/groups, K...)):
 // each element sums from +0, in the weight slice's logical order (ci

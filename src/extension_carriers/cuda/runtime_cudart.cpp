@@ -190,8 +190,8 @@ void copy_to_host(int device, void* host, const void* device_memory, std::size_t
     return;
   }
   // A copy that failed part way may have left a transfer in flight on a
-  // buffer: wait for both first (an event never recorded is complete).
-  for (cudaEvent_t e : st.done) check(cudaEventSynchronize(e), "cudaEventSynchronize");
+  // buffer (its event possibly never recorded): wait for the stream first.
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   // Chunk k lands in buffer k % 2; while it is in flight, the previous chunk
   // is copied out of the other buffer.
   auto* out = static_cast<std::byte*>(host);
@@ -228,7 +228,7 @@ void copy_to_device(int device, void* device_memory, const void* host, std::size
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     return;
   }
-  for (cudaEvent_t e : st.done) check(cudaEventSynchronize(e), "cudaEventSynchronize");  // as in copy_to_host
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");  // as in copy_to_host
   // Chunk k is copied into buffer k % 2 once that buffer's previous DMA is
   // done, then queued; the host copy of the next chunk overlaps it.
   const auto* in = static_cast<const std::byte*>(host);
