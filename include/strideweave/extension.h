@@ -210,7 +210,9 @@ class PreparedComposite {
 // The framework prefers them to the Value range callbacks wherever it holds
 // bytes: Carrier::read_bytes / write_bytes, and moves between this class and
 // a host-memory carrier (CPU), one callback per run (a device's bulk copy
-// to or from the host, never element by element).
+// to or from the host, never element by element). A provider with byte
+// callbacks and no Value range callbacks has its Value runs served by them
+// too (the framework converts on the host), so a device needs only these.
 class StorageProvider {
  public:
   using SupportsDType = std::function<bool(const Carrier& carrier, const DType& dtype)>;

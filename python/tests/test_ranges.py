@@ -336,3 +336,16 @@ def test_bool_bytes_from_a_byte_hook_are_normalised():
     assert c.read_bytes(0, 3) == b"\x01\x01\x01"
     moved = sw.move(sw.Tensor(c, 0, sw.Layout.compact(sw.Shape(3))), sw.CPU(3, dtype=B))
     assert moved.tolist() == [True, True, True]
+
+
+def test_byte_callbacks_serve_value_runs_when_a_provider_gives_no_value_range_callbacks():
+    # A device provider needs only the byte pair: values(), read_values and
+    # write_values go through it, converted on the host, one call per run.
+    r = RangeRecorder(ranges=False, byte_runs=True)
+    cls = define(r)
+    c = cls(4, dtype=F32)
+    c.write_values(1, [5.0, 6.0, 7.0])
+    assert c.read_values(0, 4) == [0.0, 5.0, 6.0, 7.0]
+    assert sw.Tensor(c, 0, sw.Layout.compact(sw.Shape(4))).tolist() == [0.0, 5.0, 6.0, 7.0]
+    assert r.calls["read"] == 0 and r.calls["write"] == 0
+    assert r.calls["read_bytes"] >= 2 and r.calls["write_bytes"] >= 1

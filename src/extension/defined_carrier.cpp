@@ -6,6 +6,7 @@
 #include "capability/registry.h"
 #include "core/bootstrap.h"
 #include "extension/registry.h"
+#include "storage/ranges.h"
 
 namespace strideweave::extension {
 
@@ -74,6 +75,14 @@ void ProvidedStorage::read_range(const Carrier& self, std::int64_t first, std::i
   require_established("StorageProvider.read_range");
   const StorageProvider& p = provider();
   if (!p.read_range()) {
+    if (p.read_bytes()) {  // the byte callback, converted here: one call per run
+      const SimpleDType& dtype = self.dtype();
+      std::vector<std::byte> bytes(static_cast<std::size_t>(count) * strideweave::detail::host_element_bytes(dtype));
+      p.read_bytes()(self, first, count, bytes.data());
+      strideweave::detail::normalize_hook_bytes(dtype, bytes.data(), count);
+      strideweave::detail::host_to_values(HostSpan{bytes.data(), &dtype, count}, 0, count, out);
+      return;
+    }
     for (std::int64_t k = 0; k < count; ++k) out[k] = read(self, first + k);
     return;
   }
@@ -89,6 +98,14 @@ void ProvidedStorage::write_range(Carrier& self, std::int64_t first, std::span<c
   require_established("StorageProvider.write_range");
   const StorageProvider& p = provider();
   if (!p.write_range()) {
+    if (p.write_bytes()) {  // the byte callback, converted here: one call per run
+      const SimpleDType& dtype = self.dtype();
+      const auto count = static_cast<std::int64_t>(values.size());
+      std::vector<std::byte> bytes(values.size() * strideweave::detail::host_element_bytes(dtype));
+      strideweave::detail::values_to_host(HostSpan{bytes.data(), &dtype, count}, 0, values);
+      p.write_bytes()(self, first, count, bytes.data());
+      return;
+    }
     for (std::size_t k = 0; k < values.size(); ++k) write(self, first + static_cast<std::int64_t>(k), values[k]);
     return;
   }

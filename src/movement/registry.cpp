@@ -148,13 +148,9 @@ MoveRestore MoveOperation::_save_destination(Carrier& destination, std::int64_t 
   const SimpleDType& dtype = destination.dtype();
   std::vector<std::byte> before(static_cast<std::size_t>(element_count) * detail::host_element_bytes(dtype));
   detail::RangeAccess::read_bytes(destination, 0, element_count, before.data(), "move");
-  return [&destination, &dtype, element_count, image = std::move(before)] {
+  return [&destination, element_count, image = std::move(before)] {
     require_run(destination, 0, element_count);
-    if (detail::RangeAccess::write_bytes_hook(destination, 0, element_count, image.data())) return;
-    std::vector<Value> values(static_cast<std::size_t>(element_count));
-    detail::host_to_values(HostSpan{const_cast<std::byte*>(image.data()), &dtype, element_count}, 0, element_count,
-                           values.data());
-    detail::RangeAccess::write(destination, 0, values);
+    detail::RangeAccess::write_bytes(destination, 0, element_count, image.data());
   };
 }
 
@@ -207,7 +203,6 @@ MoveSubmission ElementwiseMoveOperation::_copy(const Tensor& tensor, Carrier& de
   // run), converted through its Value hooks only when it offers none.
   if (from || to) {
     const std::size_t element = detail::host_element_bytes(source.dtype());
-    std::vector<Value> values;
     walk_pieces(tensor, output.offset(), context, [&](std::int64_t from_slot, std::int64_t to_slot, std::int64_t count) {
       require_run(source, from_slot, count);
       require_run(destination, to_slot, count);
@@ -217,11 +212,9 @@ MoveSubmission ElementwiseMoveOperation::_copy(const Tensor& tensor, Carrier& de
                                         "move");
         return;
       }
-      const std::byte* data = static_cast<const std::byte*>(from.data) + static_cast<std::size_t>(from_slot) * element;
-      if (detail::RangeAccess::write_bytes_hook(destination, to_slot, count, data)) return;
-      values.resize(static_cast<std::size_t>(count));
-      detail::host_to_values(from, from_slot, count, values.data());
-      detail::RangeAccess::write(destination, to_slot, values);
+      detail::RangeAccess::write_bytes(
+          destination, to_slot, count,
+          static_cast<const std::byte*>(from.data) + static_cast<std::size_t>(from_slot) * element);
     });
     return std::monostate{};
   }

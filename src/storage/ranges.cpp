@@ -61,6 +61,11 @@ void RangeAccess::write(Carrier& carrier, std::int64_t first, std::span<const Va
   carrier.write_range(first, values);
 }
 
+void normalize_hook_bytes(const SimpleDType& dtype, std::byte* bytes, std::int64_t count) noexcept {
+  if (&dtype != &DType::Bool()) return;
+  for (std::int64_t k = 0; k < count; ++k) bytes[k] = bytes[k] != std::byte{0} ? std::byte{1} : std::byte{0};
+}
+
 void RangeAccess::read_bytes(const Carrier& carrier, std::int64_t first, std::int64_t count, std::byte* out,
                              const char* what) {
   if (count <= 0) return;
@@ -72,12 +77,7 @@ void RangeAccess::read_bytes(const Carrier& carrier, std::int64_t first, std::in
     return;
   }
   if (carrier.read_range_bytes(first, count, out)) {
-    // A Bool slot's host representation is one byte 0 or 1 (a bool holding
-    // another byte is undefined behaviour): a class's byte hook may hand back
-    // any non-zero byte for true (uninitialised device memory, a provider's
-    // bytes), so the run is normalised as the Value path decodes it.
-    if (&dtype == &DType::Bool())
-      for (std::int64_t k = 0; k < count; ++k) out[k] = out[k] != std::byte{0} ? std::byte{1} : std::byte{0};
+    normalize_hook_bytes(dtype, out, count);
     return;
   }
   std::vector<Value> values(static_cast<std::size_t>(count));
@@ -118,38 +118,19 @@ void write_run_atomic(Carrier& carrier, std::int64_t first, std::span<const Valu
   }
 }
 
-// The bytes form of write_run_atomic: host memory, else the class's byte
-// hook (undone from a before-image in bytes when it fails part way), else
-// its Value hooks.
+// The bytes form of write_run_atomic: RangeAccess::write_bytes, undone from
+// a before-image in bytes when it fails part way (host memory cannot fail).
 void write_bytes_atomic(Carrier& carrier, std::int64_t first, std::int64_t count, const std::byte* data,
                         const char* what) {
   if (count <= 0) return;
-  const SimpleDType& dtype = carrier.dtype();
-  const std::size_t element = host_element_bytes(dtype);
-  if (const HostSpan h = RangeAccess::host(carrier)) {
-    std::memcpy(static_cast<std::byte*>(h.data) + static_cast<std::size_t>(first) * element, data,
-                static_cast<std::size_t>(count) * element);
-    return;
-  }
-  std::vector<std::byte> before(static_cast<std::size_t>(count) * element);
+  if (RangeAccess::host(carrier)) return RangeAccess::write_bytes(carrier, first, count, data);
+  std::vector<std::byte> before(static_cast<std::size_t>(count) * host_element_bytes(carrier.dtype()));
   RangeAccess::read_bytes(carrier, first, count, before.data(), what);
-  bool offered = false;
   try {
-    offered = RangeAccess::write_bytes_hook(carrier, first, count, data);
+    RangeAccess::write_bytes(carrier, first, count, data);
   } catch (...) {
     try {
-      RangeAccess::write_bytes_hook(carrier, first, count, before.data());
-    } catch (...) {
-    }
-    throw;
-  }
-  if (offered) return;
-  const std::vector<Value> values = bytes_to_values(dtype, count, data);
-  try {
-    RangeAccess::write(carrier, first, values);
-  } catch (...) {
-    try {
-      RangeAccess::write(carrier, first, bytes_to_values(dtype, count, before.data()));
+      RangeAccess::write_bytes(carrier, first, count, before.data());
     } catch (...) {
     }
     throw;
@@ -164,6 +145,19 @@ std::vector<std::int64_t> run_indices(std::int64_t first, std::size_t count) {
 }
 
 }  // namespace
+
+void RangeAccess::write_bytes(Carrier& carrier, std::int64_t first, std::int64_t count, const std::byte* data) {
+  if (count <= 0) return;
+  const SimpleDType& dtype = carrier.dtype();
+  if (const HostSpan h = host(carrier)) {
+    const std::size_t element = host_element_bytes(dtype);
+    std::memcpy(static_cast<std::byte*>(h.data) + static_cast<std::size_t>(first) * element, data,
+                static_cast<std::size_t>(count) * element);
+    return;
+  }
+  if (write_bytes_hook(carrier, first, count, data)) return;
+  write(carrier, first, bytes_to_values(dtype, count, data));
+}
 
 std::vector<Value> logical_values(const Tensor& tensor) {
   const Carrier& carrier = *tensor.carrier();

@@ -32,6 +32,12 @@ std::size_t host_element_bytes(const SimpleDType& dtype) noexcept;
 // Host memory <-> Values (dtype taken from the span; Value kinds are trusted).
 void host_to_values(const HostSpan& host, std::int64_t first, std::int64_t count, Value* out) noexcept;
 void values_to_host(const HostSpan& host, std::int64_t first, std::span<const Value> values) noexcept;
+// Bytes a class's byte hook returned, made a valid host representation: a
+// Bool slot is one byte 0 or 1 (a bool holding another byte is undefined
+// behaviour), and a hook may hand back any non-zero byte for true
+// (uninitialised device memory, a provider's bytes), so Bool runs are
+// normalised as the Value path decodes them; other dtypes are unchanged.
+void normalize_hook_bytes(const SimpleDType& dtype, std::byte* bytes, std::int64_t count) noexcept;
 
 struct RangeAccess {
   // The carrier's host memory; null when it has none or is released.
@@ -46,6 +52,10 @@ struct RangeAccess {
   // (TypeError, naming `what`, for a Value of another kind).
   static void read_bytes(const Carrier& carrier, std::int64_t first, std::int64_t count, std::byte* out,
                          const char* what);
+  // Its write counterpart, unchecked, un-versioned and not failure-atomic
+  // (the caller holds a before-image): host memory, else the class's byte
+  // hook, else its Value hooks converted.
+  static void write_bytes(Carrier& carrier, std::int64_t first, std::int64_t count, const std::byte* data);
   // The range hooks themselves (tests and providers' defaults).
   static void read_hook(const Carrier& carrier, std::int64_t first, std::int64_t count, Value* out) {
     carrier.read_range(first, count, out);

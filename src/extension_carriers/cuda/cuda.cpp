@@ -80,8 +80,9 @@ std::byte* slot_address(const Carrier& c, std::int64_t first) {
          static_cast<std::size_t>(first) * c.element_bytes();
 }
 
-// Per slot and per run: one synchronous copy each (a run is one copy of its
-// bytes through a host buffer, converted there).
+// Per slot and per run: one synchronous copy each. Runs are the byte
+// callbacks: the framework also serves Value runs (values(), read_values,
+// fallback copies) through them, converting on the host.
 ext::StorageProvider device_storage() {
   return ext::StorageProvider(
              [](const Carrier&, const DType& d) { return stored(d); },
@@ -102,22 +103,9 @@ ext::StorageProvider device_storage() {
              // fallback, which writes each run through the byte callback
              // below: one host-to-device copy per run.
              /*elementwise_fallback=*/true)
-      .with_ranges(
-          [](const Carrier& c, std::int64_t first, std::span<Value> out) {
-            const std::size_t eb = c.element_bytes();
-            std::vector<std::byte> buffer(out.size() * eb);
-            cc::copy_to_host(CudaStorageAccess::of(c).device(), buffer.data(), slot_address(c, first), buffer.size());
-            for (std::size_t k = 0; k < out.size(); ++k) out[k] = decode(c.dtype(), buffer.data() + k * eb);
-          },
-          [](Carrier& c, std::int64_t first, std::span<const Value> values) {
-            const std::size_t eb = c.element_bytes();
-            std::vector<std::byte> buffer(values.size() * eb);
-            for (std::size_t k = 0; k < values.size(); ++k) encode(c.dtype(), values[k], buffer.data() + k * eb);
-            cc::copy_to_device(CudaStorageAccess::of(c).device(), slot_address(c, first), buffer.data(), buffer.size());
-          },
-          nullptr)  // device memory: the host cannot address it
-      // Bytes: one copy per run, no Values (moves from and to CPU, read_bytes,
-      // write_bytes).
+      // Device memory: no host_data (the host cannot address it). Bytes: one
+      // copy per run (moves from and to CPU, read_bytes, write_bytes, and the
+      // Value runs the framework converts).
       .with_byte_ranges(
           [](const Carrier& c, std::int64_t first, std::int64_t count, std::byte* out) {
             cc::copy_to_host(CudaStorageAccess::of(c).device(), out, slot_address(c, first),
