@@ -1,4 +1,4 @@
-// The contracted matmul (BINARY32_FUSED) through cuBLAS (kernels.h,
+// The contracted matmul (BINARY32_FUSED) of one matrix through cuBLAS (kernels.h,
 // matmul_cublas). Compiled only with the toolkit.
 //
 // cuBLAS is loaded with dlopen at the first contracted matmul, not linked:
@@ -32,8 +32,7 @@ struct Cublas {
   cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t) = nullptr;
   cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t) = nullptr;
   cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float*,
-                         const float*, int, long long, const float*, int, long long, const float*, float*, int,
-                         long long, int) = nullptr;
+                         const float*, int, const float*, int, const float*, float*, int) = nullptr;
 };
 
 // The library's entry points, or null when it cannot be loaded.
@@ -48,7 +47,7 @@ const Cublas* library() {
     c->create = reinterpret_cast<decltype(c->create)>(dlsym(lib, "cublasCreate_v2"));
     c->set_stream = reinterpret_cast<decltype(c->set_stream)>(dlsym(lib, "cublasSetStream_v2"));
     c->set_math_mode = reinterpret_cast<decltype(c->set_math_mode)>(dlsym(lib, "cublasSetMathMode"));
-    c->gemm = reinterpret_cast<decltype(c->gemm)>(dlsym(lib, "cublasSgemmStridedBatched"));
+    c->gemm = reinterpret_cast<decltype(c->gemm)>(dlsym(lib, "cublasSgemm_v2"));
     if (!c->create || !c->set_stream || !c->set_math_mode || !c->gemm) return nullptr;
     return c;  // the library stays loaded for the process
   }();
@@ -94,26 +93,6 @@ std::optional<Matrix> matrix_of(const View& v) {
   return std::nullopt;
 }
 
-// The batch modes (all but the last two) as one stride over the flattened
-// batch index (first mode fastest), or nullopt when they do not flatten.
-std::optional<long long> batch_stride(const View& v, const Extents& result) {
-  long long stride = 0, span = 0;
-  for (int k = 0; k < result.rank - 2; ++k) {
-    if (v.leaf_begin[k + 1] - v.leaf_begin[k] != 1) return std::nullopt;
-    const std::int64_t e = result.extents[k], s = v.leaf_stride[v.leaf_begin[k]];
-    if (e == 1) continue;
-    if (span == 0) {
-      stride = s;
-      span = e;
-    } else if (s == stride * span) {
-      span *= e;
-    } else {
-      return std::nullopt;
-    }
-  }
-  return stride;
-}
-
 bool fits_int(long long x) { return x >= 0 && x <= INT_MAX; }
 
 }  // namespace
@@ -125,15 +104,15 @@ bool matmul_cublas(int device, const View& a, const View& b, const Extents& resu
   const long long batches = result.count / (m * n);
   // The compact result is first-mode-fastest with the batch modes first:
   // element (b, i, j) is at b + B*i + B*M*j, not at the b*M*N + i + j*M a
-  // strided-batched GEMM writes. So cuBLAS takes one matrix (B = 1), where
-  // the two agree (column-major M x N, ldc = M); a batched call runs the
-  // carrier's own kernel. (A review found the batched form writing elements
-  // to the wrong places.)
+  // strided-batched GEMM writes. So cuBLAS takes one matrix (B = 1: every
+  // batch mode has extent 1 and adds nothing to an offset), where the two
+  // agree (column-major M x N, ldc = M); a batched call runs the carrier's
+  // own kernel. (A review found the batched form writing elements to the
+  // wrong places.)
   if (batches != 1) return false;
   if (k == 0 || !fits_int(m) || !fits_int(n) || !fits_int(k)) return false;
   const std::optional<Matrix> ma = matrix_of(a), mb = matrix_of(b);
-  const std::optional<long long> ba = batch_stride(a, result), bb = batch_stride(b, result);
-  if (!ma || !mb || !ba || !bb || !fits_int(ma->ld) || !fits_int(mb->ld)) return false;
+  if (!ma || !mb || !fits_int(ma->ld) || !fits_int(mb->ld)) return false;
   const Cublas* c = library();
   if (!c) return false;
   const cublasHandle_t h = handle(*c, device);
@@ -147,10 +126,9 @@ bool matmul_cublas(int device, const View& a, const View& b, const Extents& resu
   // matrix.
   const cublasStatus_t status =
       c->gemm(h, ma->op, mb->op, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &one, pa,
-              static_cast<int>(ma->ld), *ba, pb, static_cast<int>(mb->ld), *bb, &zero, out, static_cast<int>(m),
-              m * n, static_cast<int>(batches));
+              static_cast<int>(ma->ld), pb, static_cast<int>(mb->ld), &zero, out, static_cast<int>(m));
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw RuntimeError(fmt::format("CUDA: cublasSgemmStridedBatched failed (status {})", static_cast<int>(status)));
+    throw RuntimeError(fmt::format("CUDA: cublasSgemm failed (status {})", static_cast<int>(status)));
   return true;
 }
 

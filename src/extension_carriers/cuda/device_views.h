@@ -8,6 +8,9 @@
 #endif
 
 #include "extension_carriers/cuda/kernels.h"
+#include "extension_carriers/cuda/runtime.h"
+
+#include <cuda_runtime.h>
 
 #include <cstdint>
 
@@ -65,6 +68,9 @@ __device__ __forceinline__ bool sorts_before(float a, float b) {
   if (a == b) return signbit(a) && !signbit(b);
   return a < b;
 }
+
+// The stream of `device`, made current on this thread, for a launch.
+inline cudaStream_t on(int device) { return static_cast<cudaStream_t>(launch_stream(device)); }
 
 constexpr int kThreads = 256;
 // Blocks for `count` threads' work, at most 65535 (grid-stride loops cover

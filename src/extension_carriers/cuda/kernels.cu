@@ -193,13 +193,8 @@ __global__ void select_kernel(Grid g, Strided c, Strided a, Strided b, float* ou
     out[i] = load_bool(g, c, i) ? load_f32(g, a, i) : load_f32(g, b, i);
 }
 
-cudaStream_t on(int device) { return static_cast<cudaStream_t>(launch_stream(device)); }
 
 }  // namespace
-
-bool is_comparison(BinaryOp op) noexcept {
-  return op == BinaryOp::eq || op == BinaryOp::ne || op == BinaryOp::lt || op == BinaryOp::le;
-}
 
 void launch_copy(int device, const View& v, const Extents& e, int element_bytes, void* out) {
   if (e.count == 0) return;

@@ -79,8 +79,6 @@ struct UnaryOptions {
   bool approximate = false;
 };
 
-bool is_comparison(BinaryOp op) noexcept;
-
 void launch_binary(int device, BinaryOp op, const Grid& grid, const Strided& a, const Strided& b, void* out);
 void launch_unary(int device, UnaryOp op, const UnaryOptions& options, const Grid& grid, const Strided& x, float* out);
 // A compact copy of `v` (logical order over `e`) of `element_bytes` (1 or 4)

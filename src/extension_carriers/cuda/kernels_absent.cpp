@@ -10,9 +10,6 @@ namespace {
 [[noreturn]] void absent() { throw RuntimeError("CUDA: strideweave was built without the CUDA toolkit"); }
 }  // namespace
 
-bool is_comparison(BinaryOp op) noexcept {
-  return op == BinaryOp::eq || op == BinaryOp::ne || op == BinaryOp::lt || op == BinaryOp::le;
-}
 void launch_binary(int, BinaryOp, const Grid&, const Strided&, const Strided&, void*) { absent(); }
 void launch_unary(int, UnaryOp, const UnaryOptions&, const Grid&, const Strided&, float*) { absent(); }
 void launch_copy(int, const View&, const Extents&, int, void*) { absent(); }

@@ -14,11 +14,11 @@
 namespace strideweave::cuda_carrier {
 namespace {
 
-cudaStream_t on(int device) { return static_cast<cudaStream_t>(launch_stream(device)); }
 
 // One result element: its block of x visited in logical order (first reduced
 // axis fastest).
 __global__ void reduce_kernel(ReduceOp op, View x, ReduceArgs args, Extents result, void* out) {
+  const bool maximum = op == ReduceOp::max || op == ReduceOp::argmax;
   SW_CUDA_FOR_EACH(o, result.count) {
     std::int64_t oc[kMaxRank];
     coordinates_of(o, result, oc);
@@ -43,16 +43,8 @@ __global__ void reduce_kernel(ReduceOp op, View x, ReduceArgs args, Extents resu
       switch (op) {
         case ReduceOp::sum: sum = __fadd_rn(sum, v); break;
         case ReduceOp::prod: product = __fmul_rn(product, v); break;
-        case ReduceOp::max:
-        case ReduceOp::argmax:
-          if (ordinal == 0 || max_replaces(winner, v)) {
-            winner = v;
-            at = ordinal;
-          }
-          break;
-        case ReduceOp::min:
-        case ReduceOp::argmin:
-          if (ordinal == 0 || min_replaces(winner, v)) {
+        default:  // the extrema and arg-extrema: the first winner stays
+          if (ordinal == 0 || (maximum ? max_replaces(winner, v) : min_replaces(winner, v))) {
             winner = v;
             at = ordinal;
           }

@@ -40,16 +40,13 @@ void release(int device, void* memory) noexcept;
 // ordered after them and wait for them).
 void copy_to_host(int device, void* host, const void* device_memory, std::size_t bytes);
 void copy_to_device(int device, void* device_memory, const void* host, std::size_t bytes);
-// Device-to-device copy on one device (asynchronous on the stream).
-void copy_on_device(int device, void* to, const void* from, std::size_t bytes);
 
 // The carrier's stream on `device` (one per device, created on first use;
-// an opaque cudaStream_t), and a wait for everything queued on it.
+// an opaque cudaStream_t).
 void* stream(int device);
 // stream(device) with `device` made current on the calling thread: what a
 // kernel launch on that stream needs.
 void* launch_stream(int device);
-void synchronize(int device);
 // RuntimeError for the last launch error on this thread (a kernel launch
 // that could not start), naming `what`.
 void check_launch(const char* what);

@@ -19,10 +19,8 @@ void* allocate(int, std::size_t, bool) { absent(); }
 void release(int, void*) noexcept {}
 void copy_to_host(int, void*, const void*, std::size_t) { absent(); }
 void copy_to_device(int, void*, const void*, std::size_t) { absent(); }
-void copy_on_device(int, void*, const void*, std::size_t) { absent(); }
 void* stream(int) { absent(); }
 void* launch_stream(int) { absent(); }
-void synchronize(int) { absent(); }
 void check_launch(const char*) { absent(); }
 
 }  // namespace strideweave::cuda_carrier

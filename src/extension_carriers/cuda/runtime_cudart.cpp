@@ -175,6 +175,26 @@ bool prepare_staging(Staging& s) {
   return s.ready();
 }
 
+// The device's staging, locked, when a copy of `bytes` takes it; an empty
+// lock when the copy goes unstaged (small, or no pinned memory). A staged
+// copy first waits for the stream: one that failed part way may have left a
+// transfer in flight on a buffer, its event possibly never recorded.
+std::unique_lock<std::mutex> take_staging(Staging& st, std::size_t bytes, cudaStream_t s) {
+  if (bytes < kStagedBytes) return {};
+  std::unique_lock lock(st.mutex);
+  if (!prepare_staging(st)) return {};
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  return lock;
+}
+
+// One cudaMemcpyAsync, waited for (the host buffer may be pageable and the
+// caller's).
+void copy_unstaged(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
+  check(cudaMemcpyAsync(to, from, bytes, kind, s),
+        kind == cudaMemcpyHostToDevice ? "cudaMemcpyAsync (host to device)" : "cudaMemcpyAsync (device to host)");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
 }  // namespace
 
 void copy_to_host(int device, void* host, const void* device_memory, std::size_t bytes) {
@@ -182,16 +202,8 @@ void copy_to_host(int device, void* host, const void* device_memory, std::size_t
   use(device);
   cudaStream_t s = static_cast<cudaStream_t>(stream(device));
   Staging& st = staging(device);
-  std::unique_lock lock(st.mutex, std::defer_lock);
-  if (bytes >= kStagedBytes) lock.lock();
-  if (!lock.owns_lock() || !prepare_staging(st)) {
-    check(cudaMemcpyAsync(host, device_memory, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (device to host)");
-    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-    return;
-  }
-  // A copy that failed part way may have left a transfer in flight on a
-  // buffer (its event possibly never recorded): wait for the stream first.
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  const std::unique_lock lock = take_staging(st, bytes, s);
+  if (!lock) return copy_unstaged(host, device_memory, bytes, cudaMemcpyDeviceToHost, s);
   // Chunk k lands in buffer k % 2; while it is in flight, the previous chunk
   // is copied out of the other buffer.
   auto* out = static_cast<std::byte*>(host);
@@ -220,42 +232,22 @@ void copy_to_device(int device, void* device_memory, const void* host, std::size
   use(device);
   cudaStream_t s = static_cast<cudaStream_t>(stream(device));
   Staging& st = staging(device);
-  std::unique_lock lock(st.mutex, std::defer_lock);
-  if (bytes >= kStagedBytes) lock.lock();
-  if (!lock.owns_lock() || !prepare_staging(st)) {
-    check(cudaMemcpyAsync(device_memory, host, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (host to device)");
-    // The host buffer may be pageable and the caller's: wait before returning.
-    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-    return;
-  }
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");  // as in copy_to_host
+  const std::unique_lock lock = take_staging(st, bytes, s);
+  if (!lock) return copy_unstaged(device_memory, host, bytes, cudaMemcpyHostToDevice, s);
   // Chunk k is copied into buffer k % 2 once that buffer's previous DMA is
-  // done, then queued; the host copy of the next chunk overlaps it.
+  // done (an event from an earlier, finished copy is complete), then queued;
+  // the host copy of the next chunk overlaps it.
   const auto* in = static_cast<const std::byte*>(host);
   auto* out = static_cast<std::byte*>(device_memory);
-  bool used[2] = {false, false};
   for (std::size_t at = 0, k = 0; at < bytes; at += kChunkBytes, ++k) {
     const int b = static_cast<int>(k % 2);
     const std::size_t n = std::min(kChunkBytes, bytes - at);
-    if (used[b]) check(cudaEventSynchronize(st.done[b]), "cudaEventSynchronize");
+    check(cudaEventSynchronize(st.done[b]), "cudaEventSynchronize");
     std::memcpy(st.buffer[b], in + at, n);
     check(cudaMemcpyAsync(out + at, st.buffer[b], n, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (host to device)");
     check(cudaEventRecord(st.done[b], s), "cudaEventRecord");
-    used[b] = true;
   }
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-}
-
-void copy_on_device(int device, void* to, const void* from, std::size_t bytes) {
-  if (bytes == 0) return;
-  use(device);
-  check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream(device))),
-        "cudaMemcpyAsync (device to device)");
-}
-
-void synchronize(int device) {
-  use(device);
-  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream(device))), "cudaStreamSynchronize");
 }
 
 void check_launch(const char* what) {

@@ -14,7 +14,6 @@
 namespace strideweave::cuda_carrier {
 namespace {
 
-cudaStream_t on(int device) { return static_cast<cudaStream_t>(launch_stream(device)); }
 
 __global__ void matmul_kernel(View a, View b, Extents result, bool fused, float* out) {
   const int r = result.rank;
